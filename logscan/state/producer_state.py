@@ -1,0 +1,195 @@
+"""Producer state rebuilt the way the broker rebuilds it (ProducerAppendInfo, REPLICATION origin).
+
+During log recovery and replication Kafka never rejects a batch: a lower epoch or an older
+coordinator epoch is only logged. We do the same and record those as anomalies, so the
+result equals what `kafka-transactions describe-producers` shows for that replica.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional
+
+from .facts import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchFact
+
+# ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+NUM_BATCHES_TO_RETAIN = 5
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    last_seq: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    coordinator_epoch: int = -1
+    last_timestamp: int = NO_TIMESTAMP
+    current_txn_first_offset: Optional[int] = None
+    batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def update_epoch(self, epoch: int) -> None:
+        # Any change of epoch (up or down) drops the cached batches: this is why, under
+        # KIP-890 TV2, describe-producers shows LastSequence -1 right after a marker.
+        if epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = epoch
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by a marker (Kafka's CompletedTxn)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    is_aborted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    """Something the broker would only log (or reject from a client) during rebuild."""
+
+    offset: int
+    producer_id: int
+    kind: str
+    detail: str
+
+
+class ProducerStateManager:
+    """Producers of one partition replica, fed batches in offset order."""
+
+    def __init__(self) -> None:
+        self.producers: dict[int, ProducerStateEntry] = {}
+        self.completed: list[CompletedTxn] = []
+        self.anomalies: list[Anomaly] = []
+        self.map_end_offset = 0
+
+    def seed(self, entries: Iterable[ProducerStateEntry], snapshot_offset: int) -> None:
+        """Start from a producer snapshot: the state after every offset below ``snapshot_offset``."""
+        for entry in entries:
+            self.producers[entry.producer_id] = entry
+        self.map_end_offset = snapshot_offset
+
+    def ongoing(self) -> dict[int, int]:
+        """Open transactions: producer id -> first offset."""
+        return {pid: e.current_txn_first_offset for pid, e in self.producers.items()
+                if e.current_txn_first_offset is not None}
+
+    def append(self, batch: BatchFact) -> Optional[CompletedTxn]:
+        self.map_end_offset = batch.last_offset + 1
+        if batch.producer_id < 0:
+            return None
+        entry = self.producers.get(batch.producer_id)
+        if entry is None:
+            entry = self.producers[batch.producer_id] = ProducerStateEntry(batch.producer_id)
+        if batch.is_control:
+            return self._append_marker(entry, batch)
+        self._append_data(entry, batch)
+        return None
+
+    def _check_epoch(self, entry: ProducerStateEntry, epoch: int, offset: int) -> None:
+        if epoch < entry.producer_epoch:
+            self._note(offset, entry.producer_id, "epoch_regression",
+                       f"epoch {epoch} is smaller than the last seen epoch {entry.producer_epoch}")
+
+    def _append_data(self, entry: ProducerStateEntry, batch: BatchFact) -> None:
+        self._check_epoch(entry, batch.producer_epoch, batch.base_offset)
+        entry.update_epoch(batch.producer_epoch)
+        entry.batches.append(BatchMetadata(batch.last_sequence, batch.last_offset,
+                                           batch.last_offset - batch.base_offset, batch.max_timestamp))
+        entry.last_timestamp = batch.max_timestamp
+        if entry.current_txn_first_offset is not None and not batch.is_transactional:
+            # Kafka throws InvalidTxnStateException here even during recovery.
+            self._note(batch.base_offset, entry.producer_id, "non_transactional_in_txn",
+                       f"non-transactional batch while a transaction is open since "
+                       f"{entry.current_txn_first_offset}")
+        elif entry.current_txn_first_offset is None and batch.is_transactional:
+            entry.current_txn_first_offset = batch.base_offset
+
+    def _append_marker(self, entry: ProducerStateEntry, batch: BatchFact) -> Optional[CompletedTxn]:
+        if batch.control_type is None:
+            # An empty control batch: the cleaner removed the whole transaction.
+            return None
+        if batch.control_type not in ("COMMIT", "ABORT"):
+            self._note(batch.base_offset, entry.producer_id, "unknown_control_type",
+                       f"producer-owned control batch of type {batch.control_type}")
+            return None
+        self._check_epoch(entry, batch.producer_epoch, batch.base_offset)
+        if entry.coordinator_epoch > batch.coordinator_epoch:
+            self._note(batch.base_offset, entry.producer_id, "coordinator_epoch_regression",
+                       f"marker coordinator epoch {batch.coordinator_epoch} is older than "
+                       f"{entry.coordinator_epoch}")
+        completed = None
+        if entry.current_txn_first_offset is not None:
+            completed = CompletedTxn(entry.producer_id, entry.current_txn_first_offset,
+                                     batch.base_offset, batch.control_type == "ABORT")
+            self.completed.append(completed)
+        entry.update_epoch(batch.producer_epoch)
+        entry.coordinator_epoch = batch.coordinator_epoch
+        entry.current_txn_first_offset = None
+        entry.last_timestamp = batch.marker_timestamp
+        return completed
+
+    def _note(self, offset: int, producer_id: int, kind: str, detail: str) -> None:
+        self.anomalies.append(Anomaly(offset, producer_id, kind, detail))
+
+
+def rebuild(batches: Iterable[BatchFact], seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None
+            ) -> ProducerStateManager:
+    """Replay ``batches`` (offset order) over an optional (snapshot entries, snapshot offset) seed.
+
+    Batches below the snapshot offset are skipped: the snapshot already holds their effect.
+    """
+    psm = ProducerStateManager()
+    start = 0
+    if seed is not None:
+        entries, start = seed
+        psm.seed(entries, start)
+    for batch in batches:
+        if batch.last_offset < start:
+            continue
+        psm.append(batch)
+    return psm
+
+
+def first_unstable_offset(ongoing_first_offsets: Iterable[int], completed: Iterable[CompletedTxn],
+                          high_watermark: int, log_start_offset: int) -> Optional[int]:
+    """UnifiedLog's first unstable offset: the earliest open transaction, or the earliest
+    completed one whose marker is not yet replicated (marker offset >= HW), clamped to the
+    log start offset."""
+    candidates = list(ongoing_first_offsets)
+    candidates.extend(t.first_offset for t in completed if t.last_offset >= high_watermark)
+    if not candidates:
+        return None
+    return max(min(candidates), log_start_offset)
+
+
+def last_stable_offset(first_unstable: Optional[int], high_watermark: int) -> int:
+    """LSO = first unstable offset when it is below the HW, else the HW (never above it)."""
+    if first_unstable is not None and first_unstable < high_watermark:
+        return first_unstable
+    return high_watermark
+
+
+def describe_producers(psm: ProducerStateManager) -> Iterator[tuple[int, int, int, int, int, Optional[int]]]:
+    """Rows as `kafka-transactions describe-producers` prints them: (ProducerId, ProducerEpoch,
+    LatestCoordinatorEpoch, LastSequence, LastTimestamp, CurrentTransactionStartOffset)."""
+    for pid in sorted(psm.producers):
+        e = psm.producers[pid]
+        yield (pid, e.producer_epoch, e.coordinator_epoch, e.last_sequence, e.last_timestamp,
+               e.current_txn_first_offset)

@@ -1,0 +1,102 @@
+"""Transaction spans: one row per transaction per partition replica.
+
+A span opens at a producer's first transactional data batch (exactly where Kafka sets
+currentTxnFirstOffset) and closes at the COMMIT/ABORT marker that completes it. Spans still
+open at the end of the log are the ones that pin the LSO.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from .facts import NO_TIMESTAMP, BatchFact
+from .producer_state import ProducerStateEntry, ProducerStateManager
+
+OPEN = "OPEN"
+
+
+@dataclass(slots=True)
+class TxnSpan:
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    last_data_offset: int
+    start_timestamp: int
+    last_timestamp: int
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    end_marker_offset: Optional[int] = None
+    end_marker_epoch: Optional[int] = None
+    outcome: str = OPEN  # OPEN, COMMIT or ABORT
+    coordinator_epoch: Optional[int] = None
+    end_timestamp: Optional[int] = None
+    # True when the span was opened by a producer snapshot: its earlier batches are not in
+    # the scanned segments (deleted by retention, or before the scan start).
+    from_snapshot: bool = False
+
+    @property
+    def duration_ms(self) -> Optional[int]:
+        if self.end_timestamp is None or self.start_timestamp == NO_TIMESTAMP:
+            return None
+        return self.end_timestamp - self.start_timestamp
+
+
+@dataclass(slots=True)
+class ReplicaReplay:
+    """Everything one pass over a replica's batches yields."""
+
+    producers: ProducerStateManager
+    spans: list[TxnSpan]
+
+    @property
+    def open_spans(self) -> list[TxnSpan]:
+        return [s for s in self.spans if s.outcome == OPEN]
+
+
+def replay(batches: Iterable[BatchFact],
+           seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None) -> ReplicaReplay:
+    """Replay a replica's batches (offset order) and collect producer state and spans."""
+    psm = ProducerStateManager()
+    spans: list[TxnSpan] = []
+    current: dict[int, TxnSpan] = {}
+    start = 0
+    if seed is not None:
+        entries, start = seed
+        entries = list(entries)
+        psm.seed(entries, start)
+        for e in entries:
+            if e.current_txn_first_offset is not None:
+                span = TxnSpan(e.producer_id, e.producer_epoch, e.current_txn_first_offset,
+                               e.last_data_offset, NO_TIMESTAMP, e.last_timestamp, from_snapshot=True)
+                spans.append(span)
+                current[e.producer_id] = span
+    for batch in batches:
+        if batch.last_offset < start:
+            continue
+        was_open = batch.producer_id in current
+        completed = psm.append(batch)
+        if batch.producer_id < 0:
+            continue
+        if not batch.is_control:
+            if batch.is_transactional:
+                span = current.get(batch.producer_id)
+                if span is None:
+                    span = TxnSpan(batch.producer_id, batch.producer_epoch, batch.base_offset,
+                                   batch.last_offset, batch.max_timestamp, batch.max_timestamp)
+                    spans.append(span)
+                    current[batch.producer_id] = span
+                span.last_data_offset = batch.last_offset
+                span.last_timestamp = batch.max_timestamp
+                span.batches += 1
+                span.records += batch.records_count
+                span.bytes += batch.size_in_bytes
+        elif completed is not None and was_open:
+            span = current.pop(batch.producer_id)
+            span.end_marker_offset = batch.base_offset
+            span.end_marker_epoch = batch.producer_epoch
+            span.outcome = "ABORT" if completed.is_aborted else "COMMIT"
+            span.coordinator_epoch = batch.coordinator_epoch
+            span.end_timestamp = batch.marker_timestamp
+    return ReplicaReplay(psm, spans)
