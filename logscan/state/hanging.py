@@ -1,0 +1,99 @@
+"""Which open transactions hang, and why — find-hanging's rule, offline, with reasons.
+
+KIP-664's tool: a producer with an open transaction whose lastTimestamp is older than the
+maximum transaction timeout is a candidate; it hangs when the coordinator has no record of
+that producer id, or its transaction does not list the partition. logscan also says why,
+from the coordinator's records, and refuses to call a transaction hanging when the
+coordinator is still writing its markers (PrepareCommit/PrepareAbort).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .coordinator import COMPLETE, PREPARING, ProducerIdMatch
+
+DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
+# ProducerStateManager.LATE_TRANSACTION_BUFFER_MS: PartitionsWithLateTransactionsCount pads by 5 min.
+LATE_TRANSACTION_BUFFER_MS = 300_000
+
+# Reason codes; `hanging` says whether an abort is the remedy.
+NO_COORDINATOR_RECORD = "no_coordinator_record"
+COORDINATOR_MOVED_ON = "coordinator_moved_on"
+PARTITION_NOT_IN_TRANSACTION = "partition_not_in_transaction"
+MARKERS_PENDING = "markers_pending"
+COORDINATOR_ONGOING = "coordinator_ongoing"
+COORDINATOR_NOT_IN_COPY = "coordinator_not_in_copy"
+
+HANGING_REASONS = frozenset({NO_COORDINATOR_RECORD, COORDINATOR_MOVED_ON, PARTITION_NOT_IN_TRANSACTION})
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTxn:
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    start_offset: int
+    last_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    reason: str
+    hanging: Optional[bool]  # None: cannot tell from this copy
+    evidence: str
+    transactional_id: Optional[str] = None
+
+
+def is_candidate(txn: OpenTxn, as_of_ms: int, max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS) -> bool:
+    """find-hanging's filter: now - lastTimestamp > max timeout (strict, no padding)."""
+    return as_of_ms - txn.last_timestamp > max_timeout_ms
+
+
+def is_late(oldest_txn_last_timestamp: int, as_of_ms: int,
+            max_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS) -> bool:
+    """ProducerStateManager.hasLateTransaction, the PartitionsWithLateTransactionsCount rule."""
+    return (oldest_txn_last_timestamp > 0
+            and as_of_ms - oldest_txn_last_timestamp > max_timeout_ms + LATE_TRANSACTION_BUFFER_MS)
+
+
+def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator_partition_in_copy: bool) -> Verdict:
+    """Judge one candidate against the coordinator records that name its producer id.
+
+    ``coordinator_partition_in_copy`` is False when some `__transaction_state` partition is
+    missing from the copy, so an absent record proves nothing.
+    """
+    current = [m for m in matches if m.relation == "current"]
+    if not current:
+        if not coordinator_partition_in_copy:
+            return Verdict(COORDINATOR_NOT_IN_COPY, None,
+                           f"no coordinator record names producer id {txn.producer_id}, and the copy "
+                           f"lacks part of __transaction_state")
+        other = "; ".join(f"{m.record.transactional_id!r} lists it as {m.relation} producer id" for m in matches)
+        return Verdict(NO_COORDINATOR_RECORD, True,
+                       f"no transactional id has producer id {txn.producer_id} as its current producer"
+                       + (f" ({other})" if other else " (expired or never known)"),
+                       matches[0].record.transactional_id if matches else None)
+    rec = current[0].record
+    tid = rec.transactional_id
+    where = f"coordinator record of {tid!r} at __transaction_state-{rec.coordinator_partition} offset {rec.offset}"
+    state = f"{rec.state} at epoch {rec.producer_epoch}"
+    listed = (txn.topic, txn.partition) in rec.partitions
+    if rec.state in PREPARING and listed:
+        # The persisted Prepare* record lists every partition of the transaction; which
+        # markers are already written is only in the coordinator's memory. Never abort here.
+        return Verdict(MARKERS_PENDING, False,
+                       f"{where} is {state}: the coordinator is writing markers; let it roll forward", tid)
+    if rec.state in PREPARING or rec.state == "Ongoing":
+        if listed:
+            return Verdict(COORDINATOR_ONGOING, False,
+                           f"{where} is {state} and lists {txn.topic}-{txn.partition}: a live transaction "
+                           f"the coordinator will commit, abort or time out", tid)
+        return Verdict(PARTITION_NOT_IN_TRANSACTION, True,
+                       f"{where} is {state} but does not list {txn.topic}-{txn.partition}: a write to a "
+                       f"partition never added to the transaction", tid)
+    return Verdict(COORDINATOR_MOVED_ON, True,
+                   f"{where} is {state} while {txn.topic}-{txn.partition} still has the transaction of "
+                   f"epoch {txn.producer_epoch} open since offset {txn.start_offset}: a missed marker", tid)

@@ -1,0 +1,73 @@
+"""Every hanging reason on tiny row sets; the real-broker cases live in the e2e tests."""
+
+import pytest
+
+from logscan.state.coordinator import TxnLogRecord, index_by_producer_id, latest_states
+from logscan.state import hanging as h
+
+T = h.OpenTxn("orders", 1, producer_id=5, producer_epoch=2, start_offset=40, last_timestamp=1_000)
+
+
+def rec(offset, state, pid=5, epoch=2, parts=(("orders", 1),), tid="app-1", **kw):
+    return TxnLogRecord(0, offset, tid, state, pid, producer_epoch=epoch, partitions=parts, **kw)
+
+
+def verdict(records, in_copy=True):
+    index = index_by_producer_id(latest_states(records))
+    return h.classify(T, index.get(T.producer_id, []), in_copy)
+
+
+def test_last_record_wins_and_tombstone_removes():
+    latest = latest_states([rec(0, "Ongoing"), rec(1, "CompleteCommit"), rec(2, "Empty", tid="b"),
+                            TxnLogRecord(0, 3, "b")])
+    assert list(latest) == ["app-1"] and latest["app-1"].state == "CompleteCommit"
+
+
+def test_candidate_rule_is_strict_like_find_hanging():
+    assert not h.is_candidate(T, as_of_ms=1_000 + 900_000)
+    assert h.is_candidate(T, as_of_ms=1_000 + 900_001)
+    assert h.is_candidate(T, as_of_ms=2_000, max_timeout_ms=999)
+
+
+def test_late_rule_pads_five_minutes():
+    assert not h.is_late(1_000, 1_000 + 900_000 + 300_000)
+    assert h.is_late(1_000, 1_000 + 900_000 + 300_001)
+    assert not h.is_late(0, 10**12)
+
+
+def test_no_record_is_hanging():
+    v = verdict([rec(0, "Ongoing", pid=6)])
+    assert (v.reason, v.hanging) == (h.NO_COORDINATOR_RECORD, True)
+
+
+def test_only_previous_producer_id_is_still_hanging_with_evidence():
+    v = verdict([rec(0, "CompleteCommit", pid=9, previous_producer_id=5)])
+    assert (v.reason, v.hanging) == (h.NO_COORDINATOR_RECORD, True)
+    assert "previous producer id" in v.evidence
+
+
+def test_missing_coordinator_partition_is_undetermined():
+    v = verdict([], in_copy=False)
+    assert (v.reason, v.hanging) == (h.COORDINATOR_NOT_IN_COPY, None)
+
+
+@pytest.mark.parametrize("state", ["CompleteCommit", "CompleteAbort", "Empty"])
+def test_coordinator_moved_on_is_hanging(state):
+    v = verdict([rec(0, "Ongoing"), rec(1, state, epoch=3)])
+    assert (v.reason, v.hanging, v.transactional_id) == (h.COORDINATOR_MOVED_ON, True, "app-1")
+
+
+def test_ongoing_without_the_partition_is_hanging():
+    v = verdict([rec(0, "Ongoing", parts=(("orders", 0),))])
+    assert (v.reason, v.hanging) == (h.PARTITION_NOT_IN_TRANSACTION, True)
+
+
+def test_ongoing_with_the_partition_is_not_hanging():
+    v = verdict([rec(0, "Ongoing")])
+    assert (v.reason, v.hanging) == (h.COORDINATOR_ONGOING, False)
+
+
+@pytest.mark.parametrize("state", ["PrepareCommit", "PrepareAbort"])
+def test_prepare_states_are_never_hanging(state):
+    v = verdict([rec(0, "Ongoing"), rec(1, state, epoch=3)])
+    assert (v.reason, v.hanging) == (h.MARKERS_PENDING, False)
