@@ -1,0 +1,92 @@
+"""The machine's own limits and the outside decoders, measured in the same run as logscan.
+
+Every figure logscan reports is printed next to these anchors so that ratios, not absolute
+numbers from another day, carry the claim.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import crc32c
+
+READ_CHUNK = 8 << 20
+
+
+def best_of(runs: int, fn):
+    """Run ``fn`` ``runs`` times; return (best seconds, last result)."""
+    best = float("inf")
+    result = None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def page_cache_read(path: Path) -> int:
+    """Read the file into one reused buffer: the floor for any decoder of these bytes."""
+    buf = bytearray(READ_CHUNK)
+    view = memoryview(buf)
+    total = 0
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(view):
+            total += n
+    return total
+
+
+def page_cache_read_crc32c(path: Path) -> int:
+    """Read + CRC32C over every byte: the ceiling for a batch walk that verifies CRCs."""
+    buf = bytearray(READ_CHUNK)
+    view = memoryview(buf)
+    crc = 0
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(view):
+            crc = crc32c.crc32c(view[:n], crc)
+    return crc
+
+
+def kafka_dump_log(jars: Path, path: Path, *options: str, check: bool = True) -> float:
+    """Wall time of Kafka's own kafka-dump-log (4.1.1 still ships the Scala tool) on ``path``, output discarded."""
+    cmd = ["java", "-cp", f"{jars}/*", "kafka.tools.DumpLogSegments", "--files", str(path), *options]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=check)
+    return time.perf_counter() - t0
+
+
+def jvm_startup(jars: Path) -> float:
+    """kafka-dump-log on an empty file: what the JVM costs before any byte is read.
+
+    (Kafka 4.1.1's tool exits 1 on an empty file after printing its header; the time is
+    still the start-up cost.)"""
+    empty = Path(os.environ.get("TMPDIR", "/tmp")) / "logscan-bench-empty" / "00000000000000000000.log"
+    empty.parent.mkdir(parents=True, exist_ok=True)
+    empty.write_bytes(b"")
+    return kafka_dump_log(jars, empty, check=False)
+
+
+def kafka_python_records(batches: list[bytes]) -> int:
+    """kafka-python's pure-Python DefaultRecordBatch over the same batches."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    n = 0
+    for raw in batches:
+        for record in DefaultRecordBatch(raw):
+            record.key, record.value  # touch what a consumer touches
+            n += 1
+    return n
+
+
+def aiokafka_records(batches: list[bytes]) -> int:
+    """aiokafka's compiled (Cython) DefaultRecordBatch: the fast end of Python decoders."""
+    from aiokafka.record._crecords import DefaultRecordBatch
+
+    n = 0
+    for raw in batches:
+        for record in DefaultRecordBatch(raw):
+            record.key, record.value
+            n += 1
+    return n

@@ -1,0 +1,181 @@
+"""`make bench`: logscan's decode throughput next to the anchors measured in the same run.
+
+    python -m tools.bench.decode [--size-mb 1024] [--record-sample-mb 64] [--batch-kib 16]
+
+Prints, for a generated segment of --size-mb (written once with logscan's test encoder and
+cached under .work/bench/): the page-cache read and read+CRC32C limits, logscan's batch-level
+walk with CRC check in process, `logscan dump` against Kafka's kafka-dump-log on the same
+file (both as commands, output discarded), and record-level decoding against kafka-python's
+pure-Python decoder and aiokafka's compiled one on the same batches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from logscan.format.batch import iter_records
+from logscan.format.logfile import walk_batches
+from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, with_base_offset
+
+from . import anchors
+
+ROOT = Path(__file__).resolve().parents[2]
+JARS = ROOT / ".kafka" / "libs"
+GB = 1e9
+
+
+def generate_segment(path: Path, size_bytes: int, batch_bytes: int) -> None:
+    """A transactional producer's batches of ~100-byte records, a COMMIT marker every 10
+    batches: what a busy exactly-once topic looks like on disk."""
+    value = b"v" * 80
+    per_batch = max(1, batch_bytes // 100)
+    data = encode_batch([Rec(value, key=b"key-%06d" % i, timestamp=1_700_000_000_000 + i)
+                         for i in range(per_batch)],
+                        transactional=True, producer_id=4242, producer_epoch=3, base_sequence=0,
+                        partition_leader_epoch=5)
+    marker = end_txn_marker_batch(commit=True, coordinator_epoch=7, producer_id=4242, producer_epoch=3,
+                                  timestamp=1_700_000_001_000, partition_leader_epoch=5)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    offset = 0
+    written = 0
+    with open(tmp, "wb") as out:
+        i = 0
+        while written < size_bytes:
+            chunk = with_base_offset(data, offset)
+            offset += per_batch
+            if i % 10 == 9:
+                chunk += with_base_offset(marker, offset)
+                offset += 1
+            out.write(chunk)
+            written += len(chunk)
+            i += 1
+    tmp.rename(path)
+
+
+def logscan_walk(path: Path) -> tuple[int, int]:
+    """Batch-level walk with CRC32C verification over an mmap: (batches, bytes)."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        n = 0
+        for entry in walk_batches(mm, verify_crc=True):
+            if not entry.crc_valid:
+                raise SystemExit(f"bench segment has a bad CRC at {entry.position}")
+            n += 1
+        size = len(mm)
+        del entry
+    return n, size
+
+
+def sample_batches(path: Path, sample_bytes: int) -> list[bytes]:
+    with open(path, "rb") as f:
+        head = f.read(sample_bytes)
+    out = []
+    for entry in walk_batches(head, verify_crc=False):
+        if hasattr(entry, "next_position"):
+            out.append(head[entry.position:entry.next_position])
+    return out
+
+
+def logscan_records(batches: list[bytes]) -> int:
+    from logscan.format.batch import decode_batch_header
+
+    n = 0
+    for raw in batches:
+        batch, _ = decode_batch_header(raw, 0, verify_crc=False)
+        for record in iter_records(raw, batch):
+            n += 1
+    return n
+
+
+def run_command(cmd: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t0
+
+
+def line(name: str, seconds: float, nbytes: int, units: int = 0, unit: str = "", note: str = "") -> str:
+    rate = f"{nbytes / seconds / GB:7.2f} GB/s" if nbytes else " " * 12
+    per = f"{units / seconds / 1e6:8.2f} M {unit}/s" if units else ""
+    return f"  {name:<46} {seconds:8.3f} s  {rate}  {per:<18} {note}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--batch-kib", type=int, default=16)
+    ap.add_argument("--record-sample-mb", type=int, default=64)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args(argv)
+
+    size = args.size_mb << 20
+    seg = ROOT / ".work" / "bench" / f"{args.size_mb}m-{args.batch_kib}k" / "00000000000000000000.log"
+    if not seg.exists():
+        t0 = time.perf_counter()
+        generate_segment(seg, size, args.batch_kib << 10)
+        print(f"generated {seg} ({seg.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
+    nbytes = seg.stat().st_size
+    anchors.page_cache_read(seg)  # warm the page cache
+
+    print(f"\nSegment: {seg.relative_to(ROOT)}  {nbytes / 1e6:.0f} MB, ~{args.batch_kib} KiB batches, "
+          f"best of {args.runs}, one core")
+    print("\nMachine limits (same run):")
+    t_read, _ = anchors.best_of(args.runs, lambda: anchors.page_cache_read(seg))
+    print(line("page-cache read (readinto, reused buffer)", t_read, nbytes))
+    t_crc, _ = anchors.best_of(args.runs, lambda: anchors.page_cache_read_crc32c(seg))
+    print(line("page-cache read + CRC32C (crc32c library)", t_crc, nbytes))
+
+    print("\nBatch level (headers + CRC32C check):")
+    t_walk, (nb, _) = anchors.best_of(args.runs, lambda: logscan_walk(seg))
+    walk_gbs = nbytes / t_walk / GB
+    print(line("logscan walk_batches (in process, mmap)", t_walk, nbytes, nb, "batches",
+               f"{t_crc / t_walk:.0%} of read+CRC limit"))
+    logscan_cmd = [str(ROOT / ".venv" / "bin" / "logscan"), "dump", str(seg)]
+    t_dump = min(run_command(logscan_cmd) for _ in range(args.runs))
+    print(line("logscan dump FILE (command, >/dev/null)", t_dump, nbytes, nb, "batches"))
+    ratio_dump = None
+    if JARS.is_dir():
+        t_jvm = anchors.jvm_startup(JARS)
+        t_kdl = min(anchors.kafka_dump_log(JARS, seg) for _ in range(args.runs))
+        ratio_dump = t_kdl / t_dump
+        print(line("kafka-dump-log --files FILE (>/dev/null)", t_kdl, nbytes, nb, "batches",
+                   f"JVM start alone {t_jvm:.2f} s"))
+    else:
+        print("  kafka-dump-log: skipped (no .kafka/libs; run `make kafka-jars`)")
+
+    print(f"\nRecord level ({args.record_sample_mb} MB sample, key and value touched):")
+    sample = sample_batches(seg, args.record_sample_mb << 20)
+    sbytes = sum(map(len, sample))
+    t_ls, n_ls = anchors.best_of(args.runs, lambda: logscan_records(sample))
+    print(line("logscan iter_records", t_ls, sbytes, n_ls, "records"))
+    t_kp, n_kp = anchors.best_of(1, lambda: anchors.kafka_python_records(sample))
+    print(line("kafka-python DefaultRecordBatch (pure Python)", t_kp, sbytes, n_kp, "records"))
+    try:
+        t_ai, n_ai = anchors.best_of(args.runs, lambda: anchors.aiokafka_records(sample))
+        print(line("aiokafka DefaultRecordBatch (compiled, Cython)", t_ai, sbytes, n_ai, "records"))
+    except ImportError:
+        t_ai = None
+        print("  aiokafka: not installed")
+    assert n_ls == n_kp, (n_ls, n_kp)
+
+    print("\nTargets (issue 3):")
+    verdicts = [
+        ("batch-level dump with CRC >= 1 GB/s on one core", walk_gbs >= 1.0, f"{walk_gbs:.2f} GB/s"),
+        ("logscan dump >= 5x faster than kafka-dump-log", ratio_dump is not None and ratio_dump >= 5,
+         "n/a" if ratio_dump is None else f"{ratio_dump:.1f}x"),
+        ("record-level >= 2x kafka-python", t_kp / t_ls >= 2, f"{t_kp / t_ls:.1f}x"),
+    ]
+    for text, ok, figure in verdicts:
+        print(f"  [{'met' if ok else 'NOT met':>7}] {text}: {figure}")
+    if t_ai:
+        print(f"  [   info] record-level vs aiokafka's compiled decoder: {t_ai / t_ls:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
