@@ -10,9 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-# TransactionState ids as persisted (Dead and PrepareEpochFence are never written).
-STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort",
-          4: "CompleteCommit", 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
 PREPARING = frozenset({"PrepareCommit", "PrepareAbort"})
 COMPLETE = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
 NO_PRODUCER_ID = -1

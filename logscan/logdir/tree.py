@@ -1,0 +1,141 @@
+"""Finding brokers, replicas and segments in copied log dirs.
+
+An operator's copy is one folder per broker, each a Kafka log dir (meta.properties names the
+node; without it the folder name's digits do). `-delete`, `-future` and `-stray` partition
+dirs and `.deleted`/`.cleaned`/`.swap` files hold superseded or duplicate data: they are
+skipped unless asked for, and every skip is reported.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from logscan.format.checkpoint import parse_meta_properties
+from logscan.format.errors import DecodeError
+
+from .naming import Kind, classify, parse_partition_dir
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass(slots=True)
+class ReplicaDir:
+    """One partition directory of one broker."""
+
+    broker: int
+    topic: str
+    partition: int
+    path: Path
+    segments: list[tuple[int, Path]] = field(default_factory=list)  # (base offset, .log), sorted
+    snapshots: list[tuple[int, Path]] = field(default_factory=list)
+    txn_indexes: list[tuple[int, Path]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class BrokerDir:
+    broker: int
+    path: Path
+    replicas: list[ReplicaDir] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _is_log_dir(path: Path) -> bool:
+    if (path / "meta.properties").is_file():
+        return True
+    return any(parse_partition_dir(p.name) is not None for p in path.iterdir() if p.is_dir())
+
+
+def find_log_dirs(roots: list[Path]) -> list[Path]:
+    """Each root is a log dir itself or holds one log dir per broker."""
+    found: list[Path] = []
+    for root in roots:
+        if _is_log_dir(root) and (root / "meta.properties").is_file():
+            found.append(root)
+            continue
+        found.extend(sorted(p for p in root.iterdir() if p.is_dir() and _is_log_dir(p)))
+    return found
+
+
+def broker_id(path: Path, errors: list[str]) -> int:
+    meta = path / "meta.properties"
+    if meta.is_file():
+        try:
+            props = parse_meta_properties(meta.read_bytes())
+            if props.node_id is not None:
+                return props.node_id
+        except (DecodeError, OSError) as e:
+            errors.append(f"{meta}: {e}")
+    digits = re.findall(r"\d+", path.name)
+    if not digits:
+        raise ValueError(f"{path}: no meta.properties node.id and no digits in the folder name")
+    return int(digits[-1])
+
+
+def scan_broker(path: Path, *, include_superseded: bool = False) -> BrokerDir:
+    errors: list[str] = []
+    broker = BrokerDir(broker_id(path, errors), path, errors=errors)
+    for child in sorted(path.iterdir()):
+        if not child.is_dir():
+            continue
+        parsed = parse_partition_dir(child.name)
+        if parsed is None:
+            broker.skipped.append(Skipped(str(child), "not a partition directory"))
+            continue
+        if parsed.flavor != "live" and not include_superseded:
+            broker.skipped.append(Skipped(str(child), f"{parsed.flavor} partition directory"))
+            continue
+        broker.replicas.append(_scan_replica(broker, parsed.topic, parsed.partition, child,
+                                             include_superseded))
+    return broker
+
+
+def _scan_replica(broker: BrokerDir, topic: str, partition: int, path: Path,
+                  include_superseded: bool) -> ReplicaDir:
+    replica = ReplicaDir(broker.broker, topic, partition, path)
+    for f in sorted(path.iterdir()):
+        kind = classify(f.name)
+        if kind.state is not None and not include_superseded:
+            broker.skipped.append(Skipped(str(f), f"{kind.state} file"))
+            continue
+        if kind.kind is Kind.LOG_SEGMENT:
+            replica.segments.append((kind.base_offset, f))
+        elif kind.kind is Kind.PRODUCER_SNAPSHOT:
+            replica.snapshots.append((kind.base_offset, f))
+        elif kind.kind is Kind.TXN_INDEX:
+            replica.txn_indexes.append((kind.base_offset, f))
+    replica.segments.sort()
+    replica.snapshots.sort()
+    replica.txn_indexes.sort()
+    return replica
+
+
+def iter_brokers(roots: list[Path], **kw) -> Iterator[BrokerDir]:
+    for log_dir in find_log_dirs(roots):
+        yield scan_broker(log_dir, **kw)
+
+
+def read_offset_checkpoint(path: Path, errors: list[str]) -> dict[tuple[str, int], int]:
+    """topic-partition -> offset from a log-dir-level checkpoint file (absent file: empty)."""
+    from logscan.format.checkpoint import parse_offset_checkpoint
+
+    if not path.is_file():
+        return {}
+    try:
+        cp = parse_offset_checkpoint(path.read_bytes())
+    except (DecodeError, OSError) as e:
+        errors.append(f"{path}: {e}")
+        return {}
+    return {(e.topic, e.partition): e.offset for e in cp.entries}
+
+
+def file_size(path: Path) -> int:
+    return os.stat(path).st_size
