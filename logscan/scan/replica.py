@@ -84,34 +84,41 @@ def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
         findings.append(Finding.from_error(path, e))
 
 
-def read_replica(replica: ReplicaDir) -> ReplicaRead:
-    out = ReplicaRead()
-    is_txn_log = replica.topic == TRANSACTION_STATE_TOPIC
-    for _, path in replica.segments:
-        spath = str(path)
-        with ExitStack() as stack:
-            try:
-                seg = stack.enter_context(open_segment(spath))
-            except OSError as e:
-                out.findings.append(Finding(spath, -1, "io", str(e)))
+def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None) -> ReplicaRead:
+    """One `.log` segment into batch facts (and `__transaction_state` records), appended to
+    ``out``; the unit of work of a Spark task as much as of the local loop."""
+    out = ReplicaRead() if out is None else out
+    with ExitStack() as stack:
+        try:
+            seg = stack.enter_context(open_segment(path))
+        except OSError as e:
+            out.findings.append(Finding(path, -1, "io", str(e)))
+            return out
+        buf = seg.buf
+        out.bytes_read += len(buf)
+        for entry in walk_batches(buf, verify_crc=True):
+            if isinstance(entry, DecodeError):
+                out.findings.append(Finding.from_error(path, entry))
                 continue
-            buf = seg.buf
-            out.bytes_read += len(buf)
-            for entry in walk_batches(buf, verify_crc=True):
-                if isinstance(entry, DecodeError):
-                    out.findings.append(Finding.from_error(spath, entry))
-                    continue
-                if not isinstance(entry, RecordBatch):
-                    continue  # legacy v0/v1 entries carry no producer state
-                if not entry.crc_valid:
-                    out.findings.append(Finding(spath, entry.position, "crc",
-                                                f"CRC mismatch in batch at offset {entry.base_offset}"))
-                if out.first_offset is None:
-                    out.first_offset = entry.base_offset
-                out.max_timestamp = max(out.max_timestamp, entry.max_timestamp)
-                out.facts.append(batch_fact(buf, entry, spath, out.findings))
-                if is_txn_log and not entry.is_control:
-                    out.txn_log.extend(_txn_log_records(buf, entry, replica.partition, spath, out.findings))
+            if not isinstance(entry, RecordBatch):
+                continue  # legacy v0/v1 entries carry no producer state
+            if not entry.crc_valid:
+                out.findings.append(Finding(path, entry.position, "crc",
+                                            f"CRC mismatch in batch at offset {entry.base_offset}"))
+            if out.first_offset is None:
+                out.first_offset = entry.base_offset
+            out.max_timestamp = max(out.max_timestamp, entry.max_timestamp)
+            out.facts.append(batch_fact(buf, entry, path, out.findings))
+            if is_txn_log and not entry.is_control:
+                out.txn_log.extend(_txn_log_records(buf, entry, partition, path, out.findings))
+    return out
+
+
+def read_replica(replica: ReplicaDir) -> ReplicaRead:
+    """Every segment of a replica, in base-offset order."""
+    out = ReplicaRead()
+    for _, path in replica.segments:
+        read_segment(str(path), replica.partition, is_txn_log=replica.topic == TRANSACTION_STATE_TOPIC, out=out)
     return out
 
 
