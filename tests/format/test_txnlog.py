@@ -1,0 +1,155 @@
+"""``__transaction_state`` decoding, typed view, partitioning and kafka-dump-log text."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from logscan.format.errors import TruncatedInput, UnknownVersion
+from logscan.format.message import encode_message
+from logscan.format.txnlog import (TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE,
+                                   decode_txnlog_entry, java_string_hash,
+                                   render_txnlog_key_payload, transactional_id_partition)
+from tests.format.test_message import TXN_V1, expected_line, kafka_dump_lines, needs_kafka
+
+KEY_TX1 = bytes.fromhex("0000" "0004" "74782d31")          # type 0, "tx-1"
+VALUE_V1 = b"\x00\x01" + TXN_V1
+# v0: ProducerId 7, epoch 0, timeout 1000, Empty, partitions null, timestamps 5 and -1
+VALUE_V0_EMPTY = bytes.fromhex("0000" "0000000000000007" "0000" "000003e8" "00" "ffffffff"
+                               "0000000000000005" "ffffffffffffffff")
+
+
+def K(tid: str) -> bytes:
+    return struct.pack(">h", 0) + encode_message(TRANSACTION_LOG_KEY, 0, {"transactionalId": tid})
+
+
+def V(version: int, **values) -> bytes:
+    return struct.pack(">h", version) + encode_message(TRANSACTION_LOG_VALUE, version, values)
+
+
+FULL = dict(producerId=5, previousProducerId=3, nextProducerId=8, producerEpoch=2,
+            nextProducerEpoch=0, transactionTimeoutMs=60000, transactionStatus=1,
+            transactionPartitions=[{"topic": "a", "partitionIds": [0, 2]},
+                                   {"topic": "b\u00e9", "partitionIds": [1]}],
+            transactionLastUpdateTimestampMs=10, transactionStartTimestampMs=9,
+            clientTransactionVersion=2)
+
+
+def test_typed_view_of_v1_literal():
+    e = decode_txnlog_entry(KEY_TX1, VALUE_V1)
+    assert (e.transactional_id, e.value_version, e.producer_id, e.producer_epoch) == ("tx-1", 1, 5, 2)
+    assert (e.state_id, e.state, e.partitions) == (4, "CompleteCommit", (("t", 0),))
+    assert (e.last_update_timestamp_ms, e.start_timestamp_ms) == (10, 9)
+    assert (e.previous_producer_id, e.next_producer_id, e.next_producer_epoch) == (-1, -1, -1)
+    assert e.client_transaction_version == 2 and not e.is_tombstone
+
+
+def test_typed_view_of_v0_empty_and_tombstone():
+    e = decode_txnlog_entry(KEY_TX1, VALUE_V0_EMPTY)
+    assert (e.value_version, e.producer_id, e.state, e.partitions) == (0, 7, "Empty", None)
+    assert (e.start_timestamp_ms, e.client_transaction_version) == (-1, 0)
+    t = decode_txnlog_entry(KEY_TX1, None)
+    assert t.is_tombstone and t.transactional_id == "tx-1" and t.state is None
+
+
+def test_all_tagged_fields_of_4_1_1():
+    e = decode_txnlog_entry(K("x"), V(1, **FULL))
+    assert (e.previous_producer_id, e.next_producer_id, e.next_producer_epoch) == (3, 8, 0)
+    assert e.partitions == (("a", 0), ("a", 2), ("b\u00e9", 1))
+
+
+def test_unknown_state_id_is_named_not_fatal():
+    assert decode_txnlog_entry(K("x"), V(0, **{**FULL, "transactionStatus": 9,
+                                               "previousProducerId": -1, "nextProducerId": -1,
+                                               "nextProducerEpoch": -1,
+                                               "clientTransactionVersion": 0})).state == "Unknown(9)"
+
+
+def test_errors_are_typed():
+    with pytest.raises(UnknownVersion):
+        decode_txnlog_entry(K("x"), V(1, **FULL)[:1] + b"\x02" + V(1, **FULL)[2:])
+    with pytest.raises(UnknownVersion):
+        decode_txnlog_entry(b"\x00\x01" + K("x")[2:], None)
+    for cut in range(len(VALUE_V1)):
+        with pytest.raises(TruncatedInput):
+            decode_txnlog_entry(KEY_TX1, VALUE_V1[:cut])
+    for cut in range(len(KEY_TX1)):
+        with pytest.raises(TruncatedInput):
+            decode_txnlog_entry(KEY_TX1[:cut], VALUE_V1)
+
+
+def test_missing_key_is_a_decode_error():
+    from logscan.format.errors import CorruptRecordError
+    with pytest.raises(CorruptRecordError):
+        decode_txnlog_entry(None, VALUE_V1)
+    with pytest.raises(CorruptRecordError):
+        render_txnlog_key_payload(None, VALUE_V1, 3)
+
+
+def test_trailing_bytes_are_ignored_like_kafka():
+    assert decode_txnlog_entry(KEY_TX1 + b"junk", VALUE_V1 + b"junk").producer_id == 5
+
+
+def test_render_texts():
+    key, payload = render_txnlog_key_payload(KEY_TX1, VALUE_V0_EMPTY, 4)
+    assert key == '{"type":"0","data":{"transactionalId":"tx-1"}}'
+    assert payload == ('{"version":"0","data":{"producerId":7,"producerEpoch":0,'
+                       '"transactionTimeoutMs":1000,"transactionStatus":0,'
+                       '"transactionPartitions":null,"transactionLastUpdateTimestampMs":5,'
+                       '"transactionStartTimestampMs":-1}}')
+    assert render_txnlog_key_payload(KEY_TX1, None, 4)[1] == "<DELETE>"
+    assert render_txnlog_key_payload(b"\x00\x03x", None, 4) == (
+        "Unknown record type 3 at offset 4, skipping.", None)
+    assert render_txnlog_key_payload(KEY_TX1, b"\x00\x05", 4) == (
+        "Error at offset 4, skipping. Found an unknown record version 5 for 0 type", None)
+
+
+def test_java_string_hash_and_partition():
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -(1 << 31)      # Utils.abs -> 0
+    assert transactional_id_partition("polygenelubricants", 50) == 0
+    assert java_string_hash("\U0001F600") == 0xD83D * 31 + 0xDE00   # UTF-16 code units
+    assert transactional_id_partition("hello", 50) == 99162322 % 50
+    assert transactional_id_partition("Aa", 7) == transactional_id_partition("BB", 7)
+
+
+@pytest.mark.kafka
+@needs_kafka
+def test_render_matches_kafka_dump_log(tmp_path):
+    recs = [
+        (K('tx\n\x01\x1f"\\'), V(1, **FULL)),
+        (KEY_TX1, VALUE_V1), (KEY_TX1, VALUE_V0_EMPTY), (KEY_TX1, None),
+        (K("\u00e9\u2028/\U0001F600"), V(1, **{**FULL, "transactionPartitions": None})),
+        (KEY_TX1, VALUE_V1[:9]), (KEY_TX1, VALUE_V1[:-1]), (KEY_TX1, b"\x00"),
+        (b"\x00\x01xx", None), (b"\x00", VALUE_V1), (KEY_TX1, b"\x00\x02" + TXN_V1),
+        (b"\x00\x00\x00\x09ab", VALUE_V1), (KEY_TX1, VALUE_V0_EMPTY[:30]),
+        (KEY_TX1, b"\x00\x00" + bytes(15) + b"\x7f\xff\xff\xff"),
+        (KEY_TX1 + b"junk", VALUE_V1 + b"junk"),
+    ]
+    # malformed UTF-8: Java's replacement characters, incl. its CESU-8 surrogate rule
+    recs += [(struct.pack(">hh", 0, len(s)) + s, None) for s in (
+        b"\xed\xa0", b"\xed\xa0(", b"\xed\xa0\x80\xed\xb0\x80", b"\xed\x9f\xbf", b"\xff",
+        b"\xc3(", b"\xe2\x82(", b"\xf0\x9f\x98", b"\xc0\xaf", b"\xf4\x90\x80\x80",
+        b"\xe0\x80\xaf", b"\xf8\x88\x80\x80\x80")]
+    lines = kafka_dump_lines(tmp_path, recs, "--transaction-log-decoder")
+    assert len(lines) == len(recs)
+    for offset, ((key, value), line) in enumerate(zip(recs, lines)):
+        key_text, payload_text = render_txnlog_key_payload(key, value, offset)
+        assert expected_line(offset, key, value, key_text, payload_text) == line
+
+
+@pytest.mark.kafka
+@needs_kafka
+def test_real_fixture_segments_match_kafka_dump_log():
+    from tests.format.test_message import compare_with_kafka_on_segment, fixture_segments, kv_suffix
+    segments = fixture_segments("__transaction_state-")
+    if not segments:
+        pytest.skip("no __transaction_state segments under fixtures/ yet")
+    checked = 0
+    for seg in segments:
+        checked += compare_with_kafka_on_segment(
+            seg, "--transaction-log-decoder",
+            lambda r: kv_suffix(*render_txnlog_key_payload(r.key, r.value, r.offset)))
+    assert checked > 0
