@@ -1,0 +1,197 @@
+"""Walking the entries of a whole ``.log`` buffer, as ``FileLogInputStream`` does, but on.
+
+Kafka reads a segment entry by entry: 12 bytes of offset and size, the magic at byte 16
+decides v2 batch or v0/v1 message, so formats may be mixed. It stops quietly at a partial
+tail and throws at the first structural error. A forensic tool must see past that, so
+``walk_batches`` yields a *finding* (a DecodeError instance, not raised) and goes on:
+
+- a partial last entry, or fewer than 17 trailing bytes -> one ``TruncatedTail``;
+- a zero-filled region (a preallocated segment, ``log.preallocate``) -> one
+  ``ZeroFilledRegion``, however long;
+- a size < 14, a size past the end with a valid entry further on, an unknown magic or an
+  undecodable header -> the located cause, then one ``SkippedRegion`` up to the next
+  plausible entry (magic at +16, sane size, valid CRC).
+
+A CRC mismatch is not a walk error: the batch is yielded with ``crc_valid=False``.
+The buffer is never copied whole: headers are read in place, the resync search copies at
+most one window at a time.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from typing import Iterator, Union
+
+from crc32c import crc32c
+
+from .batch import RecordBatch, decode_batch_header
+from .errors import CorruptRecordError, DecodeError, TruncatedInput, UnknownMagic
+from .legacy import LegacyBatch, decode_legacy_entry
+
+LOG_OVERHEAD = 12
+HEADER_SIZE_UP_TO_MAGIC = 17
+MAGIC_OFFSET = 16
+MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: FileLogInputStream's floor for all magics
+MIN_V2_SIZE = 49  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+_OFFSET_SIZE = struct.Struct(">qi")
+_CRC = struct.Struct(">I")
+RESYNC_WINDOW = 1 << 20
+# A resync candidate claiming more than this is not believed: checking its CRC would cost a
+# pass over up to the whole file for every random match in a garbage region.
+RESYNC_MAX_ENTRY_SIZE = 128 * 1024 * 1024
+
+# Where an entry might start: a non-negative size (byte 8 < 0x80) and either magic 2 with the
+# unused high attribute byte 0, or magic 0/1 with attribute bits 4-7 clear.
+_CANDIDATE = re.compile(rb"(?=.{8}[\x00-\x7f].{7}(?:\x02.{4}\x00|[\x00\x01][\x00-\x0f]))", re.S)
+_NONZERO = re.compile(rb"[^\x00]")
+
+Entry = Union[RecordBatch, LegacyBatch]
+
+
+class TruncatedTail(TruncatedInput):
+    """The segment ends inside an entry (kafka-dump-log: "Found N invalid bytes at the end")."""
+
+    def __init__(self, message: str, position: int, length: int, expected=None):
+        super().__init__(message, position, expected=expected, found=length)
+        self.length = length
+
+
+class SkippedRegion(CorruptRecordError):
+    """Bytes the walk could not read as entries and stepped over while resynchronising."""
+
+    reason = "skipped"
+
+    def __init__(self, message: str, position: int, length: int):
+        super().__init__(message, position, expected="log entries", found=f"{length} unreadable bytes")
+        self.length = length
+
+
+class ZeroFilledRegion(SkippedRegion):
+    """Zero bytes where entries should be: a preallocated or zero-extended segment."""
+
+    reason = "zero-fill"
+
+
+def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: bool = True,
+                 resync: bool = True) -> Iterator[Entry | DecodeError]:
+    """Yield every entry in ``buf[start:end]`` in order, and findings where there are none.
+
+    With ``resync=False`` the walk stops after its first finding, as Kafka's reader would.
+    """
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    end = len(mv) if end is None else min(end, len(mv))
+    pos = start
+    while pos < end:
+        left = end - pos
+        if left < HEADER_SIZE_UP_TO_MAGIC:
+            yield _tail_finding(mv, pos, end, f"{left} bytes at the end are too few for an entry header")
+            return
+        _, size = _OFFSET_SIZE.unpack_from(mv, pos)
+        magic = mv[pos + MAGIC_OFFSET]
+        cause: DecodeError | None = None
+        if size == 0 and not any(mv[pos:pos + HEADER_SIZE_UP_TO_MAGIC]):
+            cause = None  # zero fill: reported as one region below, no separate cause
+        elif size < MIN_ENTRY_SIZE:
+            cause = CorruptRecordError(
+                f"Found record size {size} smaller than minimum record overhead ({MIN_ENTRY_SIZE})",
+                pos + 8, expected=f">= {MIN_ENTRY_SIZE}", found=size)
+        elif size > left - LOG_OVERHEAD:
+            target = _find_next_entry(mv, pos + 1, end) if resync else None
+            if target is None:
+                yield TruncatedTail(f"entry of {size + LOG_OVERHEAD} bytes is truncated: only "
+                                    f"{left} bytes left", pos, left, expected=size + LOG_OVERHEAD)
+                return
+            cause = CorruptRecordError(f"entry size {size} runs past the next readable entry",
+                                       pos + 8, expected=f"<= {target - pos - LOG_OVERHEAD}", found=size)
+        else:
+            try:
+                if magic == 2:
+                    entry, pos = decode_batch_header(mv, pos, end, verify_crc=verify_crc)
+                elif magic in (0, 1):
+                    entry, pos = decode_legacy_entry(mv, pos, end, verify_crc=verify_crc)
+                else:
+                    raise UnknownMagic(f"Unknown magic byte {magic}", pos + MAGIC_OFFSET,
+                                       expected="0, 1 or 2", found=magic)
+            except DecodeError as e:
+                cause = e
+            else:
+                yield entry
+                continue
+        if not resync:
+            yield cause if cause is not None else _region_finding(mv, pos, end)
+            return
+        if cause is not None:
+            yield cause
+        pos = yield from _skip(mv, pos, end)
+
+
+def _skip(mv: memoryview, pos: int, end: int):
+    """Yield one finding for the unreadable bytes from ``pos``; return where to go on."""
+    target = _find_next_entry(mv, pos + 1, end)
+    stop = end if target is None else target
+    yield _region_finding(mv, pos, stop)
+    return stop
+
+
+def _region_finding(mv: memoryview, pos: int, stop: int) -> SkippedRegion:
+    if _first_nonzero(mv, pos, stop) is None:
+        return ZeroFilledRegion(f"{stop - pos} zero bytes where entries should be", pos, stop - pos)
+    return SkippedRegion(f"skipped {stop - pos} unreadable bytes", pos, stop - pos)
+
+
+def _tail_finding(mv: memoryview, pos: int, end: int, message: str) -> DecodeError:
+    if _first_nonzero(mv, pos, end) is None:
+        return ZeroFilledRegion(f"{end - pos} zero bytes where entries should be", pos, end - pos)
+    return TruncatedTail(message, pos, end - pos)
+
+
+def _first_nonzero(mv: memoryview, pos: int, end: int) -> int | None:
+    while pos < end:
+        stop = min(end, pos + RESYNC_WINDOW)
+        m = _NONZERO.search(mv[pos:stop].tobytes())
+        if m:
+            return pos + m.start()
+        pos = stop
+    return None
+
+
+def _find_next_entry(mv: memoryview, pos: int, end: int) -> int | None:
+    """The first position >= ``pos`` where a whole, checksum-valid entry starts."""
+    while pos + HEADER_SIZE_UP_TO_MAGIC <= end:
+        stop = min(end, pos + RESYNC_WINDOW)
+        window = mv[pos:min(end, stop + 21)].tobytes()  # lookahead so the pattern can match up to stop
+        next_pos = stop
+        at = 0
+        while True:
+            m = _CANDIDATE.search(window, at)
+            if m is None or pos + m.start() >= stop:
+                break
+            candidate = pos + m.start()
+            if _plausible_entry(mv, candidate, end):
+                return candidate
+            at = m.start() + 1
+            if not any(window[m.start():m.start() + HEADER_SIZE_UP_TO_MAGIC]):
+                # A zero run: an entry starts at most 11 bytes before its first non-zero
+                # byte (the size field), so jump there instead of trying every position.
+                nonzero = _first_nonzero(mv, candidate, end)
+                if nonzero is None:
+                    return None
+                jump = max(candidate + 1, nonzero - 11)
+                if jump >= stop:
+                    next_pos = jump
+                    break
+                at = jump - pos
+        pos = next_pos
+    return None
+
+
+def _plausible_entry(mv: memoryview, pos: int, end: int) -> bool:
+    _, size = _OFFSET_SIZE.unpack_from(mv, pos)
+    stop = pos + LOG_OVERHEAD + size
+    if size < MIN_ENTRY_SIZE or size > RESYNC_MAX_ENTRY_SIZE or stop > end:
+        return False
+    if mv[pos + MAGIC_OFFSET] == 2:
+        return size >= MIN_V2_SIZE and crc32c(mv[pos + 21:stop]) == _CRC.unpack_from(mv, pos + 17)[0]
+    return zlib.crc32(mv[pos + MAGIC_OFFSET:stop]) == _CRC.unpack_from(mv, pos + 12)[0]

@@ -1,0 +1,1 @@
+"""Test-only helpers: an encoder for the bytes a Kafka broker writes."""
