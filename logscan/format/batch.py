@@ -45,18 +45,23 @@ NO_PARTITION_LEADER_EPOCH = -1
 INT32_MAX = 2**31 - 1
 
 
+def _java_int(value: int) -> int:
+    """Wrap like Java int arithmetic: corrupt deltas can overflow."""
+    return (value + 0x80000000) % 0x100000000 - 0x80000000
+
+
 def increment_sequence(sequence: int, increment: int) -> int:
     """DefaultRecordBatch.incrementSequence: sequences wrap from INT32_MAX to 0."""
     if sequence > INT32_MAX - increment:
-        return increment - (INT32_MAX - sequence) - 1
-    return sequence + increment
+        return _java_int(increment - (INT32_MAX - sequence) - 1)
+    return _java_int(sequence + increment)
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:
     """DefaultRecordBatch.decrementSequence, the inverse of increment_sequence."""
     if sequence < decrement:
-        return INT32_MAX - (decrement - sequence) + 1
-    return sequence - decrement
+        return _java_int(INT32_MAX - _java_int(decrement - sequence) + 1)
+    return _java_int(sequence - decrement)
 
 
 @dataclass(frozen=True, slots=True)

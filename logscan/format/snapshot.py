@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import crc32c
 
 from .errors import CorruptRecordError, CrcMismatch, DecodeError, TruncatedInput, UnknownVersion
+from .batch import decrement_sequence
 
 # ProducerSnapshot (version 1):
 #   Version          int16   the only known version is 1
@@ -55,19 +56,6 @@ ENTRY_SIZE = ENTRY.size                                # 46
 SNAPSHOT_VERSION = 1
 NO_SEQUENCE = -1
 NO_OFFSET = -1
-INT32_MAX = 0x7FFFFFFF
-
-
-def _int32(value: int) -> int:
-    """Wrap like Java int arithmetic (corrupt deltas can overflow)."""
-    return (value + 0x80000000) % 0x100000000 - 0x80000000
-
-
-def decrement_sequence(sequence: int, decrement: int) -> int:
-    """DefaultRecordBatch.decrementSequence: sequences wrap at Integer.MAX_VALUE, not at 2^31."""
-    if sequence < decrement:
-        return _int32(INT32_MAX - _int32(decrement - sequence) + 1)
-    return _int32(sequence - decrement)
 
 
 @dataclass(frozen=True, slots=True)
