@@ -94,17 +94,27 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
 def find_candidates(replicas: list[ReplicaResult], coordinator: dict[str, TxnLogRecord], as_of_ms: int,
                     max_timeout_ms: int, coordinator_complete: bool) -> list[HangingCandidate]:
     """find-hanging over every replica: open transactions older than the max timeout,
-    judged against the coordinator records (describe-producers' epoch and lastTimestamp)."""
+    judged against the coordinator records (describe-producers' epoch and lastTimestamp)
+    and against the other replicas of the same partition."""
     index = index_by_producer_id(coordinator)
+    by_partition: dict[tuple[str, int], list[ReplicaResult]] = {}
+    for rep in replicas:
+        by_partition.setdefault((rep.state.topic, rep.state.partition), []).append(rep)
     out = []
     for rep in replicas:
         st = rep.state
+        peers = [p for p in by_partition[(st.topic, st.partition)] if p is not rep]
+        behind = any(p.state.log_end_offset > st.log_end_offset for p in peers)
         for pid, first in sorted(rep.producers.ongoing().items(), key=lambda kv: kv[1]):
             entry = rep.producers.producers[pid]
             txn = hanging.OpenTxn(st.topic, st.partition, pid, entry.producer_epoch, first, entry.last_timestamp)
             if not hanging.is_candidate(txn, as_of_ms, max_timeout_ms):
                 continue
             verdict = hanging.classify(txn, index.get(pid, []), coordinator_complete)
+            closed = [hanging.ClosedElsewhere(p.state.broker, s.end_marker_offset, s.outcome)
+                      for p in peers for s in p.spans
+                      if s.producer_id == pid and s.first_offset == first and s.end_marker_offset is not None]
+            verdict = hanging.with_replicas(verdict, txn, closed, behind)
             out.append(HangingCandidate(st.broker, st.topic, st.partition, txn,
                                         as_of_ms - txn.last_timestamp, verdict))
     return out

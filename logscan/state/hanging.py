@@ -25,6 +25,7 @@ PARTITION_NOT_IN_TRANSACTION = "partition_not_in_transaction"
 MARKERS_PENDING = "markers_pending"
 COORDINATOR_ONGOING = "coordinator_ongoing"
 COORDINATOR_NOT_IN_COPY = "coordinator_not_in_copy"
+REPLICAS_DISAGREE = "replicas_disagree"
 
 HANGING_REASONS = frozenset({NO_COORDINATOR_RECORD, COORDINATOR_MOVED_ON, PARTITION_NOT_IN_TRANSACTION})
 
@@ -94,6 +95,43 @@ def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator_partition
         return Verdict(PARTITION_NOT_IN_TRANSACTION, True,
                        f"{where} is {state} but does not list {txn.topic}-{txn.partition}: a write to a "
                        f"partition never added to the transaction", tid)
+    if rec.state == "Empty" and rec.producer_epoch <= txn.producer_epoch:
+        # Empty is the state right after InitProducerId: no transaction was ever begun at
+        # this epoch, so the coordinator never heard of this partition.
+        return Verdict(PARTITION_NOT_IN_TRANSACTION, True,
+                       f"{where} is {state}: the coordinator has no transaction in progress, yet "
+                       f"{txn.topic}-{txn.partition} has one open since offset {txn.start_offset}: a "
+                       f"transactional write to a partition never added to a transaction", tid)
     return Verdict(COORDINATOR_MOVED_ON, True,
                    f"{where} is {state} while {txn.topic}-{txn.partition} still has the transaction of "
                    f"epoch {txn.producer_epoch} open since offset {txn.start_offset}: a missed marker", tid)
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedElsewhere:
+    """The same transaction (producer id, first offset) closed on another replica."""
+
+    broker: int
+    marker_offset: int
+    outcome: str
+
+
+def with_replicas(verdict: Verdict, txn: OpenTxn, closed: list[ClosedElsewhere], behind: bool) -> Verdict:
+    """Amend a coordinator verdict when other replicas of the partition have the marker.
+
+    A follower that is behind (a lower log end than another replica) and lacks a marker the
+    others have is lagging or was copied mid-replication: it would fetch the marker, so it is
+    not hanging. A replica that is not behind yet lacks the marker keeps the coordinator's
+    verdict, with the disagreement as evidence (the leader is the one consumers read).
+    """
+    if not closed:
+        return verdict
+    where = ", ".join(f"broker {c.broker} has its {c.outcome} marker at offset {c.marker_offset}"
+                      for c in closed)
+    if behind:
+        return Verdict(REPLICAS_DISAGREE, False,
+                       f"this replica is behind and lacks the marker ({where}): a lagging follower or a "
+                       f"copy taken mid-replication, not a hang", verdict.transactional_id)
+    return Verdict(REPLICAS_DISAGREE, verdict.hanging,
+                   f"{where}, this replica (not behind) has the transaction open; coordinator: "
+                   f"{verdict.evidence}", verdict.transactional_id)

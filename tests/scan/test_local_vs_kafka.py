@@ -39,12 +39,18 @@ def test_no_damage_reported_on_real_broker_files(cluster):
     assert [f.line() for f in result.findings] == []
 
 
+def _cut_replica(truth):
+    """The follower copy the harness truncated after recording (truth: before the cut)."""
+    cut = truth.get("post_copy", {}).get("replica_truncation")
+    return None if cut is None else (cut["broker"], cut["topic"], cut["partition"])
+
+
 def test_describe_producers_per_replica(cluster):
     truth, _, replicas = cluster
     compared = 0
     for part in truth["partitions"]:
         for broker, recorded in part["producers"].items():
-            if recorded["exit_code"] != 0:
+            if recorded["exit_code"] != 0 or _cut_replica(truth) == (int(broker), part["topic"], part["partition"]):
                 continue
             rep = replicas[(int(broker), part["topic"], part["partition"])]
             expected = sorted(
@@ -72,8 +78,21 @@ def test_find_hanging_per_broker(cluster):
         minutes = int(name.rsplit("-", 1)[1])
         expected = sorted((r["Topic"], int(r["Partition"]), int(r["ProducerId"]), int(r["ProducerEpoch"]),
                            int(r["StartOffset"])) for r in recorded["rows"])
-        mine = [r for r in result.replicas if r.state.broker == broker]
-        found = find_candidates(mine, result.coordinator, truth["recorded_at_ms"], minutes * 60_000, True)
+        found = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"],
+                                minutes * 60_000, True)
         got = sorted((c.topic, c.partition, c.txn.producer_id, c.txn.producer_epoch, c.txn.start_offset)
-                     for c in found if c.verdict.hanging)
+                     for c in found if c.verdict.hanging and c.broker == broker)
         assert got == expected, name
+
+
+def test_follower_cut_before_its_marker_is_a_replica_disagreement_not_a_hang(cluster):
+    truth, result, _ = cluster
+    cut = _cut_replica(truth)
+    if cut is None:
+        pytest.skip("this fixture cluster has no truncated follower")
+    found = [c for c in find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, True)
+             if (c.broker, c.topic, c.partition) == cut]
+    assert found, "the open transaction left by the cut must be reported"
+    for c in found:
+        assert (c.verdict.reason, c.verdict.hanging) == ("replicas_disagree", False)
+        assert f"marker at offset {truth['post_copy']['replica_truncation']['cut_offset']}" in c.verdict.evidence

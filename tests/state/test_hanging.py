@@ -57,6 +57,29 @@ def test_coordinator_moved_on_is_hanging(state):
     assert (v.reason, v.hanging, v.transactional_id) == (h.COORDINATOR_MOVED_ON, True, "app-1")
 
 
+@pytest.mark.parametrize("state", ["CompleteCommit", "CompleteAbort"])
+def test_completed_at_the_same_epoch_is_a_missed_marker(state):
+    v = verdict([rec(0, "Ongoing"), rec(1, state)])
+    assert (v.reason, v.hanging) == (h.COORDINATOR_MOVED_ON, True)
+
+
+def test_empty_at_the_same_epoch_means_the_transaction_was_never_begun():
+    v = verdict([rec(0, "Empty", parts=())])
+    assert (v.reason, v.hanging) == (h.PARTITION_NOT_IN_TRANSACTION, True)
+    assert "never added" in v.evidence
+
+
+def test_replicas_disagree_when_a_lagging_follower_lacks_the_marker():
+    base = h.Verdict(h.COORDINATOR_MOVED_ON, True, "coordinator says done", "app-1")
+    closed = [h.ClosedElsewhere(2, 44, "COMMIT")]
+    lagging = h.with_replicas(base, T, closed, behind=True)
+    assert (lagging.reason, lagging.hanging) == (h.REPLICAS_DISAGREE, False)
+    assert "broker 2 has its COMMIT marker at offset 44" in lagging.evidence
+    leader = h.with_replicas(base, T, closed, behind=False)
+    assert (leader.reason, leader.hanging) == (h.REPLICAS_DISAGREE, True)
+    assert h.with_replicas(base, T, [], behind=True) is base
+
+
 def test_ongoing_without_the_partition_is_hanging():
     v = verdict([rec(0, "Ongoing", parts=(("orders", 0),))])
     assert (v.reason, v.hanging) == (h.PARTITION_NOT_IN_TRANSACTION, True)
