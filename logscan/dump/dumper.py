@@ -1,0 +1,293 @@
+"""kafka-dump-log's modes, one method each, writing to injected streams.
+
+The rules are those of ``kafka.tools.DumpLogSegments`` in Kafka 4.1.1 (a Scala object in
+kafka_2.13): dispatch on the text after the file name's last dot, what goes to stdout
+("Dumping", batches, records, entries, "Found N invalid bytes") and what goes to stderr, after
+all files ("Mismatches in", time index errors, "Non-consecutive offsets in").
+
+Where kafka-dump-log dies with a stack trace (a batch size below 14 such as a zero-filled
+tail, a broken record, a bad compressed stream, an index entry pointing nowhere, a missing
+file) logscan prints a located finding on stderr, keeps every good batch before and after,
+and sets a non-zero exit status. Findings never go to stdout, so stdout stays comparable.
+"""
+
+from __future__ import annotations
+
+import json as _json
+from typing import TextIO
+
+from logscan.format import control
+from logscan.format.batch import decode_batch_header, iter_records
+from logscan.format.errors import DecodeError
+from logscan.logdir.segment import (Finding, Tail, io_finding, open_segment, walk_log)
+
+from . import parsers
+from .javaisms import java_absolute_path, java_file_name, java_file_str
+from .options import INT_MAX, DumpOptions
+from .report import EndOfRunReport
+from .sinks import JsonSink, TextSink
+
+#: Exit statuses (documented in `logscan dump --help`).
+EXIT_OK = 0
+EXIT_DATA = 1   # something in the data is wrong (corrupt, truncated, CRC, index mismatch)
+EXIT_USAGE = 2  # bad command line (click's own status)
+EXIT_IO = 3     # a file could not be read at all (missing, permission, a directory)
+EXIT_PIPE = 141  # stdout closed early (128 + SIGPIPE), e.g. `logscan dump f | head`
+
+
+def decode_any_batch(buf, pos: int, end: int):
+    """A v2 batch or a legacy message set entry, chosen like FileLogInputStream (magic < 2)."""
+    magic = buf[pos + 16]
+    if magic >= 128 or magic < 2:
+        from logscan.format.legacy import decode_legacy_entry
+        return decode_legacy_entry(buf, pos, end)[0]
+    return decode_batch_header(buf, pos, end)[0]
+
+
+def iter_batch_records(buf, batch, max_decompressed: int):
+    if batch.magic >= 2:
+        return iter_records(buf, batch, max_decompressed=max_decompressed)
+    from logscan.format.legacy import iter_legacy_records
+    return iter_legacy_records(batch, max_decompressed=max_decompressed)
+
+
+class Dumper:
+    """One run of `logscan dump` over a list of files."""
+
+    def __init__(self, out: TextIO, err: TextIO, options: DumpOptions = DumpOptions(), *,
+                 json: bool = False):
+        self.json = json
+        self.sink = JsonSink(out) if json else TextSink(out)
+        self.out = out
+        self.err = err
+        self.opts = options
+        self.status = EXIT_OK
+        self.report = EndOfRunReport(err)
+        self.findings = 0
+        self._auto_here = False
+        self._extended = False  # a FILE... argument: logscan's own reading of extra kinds
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    def finding(self, f: Finding, status: int = EXIT_DATA) -> None:
+        """Report a located problem on stderr and raise the exit status to ``status``."""
+        self.findings += 1
+        self.status = max(self.status, status)
+        self._say(f)
+
+    def note(self, f: Finding) -> None:
+        """A located remark that is not a problem (exit status unchanged)."""
+        self._say(f)
+
+    def _say(self, f: Finding) -> None:
+        self.out.flush()  # keep stdout and stderr in order on a terminal
+        if self.json:
+            self.err.write(_json.dumps({"type": "finding", "file": f.path, "position": f.position,
+                                        "reason": f.reason, "message": f.message}) + "\n")
+        else:
+            self.err.write(f.line() + "\n")
+
+    def run(self, paths: list[str], auto_indices=None) -> int:
+        """Dump ``paths`` in order, then print the end-of-run blocks; returns the exit status.
+
+        ``auto_indices``: positions in ``paths`` eligible for the automatic decoder (all
+        when None, if ``options.auto_decoder``).
+        """
+        auto = range(len(paths)) if auto_indices is None else auto_indices
+        try:
+            for i, path in enumerate(paths):
+                self._extended = i in auto
+                self._auto_here = self.opts.auto_decoder and self._extended
+                self.dump_file(path)
+            self.out.flush()
+            self.report.print()
+        finally:
+            self.report.close()
+        return self.status
+
+    def dump_file(self, path: str) -> None:
+        shown = java_file_str(path)
+        self.sink.begin_file(shown)
+        name = java_file_name(path)
+        suffix = name[name.rfind("."):] if "." in name else ""
+        try:
+            if suffix in (".log", ".checkpoint"):
+                self.dump_log(path, shown)
+            elif suffix == ".index":
+                self.dump_index(path, shown)
+            elif suffix == ".timeindex":
+                self.dump_time_index(path, shown)
+            elif suffix == ".snapshot":
+                self.dump_producer_snapshot(path, shown)
+            elif suffix == ".txnindex":
+                self.dump_txn_index(path, shown)
+            elif self._extended and _is_extra(path):
+                from .extras import dump_extra
+                dump_extra(self, path)
+            else:
+                # kafka-dump-log 4.1.1 dies (StringIndexOutOfBounds) on a name without a dot;
+                # logscan treats it like any other unknown file.
+                self.out.flush()
+                self.err.write(f"Ignoring unknown file {shown}\n")
+        except BrokenPipeError:
+            raise  # stdout closed: the CLI ends quietly
+        except OSError as e:  # missing, unreadable, a directory, an I/O error mid-file
+            self.finding(io_finding(path, e), EXIT_IO)
+
+    # -- .log and KRaft .checkpoint -----------------------------------------------------
+
+    def _decoder_for(self, path: str) -> str | None:
+        if self.opts.decoder is not None or not self._auto_here:
+            return self.opts.decoder
+        from .autodetect import decoder_for_path
+        return decoder_for_path(path)
+
+    def dump_log(self, path: str, shown: str) -> None:
+        name = java_file_name(path)
+        if name.endswith(".log"):
+            base = _leading_number(name)
+            if base is None:
+                self.finding(Finding(path, -1, "name", f"file name {name!r} does not start with "
+                                     "a base offset (kafka-dump-log fails on it)"))
+            else:
+                self.sink.log_start(base)
+        else:
+            snap = _snapshot_id(name)
+            if snap is None:
+                self.finding(Finding(path, -1, "name", f"{name!r} is not a KRaft snapshot name "
+                                     "(<offset>-<epoch>.checkpoint); kafka-dump-log fails on it"))
+            else:
+                self.sink.snapshot_start(*snap)
+        decoder = self._decoder_for(path)
+        deep = self.opts.is_deep_iteration(decoder)
+        print_data = self.opts.should_print_data_log(decoder)
+        parse = None
+        if print_data:
+            parse = (parsers.internal_topic_parser(decoder) if decoder
+                     else parsers.decoder_parser(self.opts.key_decoder, self.opts.value_decoder))
+        gaps = self.report.non_consecutive(java_absolute_path(path)) if deep else None
+        last_offset = -1
+        with open_segment(path) as seg:
+            end = min(seg.size, self.opts.max_bytes)
+            if seg.unread_bytes:
+                self.finding(Finding(path, seg.size, "io", f"not a regular file: only the first "
+                                     f"{seg.size} bytes were read"))
+            if seg.size == 0:
+                # Normal for a freshly rolled segment; said, but not an error.
+                self.note(Finding(path, -1, "empty", "empty file, no batches"))
+            for item in walk_log(seg.buf, end, path, decode_batch=decode_any_batch,
+                                 resync_truncated=self.opts.max_bytes == INT_MAX):
+                if isinstance(item, Finding):
+                    self.finding(item)
+                    continue
+                if isinstance(item, Tail):
+                    self._tail(item, path, name, end)
+                    break
+                batch = item
+                self.sink.batch(batch, batch.position)
+                if not batch.is_valid:
+                    self.finding(Finding(path, batch.position, "crc",
+                                         f"batch ending at offset {batch.last_offset} fails its CRC check "
+                                         f"(stored {batch.crc})"))
+                if not deep:
+                    continue
+                try:
+                    for record in iter_batch_records(seg.buf, batch, self.opts.max_decompressed):
+                        if last_offset == -1:
+                            last_offset = record.offset
+                        elif record.offset != last_offset + 1:
+                            gaps.append(last_offset, record.offset)
+                        last_offset = record.offset
+                        self._record(batch, record, parse, path)
+                except DecodeError as e:
+                    self.finding(Finding.from_error(path, e))
+
+    def _record(self, batch, record, parse, path: str) -> None:
+        metadata = not self.opts.skip_record_metadata
+        control_text = None
+        is_control = batch.magic >= 2 and batch.is_control
+        if is_control and metadata:
+            control_text = self._control_text(batch, record)
+        data = None
+        if parse is not None and not is_control:
+            try:
+                data = parse(record)
+            except DecodeError as e:
+                self.finding(Finding(path, batch.position, e.reason,
+                                     f"record at offset {record.offset}: {e.message}"))
+                data = None
+        self.sink.record(batch, record, metadata=metadata, control_text=control_text, data=data)
+
+    def _control_text(self, batch, record) -> str:
+        key = control.decode_control_key(record.key, batch.position)
+        if key.is_transaction_marker:
+            marker = control.decode_end_txn_marker(key, record.value, batch.position)
+            return f" endTxnMarker: {key.name} coordinatorEpoch: {marker.coordinator_epoch}"
+        from logscan.format import raft
+        text = raft.render_control_value(key.type_id, record.value)
+        return text if text is not None else f" controlType: {key.label}"
+
+    def _tail(self, tail: Tail, path: str, name: str, end: int) -> None:
+        if tail.count <= 0:
+            return
+        if self.opts.max_bytes == INT_MAX:
+            self.sink.invalid_bytes(tail.count, name)
+        if self.opts.max_bytes != INT_MAX and tail.reason in ("short", "truncated"):
+            return  # the --max-bytes cut, not damage
+        what = {
+            "short": f"{tail.count} trailing bytes, too few for a batch header",
+            "truncated": f"last batch is truncated: {tail.count} bytes left of a longer batch",
+            "zero-filled": f"{tail.count} zero bytes to the end of the file (preallocated or "
+                           "never written); kafka-dump-log fails here",
+            "unreadable": f"no valid batch in the last {tail.count} bytes",
+        }[tail.reason]
+        if tail.position == 0 and tail.reason in ("truncated", "unreadable"):
+            what = (f"no valid batch in the file's {tail.count} bytes: not a Kafka log segment, "
+                    "or damaged from its first byte")
+        self.finding(Finding(path, tail.position, tail.reason or "truncated", what))
+
+    # -- indexes, snapshots -------------------------------------------------------------
+
+    def dump_index(self, path: str, shown: str) -> None:
+        from .indexes import dump_index
+        dump_index(self, path, shown)
+
+    def dump_time_index(self, path: str, shown: str) -> None:
+        from .indexes import dump_time_index
+        dump_time_index(self, path, shown)
+
+    def dump_txn_index(self, path: str, shown: str) -> None:
+        from .indexes import dump_txn_index
+        dump_txn_index(self, path, shown)
+
+    def dump_producer_snapshot(self, path: str, shown: str) -> None:
+        from .indexes import dump_producer_snapshot
+        dump_producer_snapshot(self, path, shown)
+
+
+def _is_extra(path: str) -> bool:
+    from .extras import is_extra
+    return is_extra(path)
+
+
+def _leading_number(name: str) -> int | None:
+    """``name.split("\\.")(0).toLong`` (Java's Long.parseLong accepts a leading sign)."""
+    head = name.split(".")[0]
+    try:
+        value = int(head, 10)
+    except ValueError:
+        return None
+    if head.strip() != head or "_" in head or not -2**63 <= value < 2**63:
+        return None
+    return value
+
+
+def _snapshot_id(name: str) -> tuple[int | None, int | None] | None:
+    """(end offset, epoch) from ``%020d-%010d.checkpoint``; (None, None) for bootstrap."""
+    if name == "bootstrap.checkpoint":
+        return None, None
+    stem = name[: -len(".checkpoint")]
+    parts = stem.split("-")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])

@@ -1,0 +1,256 @@
+"""kafka-dump-log's modes for .index, .timeindex, .txnindex and producer .snapshot files.
+
+Kafka 4.1.1 facts kept here:
+
+* An index's entry count is ``file length // entry size`` (a read-only AbstractIndex trusts
+  the length), and dumping stops at the first entry after the first whose offset equals the
+  base offset (the zero-filled preallocated tail of an active segment).
+* ``.index`` verification reads the first batch at each entry's position within a slice of
+  ``--max-message-size`` bytes and compares its last offset with the entry's offset.
+* ``.timeindex`` verification looks the entry's offset up in the sibling ``.index`` (the
+  broker's binary search, warm section included), walks batches from there to the first whose
+  last offset is >= the entry's offset, and compares its largest record timestamp.
+* A ``.txnindex`` entry with a version byte > 0 makes Kafka throw; a corrupt producer snapshot
+  prints its CorruptSnapshotException message on stderr and nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from logscan.format import index as idx
+from logscan.format.batch import decode_batch_header
+from logscan.format.errors import DecodeError
+from logscan.format.snapshot import decode_producer_snapshot
+from logscan.logdir.segment import (HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_OVERHEAD_V0,
+                                    Finding, open_segment)
+
+from .javaisms import java_absolute_path, java_file_name
+
+_INT64 = struct.Struct(">q")  # a legacy entry's offset (its last offset) at byte 0
+_INT32 = struct.Struct(">i")
+
+
+def _base_and_log(d, path: str) -> tuple[int | None, str]:
+    from .dumper import _leading_number
+    name = java_file_name(path)
+    stem = name.split(".")[0]
+    log_path = os.path.join(os.path.dirname(os.path.abspath(path)), stem + ".log")
+    base = _leading_number(name)
+    if base is None:
+        d.finding(Finding(path, -1, "name", f"file name {name!r} does not start with a base "
+                          "offset (kafka-dump-log fails on it)"))
+    return base, log_path
+
+
+def _open_log(d, path: str, log_path: str):
+    try:
+        return open_segment(log_path).__enter__()
+    except OSError as e:
+        d.finding(Finding(path, -1, "io", f"cannot read the segment's log {log_path}: "
+                          f"{e.strerror or e}; entries are printed without verification"))
+        return None
+
+
+def _batch_last_offset(buf, pos: int, end: int) -> int:
+    """lastOffset of the batch at ``pos`` (header only, no CRC check, as Kafka's file batch)."""
+    magic = buf[pos + 16]
+    if magic == 2:
+        return decode_batch_header(buf, pos, end, verify_crc=False)[0].last_offset
+    return _INT64.unpack_from(buf, pos)[0]  # legacy: the log header's offset is the last
+
+
+def _batches(buf, pos: int, end: int):
+    """(position, size) of each batch from ``pos`` by FileLogInputStream's rules; raises a
+    DecodeError where Kafka throws (a size field below 14)."""
+    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
+        size = _INT32.unpack_from(buf, pos + 8)[0]
+        if size < RECORD_OVERHEAD_V0:
+            raise DecodeError(f"Found record size {size} smaller than minimum record overhead "
+                              f"({RECORD_OVERHEAD_V0})", pos + 8)
+        if pos > end - LOG_OVERHEAD - size:
+            return
+        yield pos, LOG_OVERHEAD + size
+        pos += LOG_OVERHEAD + size
+
+
+def dump_index(d, path: str, shown: str) -> None:
+    base, log_path = _base_and_log(d, path)
+    if base is None:
+        return
+    with open_segment(path) as index:
+        if index.size // idx.OFFSET_INDEX_ENTRY_SIZE == 0:
+            d.sink.index_empty(shown)
+            return
+        if d.opts.index_sanity_check:
+            _sanity(d, path, shown, idx.offset_index_sanity_findings(index.buf, base))
+            return
+        log = _open_log(d, path, log_path)
+        mismatches = d.report.index_mismatch(java_absolute_path(path))
+        try:
+            for entry in idx.iter_offset_index(index.buf, base):
+                if log is not None:
+                    found = _first_batch_last_offset(d, path, log, entry)
+                    if found is not None and found != entry.offset:
+                        mismatches.append(entry.offset, found)
+                        d.status = max(d.status, 1)
+                if not d.opts.verify_index_only:
+                    d.sink.index_entry(entry.offset, entry.log_position)
+        finally:
+            if log is not None:
+                log.__exit__(None, None, None)
+
+
+def _first_batch_last_offset(d, path: str, log, entry) -> int | None:
+    pos = entry.log_position
+    if pos < 0 or pos > log.size:
+        d.finding(Finding(path, entry.position, "index-position",
+                          f"entry for offset {entry.offset} points at log position {pos}, "
+                          f"outside the {log.size}-byte log"))
+        return None
+    end = min(log.size, pos + d.opts.max_message_size)
+    try:
+        for at, _size in _batches(log.buf, pos, end):
+            return _batch_last_offset(log.buf, at, end)
+    except DecodeError as e:
+        d.finding(Finding(path, entry.position, e.reason,
+                          f"entry for offset {entry.offset}: log byte {e.position}: {e.message}"))
+        return None
+    d.finding(Finding(path, entry.position, "index-position",
+                      f"entry for offset {entry.offset}: no complete batch within "
+                      f"--max-message-size {d.opts.max_message_size} bytes at log position {pos}"))
+    return None
+
+
+def _sanity(d, path: str, shown: str, findings) -> None:
+    if not findings:
+        d.sink.sanity_passed(shown)
+        return
+    for f in findings:
+        d.err.write(f.kafka_message(java_absolute_path(path)) + "\n")
+        d.finding(Finding(path, f.position, f.kind, f.message))
+
+
+def _lookup(buf, entries: int, base: int, target: int) -> int:
+    """OffsetIndex.lookup(target).position: the broker's search, warm section first."""
+    if entries == 0:
+        return 0
+
+    def offset_at(slot: int) -> int:
+        return base + _INT32.unpack_from(buf, slot * idx.OFFSET_INDEX_ENTRY_SIZE)[0]
+
+    def search(lo: int, hi: int) -> int:
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            found = offset_at(mid)
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return mid
+        return lo
+
+    warm = 8192 // idx.OFFSET_INDEX_ENTRY_SIZE
+    first_hot = max(0, entries - 1 - warm)
+    if offset_at(first_hot) < target:
+        slot = search(first_hot, entries - 1)
+    elif offset_at(0) > target:
+        return 0
+    else:
+        slot = search(0, first_hot)
+    return _INT32.unpack_from(buf, slot * idx.OFFSET_INDEX_ENTRY_SIZE + 4)[0]
+
+
+def dump_time_index(d, path: str, shown: str) -> None:
+    base, log_path = _base_and_log(d, path)
+    if base is None:
+        return
+    with open_segment(path) as tindex:
+        if d.opts.index_sanity_check:
+            _sanity(d, path, shown, idx.time_index_sanity_findings(tindex.buf, base))
+            return
+        log = _open_log(d, path, log_path)
+        offset_index_path = log_path[: -len(".log")] + ".index"
+        try:
+            oindex = open_segment(offset_index_path).__enter__()
+        except OSError:
+            oindex = None  # Kafka would create it empty; lookups then start at position 0
+        abs_path = java_absolute_path(path)
+        prev_ts = -1
+        try:
+            for entry in idx.iter_time_index(tindex.buf, base):
+                if log is not None:
+                    _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts)
+                if not d.opts.verify_index_only:
+                    d.sink.time_index_entry(entry.timestamp, entry.offset)
+                prev_ts = entry.timestamp
+        finally:
+            for f in (log, oindex):
+                if f is not None:
+                    f.__exit__(None, None, None)
+
+
+def _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts) -> None:
+    from .dumper import decode_any_batch, iter_batch_records
+    entries = 0 if oindex is None else oindex.size // idx.OFFSET_INDEX_ENTRY_SIZE
+    pos = _lookup(oindex.buf, entries, base, entry.offset) if entries else 0
+    found = None
+    try:
+        if 0 <= pos <= log.size:
+            for at, _size in _batches(log.buf, pos, log.size):
+                if _batch_last_offset(log.buf, at, log.size) >= entry.offset:
+                    found = at
+                    break
+        if found is None:
+            d.report.time_not_found(abs_path).append(entry.offset, -1)
+            d.status = max(d.status, 1)
+            return
+        last = _batch_last_offset(log.buf, found, log.size)
+        if last != entry.offset:
+            d.report.time_not_found(abs_path).append(entry.offset, last)
+            d.status = max(d.status, 1)
+            return
+        batch = decode_any_batch(log.buf, found, log.size)
+        max_ts = -1
+        for record in iter_batch_records(log.buf, batch, d.opts.max_decompressed):
+            max_ts = max(max_ts, record.timestamp)
+    except DecodeError as e:
+        d.finding(Finding(path, entry.position, e.reason,
+                          f"entry for offset {entry.offset}: log byte {e.position}: {e.message}"))
+        return
+    if max_ts != entry.timestamp:
+        d.report.time_mismatch(abs_path).append(entry.timestamp, max_ts)
+        d.status = max(d.status, 1)
+    if prev_ts >= entry.timestamp:
+        d.report.time_out_of_order(abs_path).append(entry.timestamp, prev_ts)
+        d.status = max(d.status, 1)
+
+
+def dump_txn_index(d, path: str, shown: str) -> None:
+    with open_segment(path) as txn:
+        try:
+            for entry in idx.iter_aborted_txns(txn.buf):
+                d.sink.txn_entry(entry)
+        except DecodeError as e:
+            d.finding(Finding.from_error(path, e))
+        rest = txn.size % idx.ABORTED_TXN_SIZE
+        if rest:
+            d.finding(Finding(path, txn.size - rest, "truncated",
+                              f"{rest} trailing bytes, too few for an aborted transaction entry "
+                              "(ignored by Kafka)"))
+
+
+def dump_producer_snapshot(d, path: str, shown: str) -> None:
+    with open_segment(path) as snap:
+        try:
+            snapshot = decode_producer_snapshot(snap.buf)
+        except DecodeError as e:
+            kafka = getattr(e, "kafka_message", None)
+            if kafka:
+                d.err.write(kafka + "\n")
+            d.finding(Finding.from_error(path, e))
+            return
+        for entry in snapshot.entries:
+            d.sink.snapshot_entry(entry)

@@ -1,0 +1,99 @@
+"""kafka-dump-log's stderr blocks printed after all files, in its order and wording.
+
+1. ``Mismatches in :<index path>`` / ``  Index offset: X, log offset: Y`` (newest first);
+2. time index: ``Found timestamp mismatch in :<path>``, ``Found out of order timestamp in
+   :<path>``, ``The following indexed offsets are not found in the log.`` (oldest first);
+3. ``Non-consecutive offsets in <log path>`` / ``  A is followed by B`` (newest first).
+
+Each block iterates a Scala mutable.HashMap keyed by absolute path; see javaisms.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from .javaisms import scala_hashmap_order
+from .spool import PairSpool
+
+
+class EndOfRunReport:
+    def __init__(self, err: TextIO):
+        self.err = err
+        self._index_mismatches: dict[str, PairSpool] = {}
+        self._time_mismatch: dict[str, PairSpool] = {}
+        self._time_out_of_order: dict[str, PairSpool] = {}
+        self._time_not_found: dict[str, PairSpool] = {}
+        self._gaps: dict[str, PairSpool] = {}
+
+    @staticmethod
+    def _spool(table: dict[str, PairSpool], key: str) -> PairSpool:
+        spool = table.get(key)
+        if spool is None:
+            spool = table[key] = PairSpool()
+        return spool
+
+    def index_mismatch(self, abs_path: str) -> PairSpool:
+        return self._spool(self._index_mismatches, abs_path)
+
+    def time_mismatch(self, abs_path: str) -> PairSpool:
+        return self._spool(self._time_mismatch, abs_path)
+
+    def time_out_of_order(self, abs_path: str) -> PairSpool:
+        return self._spool(self._time_out_of_order, abs_path)
+
+    def time_not_found(self, abs_path: str) -> PairSpool:
+        return self._spool(self._time_not_found, abs_path)
+
+    def non_consecutive(self, abs_path: str) -> PairSpool:
+        return self._LazyGaps(self, abs_path)
+
+    class _LazyGaps:
+        """Registers the file only at its first gap (Kafka's map has no empty entries)."""
+
+        def __init__(self, report: "EndOfRunReport", abs_path: str):
+            self.report, self.abs_path, self.spool = report, abs_path, None
+
+        def append(self, a: int, b: int) -> None:
+            if self.spool is None:
+                self.spool = self.report._spool(self.report._gaps, self.abs_path)
+            self.spool.append(a, b)
+
+    @property
+    def has_index_errors(self) -> bool:
+        return any(s.count for t in (self._index_mismatches, self._time_mismatch,
+                                     self._time_out_of_order, self._time_not_found)
+                   for s in t.values())
+
+    def print(self) -> None:
+        w = self.err.write
+        for name in _order(self._index_mismatches):
+            w(f"Mismatches in :{name}\n")
+            for index_offset, log_offset in self._index_mismatches[name].newest_first():
+                w(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
+        for name in _order(self._time_mismatch):
+            w(f"Found timestamp mismatch in :{name}\n")
+            for a, b in self._time_mismatch[name]:
+                w(f"  Index timestamp: {a}, log timestamp: {b}\n")
+        for name in _order(self._time_out_of_order):
+            w(f"Found out of order timestamp in :{name}\n")
+            for a, b in self._time_out_of_order[name]:
+                w(f"  Index timestamp: {a}, Previously indexed timestamp: {b}\n")
+        for name in _order(self._time_not_found):
+            w("The following indexed offsets are not found in the log.\n")
+            for a, b in self._time_not_found[name]:
+                w(f"Indexed offset: {a}, found log offset: {b}\n")
+        for name in _order(self._gaps):
+            w(f"Non-consecutive offsets in {name}\n")
+            for a, b in self._gaps[name].newest_first():
+                w(f"  {a} is followed by {b}\n")
+        self.err.flush()
+
+    def close(self) -> None:
+        for table in (self._index_mismatches, self._time_mismatch, self._time_out_of_order,
+                      self._time_not_found, self._gaps):
+            for spool in table.values():
+                spool.close()
+
+
+def _order(table: dict[str, PairSpool]) -> list[str]:
+    return scala_hashmap_order([k for k, v in table.items() if v.count])

@@ -1,0 +1,56 @@
+"""Running the real kafka-dump-log (Kafka 4.1.1 jars) and `logscan dump` side by side.
+
+kafka-dump-log 4.1.1 is the Scala object ``kafka.tools.DumpLogSegments`` in kafka_2.13 (the
+Java port under org.apache.kafka.tools is not in the 4.1 release). The jars come from the
+project's `.kafka/libs` (see the Makefile); tests needing them are marked ``kafka`` and skip
+when they are absent. One JVM call dumps many files, since JVM start-up dominates.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+KAFKA_LIBS = Path(os.environ.get("LOGSCAN_KAFKA_LIBS", REPO / ".kafka" / "libs"))
+DUMP_CLASS = "kafka.tools.DumpLogSegments"
+
+
+def kafka_available() -> bool:
+    return shutil.which("java") is not None and any(KAFKA_LIBS.glob("kafka_2.13-*.jar"))
+
+
+requires_kafka = pytest.mark.skipif(not kafka_available(),
+                                    reason=f"Kafka jars not found in {KAFKA_LIBS}")
+
+
+def run_kafka_dump_log(args: list[str], cwd: str) -> subprocess.CompletedProcess:
+    # C.UTF-8 and file.encoding make the JVM print U+FFFD and non-ASCII text as UTF-8.
+    env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8")
+    return subprocess.run(
+        ["java", "-Dfile.encoding=UTF-8", "-Dstdout.encoding=UTF-8", "-Dstderr.encoding=UTF-8",
+         "-cp", f"{KAFKA_LIBS}/*", DUMP_CLASS, *args],
+        cwd=cwd, env=env, capture_output=True, timeout=300)
+
+
+def run_logscan_dump(args: list[str], cwd: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logscan.cli", "dump", *args], cwd=cwd,
+                          capture_output=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def kafka_stderr_lines(stderr: bytes) -> list[str]:
+    """kafka-dump-log's own stderr lines, without the SLF4J no-binder banner."""
+    return [line for line in stderr.decode("utf-8", "replace").splitlines()
+            if not line.startswith("SLF4J:")]
+
+
+def logscan_kafka_stderr_lines(stderr: bytes) -> list[str]:
+    """logscan's stderr minus its own findings: the lines kafka-dump-log would print."""
+    return [line for line in stderr.decode("utf-8", "replace").splitlines()
+            if not line.startswith("logscan: ")]

@@ -1,0 +1,120 @@
+"""`logscan dump` against the real kafka-dump-log 4.1.1 on encoder-made files of every kind.
+
+stdout must be equal line for line; kafka-dump-log's stderr blocks (index mismatches, time
+index errors, non-consecutive offsets, "Ignoring unknown file") must be equal too once
+logscan's own "logscan: ..." findings are left out.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .corpus import build_corpus
+from .kafkatool import (kafka_stderr_lines, logscan_kafka_stderr_lines, requires_kafka,
+                        run_kafka_dump_log, run_logscan_dump)
+
+pytestmark = [pytest.mark.kafka, requires_kafka]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    files = build_corpus(str(root))
+    rel = {k: [os.path.relpath(f, root) for f in v] for k, v in files.items()}
+    return str(root), rel
+
+
+# Files kafka-dump-log dies on with deep iteration (a corrupt record after a CRC flip) or
+# with --index-sanity-check (a time index failing the check); see test_where_kafka_dies.
+DEEP_KILLERS = {"crc-0/00000000000000000000.log"}
+SANITY_KILLERS = {"orders-0/mismatch/00000000000000000000.timeindex",
+                  "active-0/00000000000000000000.timeindex"}
+
+PLAIN_OPTIONS = [
+    [],
+    ["--deep-iteration"],
+    ["--print-data-log"],
+    ["--deep-iteration", "--skip-record-metadata"],
+    ["--print-data-log", "--skip-record-metadata"],
+    ["--verify-index-only"],
+    ["--index-sanity-check"],
+    ["--max-bytes", "700"],
+    ["--max-bytes", "700", "--deep-iteration"],
+    ["--max-message-size", "1000"],
+    ["--value-decoder-class"],
+    ["--key-decoder-class", "org.apache.kafka.tools.api.StringDecoder", "--print-data-log"],
+]
+
+
+def _compare(root: str, files: list[str], options: list[str]) -> None:
+    args = ["--files", ",".join(files), *options]
+    kafka = run_kafka_dump_log(args, root)
+    ours = run_logscan_dump(args, root)
+    assert kafka.returncode == 0, kafka.stderr.decode()[-2000:]
+    assert ours.stdout.decode().splitlines() == kafka.stdout.decode().splitlines()
+    assert logscan_kafka_stderr_lines(ours.stderr) == kafka_stderr_lines(kafka.stderr)
+
+
+@pytest.mark.parametrize("options", PLAIN_OPTIONS, ids=lambda o: " ".join(o) or "default")
+def test_plain_files(corpus, options):
+    root, files = corpus
+    deep = any(o in options for o in ("--deep-iteration", "--print-data-log", "--value-decoder-class",
+                                      "--key-decoder-class"))
+    chosen = [f for f in files["plain"] if not (deep and f in DEEP_KILLERS)
+              and not ("--index-sanity-check" in options and f in SANITY_KILLERS)]
+    _compare(root, chosen, options)
+
+
+@pytest.mark.parametrize("options", [
+    ["--transaction-log-decoder"],
+    ["--transaction-log-decoder", "--skip-record-metadata"],
+    ["--offsets-decoder"],  # every record is an unknown type or an error for this decoder
+    ["--print-data-log"],
+    ["--deep-iteration"],
+], ids=lambda o: " ".join(o))
+def test_transaction_log(corpus, options):
+    root, files = corpus
+    _compare(root, files["transaction"], options)
+
+
+@pytest.mark.parametrize("options", [
+    ["--cluster-metadata-decoder"],
+    ["--cluster-metadata-decoder", "--skip-record-metadata"],
+    ["--deep-iteration"],
+    [],
+], ids=lambda o: " ".join(o) or "default")
+def test_cluster_metadata(corpus, options):
+    root, files = corpus
+    _compare(root, files["metadata"], options)
+
+
+def test_auto_decoder_matches_explicit_decoder(corpus):
+    """FILE... in __transaction_state-N equals kafka-dump-log --transaction-log-decoder."""
+    root, files = corpus
+    kafka = run_kafka_dump_log(["--transaction-log-decoder", "--files", files["transaction"][0]], root)
+    ours = run_logscan_dump([files["transaction"][0]], root)
+    assert ours.stdout.decode().splitlines() == kafka.stdout.decode().splitlines()
+    plain = run_logscan_dump(["--no-auto-decoder", files["transaction"][0]], root)
+    assert "payload" not in plain.stdout.decode()
+
+
+@pytest.mark.parametrize("file,options", [
+    ("crc-0/00000000000000000000.log", ["--deep-iteration"]),
+    ("orders-0/mismatch/00000000000000000000.timeindex", ["--index-sanity-check"]),
+    ("zero-0/00000000000000000000.log", []),
+])
+def test_where_kafka_dies(corpus, file, options):
+    """Kafka prints a stack trace and exits 1; logscan prints what Kafka printed before
+    dying, then reports the damage as a located finding and exits 1."""
+    root, _ = corpus
+    args = ["--files", file, *options]
+    kafka = run_kafka_dump_log(args, root)
+    ours = run_logscan_dump(args, root)
+    assert kafka.returncode == 1
+    assert ours.returncode == 1
+    kafka_lines = kafka.stdout.decode().splitlines()
+    assert ours.stdout.decode().splitlines()[:len(kafka_lines)] == kafka_lines
+    findings = [l for l in ours.stderr.decode().splitlines() if l.startswith("logscan: ")]
+    assert findings and all(file in l for l in findings)
