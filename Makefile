@@ -10,12 +10,13 @@ VENV_STAMP := $(VENV)/.installed
 
 .PHONY: venv test test-fast demo bench clean
 
+DEMO_CLUSTER ?= fixtures/hanging/brokers
+
 venv: $(VENV_STAMP)
 
 $(VENV_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
 
 -include tools/kafka/kafka.mk
@@ -25,6 +26,16 @@ test: venv kafka-jars
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not kafka"
+
+# The bundled fixture cluster has three genuinely hanging transactions (made on a live
+# Kafka 4.1.1 cluster, confirmed by kafka-transactions find-hanging before the copy).
+# logscan scan exits 4 when it finds hanging transactions: that is the expected finding here.
+demo: venv
+	@echo "== logscan scan $(DEMO_CLUSTER)"
+	@$(VENV)/bin/logscan scan $(DEMO_CLUSTER); rc=$$?; test $$rc -eq 0 -o $$rc -eq 4
+	@echo
+	@echo "== the first hanging partition's segment, as kafka-dump-log would print it"
+	@$(VENV)/bin/logscan dump --deep-iteration $(DEMO_CLUSTER)/broker-1/hang-0/00000000000000000000.log
 
 BENCH_SIZE_MB ?= 1024
 bench: venv kafka-jars
