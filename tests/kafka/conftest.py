@@ -1,0 +1,23 @@
+"""Shared helpers for the harness tests: where the fixture clusters and their truth live."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def fixture_clusters() -> list[Path]:
+    """Every fixtures/<cluster>/ that carries a recorded truth.json."""
+    return sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json"))
+
+
+def load_truth(cluster_dir: Path) -> dict:
+    return json.loads((cluster_dir / "truth" / "truth.json").read_text())
+
+
+@pytest.fixture(params=fixture_clusters(), ids=lambda p: p.name)
+def fixture_cluster(request) -> tuple[Path, dict]:
+    return request.param, load_truth(request.param)

@@ -1,0 +1,213 @@
+"""End-to-end proof that the abort logscan plans clears a genuinely hanging transaction.
+
+The live test (marker ``kafka``) starts a fresh 3-node cluster with KIP-890 partition
+verification off, writes the three kinds of hanging transaction with the raw client,
+checks that Kafka's own ``find-hanging`` reports each, runs exactly the command logscan's
+plan prints (``kafka-transactions abort --topic T --partition P --start-offset O``) and
+asserts that the partition's last stable offset (read_committed end offset) moves up to the
+high watermark, i.e. read_committed consumers are unblocked.
+
+The file-only tests check the recorded fixtures (when built): KIP-890 TV2 markers carry the
+data epoch + 1 on the ``tv2`` cluster and the same epoch on ``tv1``; the hanging cluster's
+truth agrees with what was created; the truncated follower really lost its marker.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tools.kafka.cluster import Cluster, jars_present
+
+# LOGSCAN_FIXTURES points the file-only tests at a freshly built tree (default: the committed one)
+FIXTURES = Path(os.environ.get("LOGSCAN_FIXTURES", Path(__file__).resolve().parents[2] / "fixtures"))
+needs_jars = pytest.mark.skipif(not jars_present(), reason="Kafka jars absent (make kafka-jars)")
+
+
+@pytest.fixture(scope="module")
+def live_cluster(tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("hanging-live") / "cluster", nodes=3,
+                transaction_version=2,
+                broker_config={"transaction.partition.verification.enable": "false"})
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _create_topic(cluster: Cluster, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import NewTopic
+    admin = cluster.admin()
+    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        t = admin.list_topics(name, timeout=5).topics.get(name)
+        if t and t.error is None and all(len(p.isrs) == 3 for p in t.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(name)
+
+
+def _wait_offsets(cluster, txn, predicate, timeout=30):
+    from tools.kafka.hanging import end_offsets
+    deadline = time.monotonic() + timeout
+    while True:
+        offsets = end_offsets(cluster, txn.topic, txn.partition)
+        if predicate(offsets) or time.monotonic() > deadline:
+            return offsets
+        time.sleep(0.5)
+
+
+@pytest.mark.kafka
+@needs_jars
+# kafka-python's protocol schemas load through a deprecated importlib.resources call
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_planned_abort_clears_each_kind_of_hang(live_cluster):
+    from confluent_kafka import Producer
+
+    from tools.kafka.hanging import (HANG_AGE_MS, abort_hanging, create_missed_marker_hang,
+                                     create_never_added_hang, create_unknown_producer_hang,
+                                     find_hanging, matches, tool_rows, wait_until_found)
+    from tools.kafka.rawclient import RawClient
+
+    c = live_cluster
+    _create_topic(c, "hang", 3)
+    old = int(time.time() * 1000) - HANG_AGE_MS
+    with RawClient(c.bootstrap) as client:
+        txns = [create_unknown_producer_hang(client, "hang", 0, old),
+                create_never_added_hang(client, "live-never-added", "hang", 1, old),
+                create_missed_marker_hang(client, "live-missed-marker", "hang", 0, 2, old)[0]]
+    # plain records after the hang: they sit above the LSO until the abort
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+    for partition in range(3):
+        for i in range(2):
+            p.produce("hang", value=f"after-{i}".encode(), partition=partition)
+    assert p.flush(30) == 0
+
+    rows, raw = wait_until_found(c, txns, broker_id=0)
+    assert len(rows) == 3, raw  # no false positives either
+    for txn in txns:
+        assert txn.start_offset >= 0
+        before = _wait_offsets(c, txn, lambda o: o["high_watermark"] > txn.start_offset)
+        assert before["last_stable_offset"] == txn.start_offset, (txn, before)
+        assert before["high_watermark"] > before["last_stable_offset"]
+
+        cp = abort_hanging(c, txn)
+        assert cp.returncode == 0, cp.stderr
+
+        after = _wait_offsets(c, txn, lambda o: o["last_stable_offset"] == o["high_watermark"])
+        # the ABORT marker is one more offset: the log end moved by one and the LSO reached it
+        assert after["high_watermark"] == before["high_watermark"] + 1, (txn, before, after)
+        assert after["last_stable_offset"] == after["high_watermark"], (txn, after)
+        producers, raw_p = tool_rows(c, "describe-producers", "--topic", txn.topic,
+                                     "--partition", txn.partition)
+        mine = [r for r in producers if r["ProducerId"] == str(txn.producer_id)]
+        assert mine and mine[0]["CurrentTransactionStartOffset"] == "None", raw_p
+
+    rows, raw = find_hanging(c, 0)
+    assert not any(matches(r, t) for r in rows for t in txns), raw
+
+
+# ---- recorded fixtures (no cluster needed) ---------------------------------------------
+
+def _truth(name: str) -> dict:
+    path = FIXTURES / name / "truth" / "truth.json"
+    if not path.exists():
+        pytest.skip(f"fixtures/{name} not built (make fixtures)")
+    return json.loads(path.read_text())
+
+
+_BATCH = re.compile(r"baseOffset: (\d+) lastOffset: (\d+) .*?producerId: (-?\d+) "
+                    r"producerEpoch: (-?\d+) .*?isTransactional: (\w+) .*?isControl: (\w+)")
+
+
+def _batches(dump: Path) -> list[tuple[int, int, int, bool, bool]]:
+    out = []
+    for line in dump.read_text().splitlines():
+        m = _BATCH.search(line)
+        if m:
+            out.append((int(m[1]), int(m[3]), int(m[4]), m[5] == "true", m[6] == "true"))
+    return out
+
+
+@pytest.mark.parametrize("cluster_name,bump", [("tv2", 1), ("tv1", 0)])
+def test_java_client_marker_epochs(cluster_name, bump):
+    truth = _truth(cluster_name)
+    if "java_tv2" not in truth.get("scenarios", []):
+        pytest.skip(f"java_tv2 not in fixtures/{cluster_name}")
+    dumps = sorted((FIXTURES / cluster_name / "truth" / "dump").glob("broker-*/java-txn-0/*.log.txt"))
+    assert dumps
+    for dump in dumps:
+        batches = [b for b in _batches(dump) if b[1] >= 0]
+        data_epoch = None
+        markers = 0
+        for _offset, _pid, epoch, transactional, control in batches:
+            if transactional and not control:
+                data_epoch = epoch
+            elif control and data_epoch is not None:
+                assert epoch == data_epoch + bump, (dump, batches)
+                markers += 1
+                data_epoch = None
+        assert markers >= 3, (dump, batches)  # two commits and one abort
+
+
+def test_hanging_truth_matches_creation():
+    truth = _truth("hanging")
+    created = truth["scenario_notes"]["hanging_txns"]["hanging"]
+    assert {t["kind"] for t in created} == {"unknown_producer", "never_added", "missed_marker"}
+    for broker, run in truth["find_hanging"].items():
+        if not broker.endswith("max-timeout-15"):
+            continue
+        keys = {(r["Topic"], r["Partition"], r["ProducerId"], r["ProducerEpoch"], r["StartOffset"])
+                for r in run["rows"]}
+        for t in created:
+            assert (t["topic"], str(t["partition"]), str(t["producer_id"]),
+                    str(t["producer_epoch"]), str(t["start_offset"])) in keys, (broker, keys)
+    parts = {(p["topic"], p["partition"]): p for p in truth["partitions"]}
+    for t in created:
+        p = parts[(t["topic"], t["partition"])]
+        assert p["last_stable_offset"] == t["start_offset"] < p["high_watermark"]
+
+
+def test_truncated_follower_lost_its_marker():
+    truth = _truth("hanging")
+    cut = truth.get("post_copy", {}).get("replica_truncation")
+    if cut is None:
+        pytest.skip("post-copy truncation not applied (python -m tools.kafka.hanging post-copy)")
+    log = FIXTURES / "hanging" / "brokers" / cut["file"]
+    assert log.stat().st_size == cut["cut_position"] < cut["original_size"]
+    dump = FIXTURES / "hanging" / "truth" / "dump" / (cut["file"] + ".txt")
+    batches = _batches(dump)
+    assert batches and not any(control for *_, control in batches)
+    assert max(b[0] for b in batches) < cut["cut_offset"]
+    # the leader's copy still has the marker at the cut offset
+    note = truth["scenario_notes"]["replica_missed_marker"]
+    leader_dump = next((FIXTURES / "hanging" / "truth" / "dump" / f"broker-{note['leader']}"
+                        / f"{cut['topic']}-{cut['partition']}").glob("*.log.txt"))
+    assert any(b[0] == cut["cut_offset"] and b[4] for b in _batches(leader_dump))
+
+
+# ---- the raw client's batch (no cluster needed) ----------------------------------------
+
+def test_raw_transactional_batch_decodes_as_kafka_would():
+    from logscan.format.batch import decode_batch_header, iter_records
+    from tools.kafka.rawclient import ProducerIdAndEpoch, build_transactional_batch
+
+    ts = 1_700_000_000_000
+    raw = build_transactional_batch(ProducerIdAndEpoch(4242, 7), [b"a", b"bb", b"ccc"], ts,
+                                    base_sequence=5)
+    padded = b"\xee" * 9 + raw + b"\xee" * 4
+    batch, next_pos = decode_batch_header(padded, 9)
+    assert next_pos == 9 + len(raw)
+    assert batch.crc_valid and batch.is_transactional and not batch.is_control
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (4242, 7, 5)
+    assert (batch.records_count, batch.last_offset_delta, batch.last_sequence) == (3, 2, 7)
+    # find-hanging ages a transaction by the batch's max timestamp (CreateTime)
+    assert batch.timestamp_type == "CreateTime"
+    assert batch.base_timestamp == batch.max_timestamp == ts
+    assert [r.value for r in iter_records(padded, batch)] == [b"a", b"bb", b"ccc"]

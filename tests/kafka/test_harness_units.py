@@ -1,0 +1,94 @@
+"""Unit tests of the harness helpers that need neither jars nor a cluster."""
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tools.kafka.cluster import (Cluster, KafkaHarnessError, free_ports, jars_present,
+                                 random_cluster_id)
+from tools.kafka.fixtures import dump_args
+from tools.kafka.scenarios import CLUSTERS, SCENARIOS
+from tools.kafka.truth import parse_log_end_offsets, parse_table
+
+
+def test_parse_table_reads_tab_terminated_padded_cells():
+    # TransactionsCommand pads each cell to its column width and ends every cell with a TAB
+    out = ("ProducerId\tProducerEpoch\tCurrentTransactionStartOffset\t\n"
+           "1000      \t0            \t3                            \t\n"
+           "0         \t5            \tNone                         \t\n")
+    assert parse_table(out) == [
+        {"ProducerId": "1000", "ProducerEpoch": "0", "CurrentTransactionStartOffset": "3"},
+        {"ProducerId": "0", "ProducerEpoch": "5", "CurrentTransactionStartOffset": "None"}]
+    assert parse_table("") == []
+
+
+def test_dump_args_pick_the_decoder_of_internal_topics():
+    assert dump_args(Path("broker-0/__transaction_state-1/00000000000000000000.log"))[-1] \
+        == "--transaction-log-decoder"
+    assert dump_args(Path("broker-0/__consumer_offsets-2/00000000000000000000.log"))[-1] \
+        == "--offsets-decoder"
+    assert dump_args(Path("broker-0/__cluster_metadata-0/00000000000000000000.log"))[-1] \
+        == "--cluster-metadata-decoder"
+    assert dump_args(Path("broker-0/bootstrap.checkpoint"))[-1] == "--cluster-metadata-decoder"
+    assert dump_args(Path("broker-1/t-0/00000000000000000000.log")) \
+        == ["--deep-iteration", "--print-data-log"]
+    for suffix in (".index", ".timeindex", ".txnindex", ".snapshot"):
+        assert dump_args(Path(f"broker-1/t-0/00000000000000000007{suffix}")) == []
+    for name in ("partition.metadata", "leader-epoch-checkpoint", "meta.properties"):
+        assert dump_args(Path(f"broker-1/t-0/{name}")) is None
+
+
+def test_server_properties_are_loopback_kraft_with_small_internal_topics(tmp_path):
+    c = Cluster(tmp_path / "c", transaction_version=1,
+                broker_config={"transaction.partition.verification.enable": False})
+    c.broker_ports = {0: 1000, 1: 1001, 2: 1002}
+    c.controller_ports = {0: 2000, 1: 2001, 2: 2002}
+    props = c.server_properties(1)
+    assert props["controller.quorum.voters"] == \
+        "0@127.0.0.1:2000,1@127.0.0.1:2001,2@127.0.0.1:2002"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:1001,CONTROLLER://127.0.0.1:2001"
+    assert props["transaction.state.log.num.partitions"] == "3"
+    assert props["offsets.topic.replication.factor"] == "3"
+    assert props["transaction.partition.verification.enable"] == "False"
+    assert props["log.dirs"] == str(c.log_dirs[1])
+    assert c.bootstrap == "127.0.0.1:1000,127.0.0.1:1001,127.0.0.1:1002"
+
+
+def test_free_ports_are_distinct_and_bindable():
+    ports = free_ports(6)
+    assert len(set(ports)) == 6
+    for port in ports:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+
+
+def test_cluster_id_is_22_char_urlsafe_base64():
+    cid = random_cluster_id()
+    assert len(cid) == 22 and set(cid) <= set(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def test_every_scenario_names_known_clusters_and_documents_itself():
+    assert {"txn_basic", "txn_open", "idempotent", "fenced", "timeout_abort", "codecs",
+            "compacted", "segment_roll"} <= set(SCENARIOS)
+    for sc in SCENARIOS.values():
+        assert set(sc.clusters) <= set(CLUSTERS), sc.name
+        assert len(sc.doc) > 80, sc.name
+
+
+def test_start_refuses_to_wipe_a_foreign_folder(tmp_path):
+    (tmp_path / "precious.txt").write_text("keep me")
+    if not jars_present():
+        pytest.skip("the jar check comes first")
+    with pytest.raises(KafkaHarnessError, match="not a cluster work dir"):
+        Cluster(tmp_path).start()
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_parse_log_end_offsets_reads_jmxtool_properties_lines():
+    out = ("time=1795382020260\n"
+           "kafka.log:type=Log,name=LogEndOffset,topic=__cluster_metadata,partition=0:Value=26\n"
+           "kafka.log:type=Log,name=LogEndOffset,topic=txn-a,partition=12:Value=7\n")
+    assert parse_log_end_offsets(out) == {("__cluster_metadata", 0): 26, ("txn-a", 12): 7}

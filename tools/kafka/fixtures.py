@@ -1,0 +1,203 @@
+"""Build the fixture clusters: run scenarios, record ground truth live, copy, dump every file.
+
+    python -m tools.kafka.fixtures [--out fixtures] [--only tv2] [--scenario NAME ...]
+
+For each entry of ``CLUSTERS``: start a fresh 3-node cluster formatted at that transaction
+version, run every registered scenario meant for it, record ``truth/`` from the live cluster
+(tools.kafka.truth), stop the cluster cleanly (SIGTERM, so the brokers trim their preallocated
+indexes and write producer snapshots and ``.kafka_cleanshutdown``), copy each node's log dir
+to ``brokers/broker-<id>/`` (a plain recursive copy; the mode is recorded in truth.json) and
+run kafka-dump-log (one JVM for all files) on every copied file into ``truth/dump/<same path>.txt``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from tools.kafka.cluster import REPO, Cluster, KAFKA_VERSION, run_java_tools
+from tools.kafka.scenarios import CLUSTERS, SCENARIO_MODULES, SCENARIOS, ScenarioContext
+from tools.kafka.truth import Recorder, _drop_slf4j_noise
+
+# files kafka-dump-log understands, by suffix; everything else is copied but not dumped
+DUMPABLE = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
+
+
+def load_scenario_modules() -> None:
+    for mod in SCENARIO_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:  # the module exists but is broken: that is a real error
+                raise
+
+
+def dump_args(rel: Path) -> list[str] | None:
+    """kafka-dump-log arguments for one copied file, with the decoder its topic needs."""
+    name = rel.name
+    if not name.endswith(DUMPABLE):
+        return None
+    part_dir = rel.parent.name
+    if name == "bootstrap.checkpoint":
+        # KRaft's bootstrap metadata is written in the snapshot (.checkpoint) format
+        return ["--deep-iteration", "--print-data-log", "--cluster-metadata-decoder"]
+    if name.endswith((".log", ".checkpoint")):
+        args = ["--deep-iteration", "--print-data-log"]
+        if part_dir.startswith("__transaction_state-"):
+            args.append("--transaction-log-decoder")
+        elif part_dir.startswith("__consumer_offsets-"):
+            args.append("--offsets-decoder")
+        elif part_dir.startswith("__cluster_metadata-"):
+            args.append("--cluster-metadata-decoder")
+        return args
+    return []
+
+
+def dump_all(brokers_dir: Path, dump_dir: Path) -> dict:
+    """kafka-dump-log on every dumpable copied file; stdout, stderr and exit code per file."""
+    files = sorted(p for p in brokers_dir.rglob("*") if p.is_file())
+    todo = [(f, dump_args(f.relative_to(brokers_dir))) for f in files]
+    todo = [(f, a) for f, a in todo if a is not None]
+    runs = run_java_tools([("kafka-dump-log", [*args, "--files", f]) for f, args in todo])
+    result = {}
+    for (f, args), cp in zip(todo, runs):
+        rel = f.relative_to(brokers_dir)
+        out = dump_dir / rel.parent / (rel.name + ".txt")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # the tool prints the absolute path it was given; store it relative to brokers/
+        out.write_text(cp.stdout.replace(str(brokers_dir) + "/", ""))
+        err = _drop_slf4j_noise(cp.stderr).replace(str(brokers_dir) + "/", "")
+        (dump_dir / rel.parent / (rel.name + ".stderr.txt")).write_text(err)
+        result[str(rel)] = {"args": args, "exit_code": cp.returncode}
+    return result
+
+
+def build_cluster(name: str, out_root: Path, work_root: Path,
+                  only: set[str] | None = None) -> dict:
+    load_scenario_modules()
+    spec = CLUSTERS[name]
+    out = out_root / name
+    if out.exists():
+        shutil.rmtree(out)
+    truth_dir = out / "truth"
+    timings = {}
+    t0 = time.monotonic()
+    cluster = Cluster(work_root / name, transaction_version=spec.transaction_version,
+                      broker_config=spec.broker_config)
+    cluster.start()
+    timings["start_s"] = round(cluster.start_seconds, 1)
+    ctx = ScenarioContext(cluster)
+    ran = []
+    try:
+        for sc in SCENARIOS.values():
+            if name in sc.clusters and (not only or sc.name in only):
+                t = time.monotonic()
+                sc.fn(ctx)
+                timings[f"scenario.{sc.name}_s"] = round(time.monotonic() - t, 1)
+                ran.append(sc.name)
+        t = time.monotonic()
+        truth = Recorder(cluster, truth_dir).record(ctx.notes)
+        timings["truth_s"] = round(time.monotonic() - t, 1)
+    finally:
+        t = time.monotonic()
+        cluster.stop()
+        timings["stop_s"] = round(time.monotonic() - t, 1)
+        ctx.keep_alive.clear()
+    brokers = out / "brokers"
+    for node, d in cluster.log_dirs.items():
+        shutil.copytree(d, brokers / f"broker-{node}")
+    post_copy = {fn.__name__: fn(out) for fn in ctx.post_copy}
+    t = time.monotonic()
+    dumps = dump_all(brokers, truth_dir / "dump")
+    timings["dump_s"] = round(time.monotonic() - t, 1)
+    timings["total_s"] = round(time.monotonic() - t0, 1)
+    truth.update({
+        "kafka_version": KAFKA_VERSION,
+        "cluster_name": name,
+        "broker_config": spec.broker_config,
+        "scenarios": ran,
+        "copy": {"mode": "after_clean_stop", "method": "recursive copy of each node's log dir"},
+        "brokers": {str(n): f"brokers/broker-{n}" for n in cluster.log_dirs},
+        "dumps": dumps,
+        "post_copy": post_copy,
+        "timings": timings,
+    })
+    (truth_dir / "truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n")
+    return truth
+
+
+README_INTRO = """\
+# Fixture clusters recorded from a real Apache Kafka {version}
+
+Regenerate everything from scratch (fresh clusters, about {minutes} minutes, needs Java 17 and
+Maven for the jars): `make fixtures` (equivalently `make kafka-jars` then
+`.venv/bin/python -m tools.kafka.fixtures`; one cluster: `--only tv2`). This README is written
+by the generator from the scenarios' docstrings.
+
+Each `fixtures/<cluster>/` comes from one 3-node KRaft cluster (combined broker+controller,
+loopback, internal topics with 3 partitions and replication factor 3, every topic replicated
+on all 3 nodes) formatted with the `transaction.version` named below. After the scenarios ran,
+`truth/` was recorded from the LIVE cluster with Kafka's own tools from the same jars:
+`truth/tools/*.stdout.txt|stderr.txt` hold the raw output of `kafka-transactions
+describe-producers` (every replica of every partition, `--broker-id`), `find-hanging` per broker
+(`--max-transaction-timeout` 0 and 15), `list`, `describe` of each transactional id, `kafka-topics
+--describe` and `kafka-log-dirs --describe`; `truth/truth.json` holds the same parsed plus the
+log start offset, high watermark and read_committed end offset (LSO) of every partition
+(ListOffsets) and the scenarios' own notes. Then the cluster was stopped cleanly (SIGTERM) and
+each node's log dir copied with a plain recursive copy to `brokers/broker-<id>/`
+(`truth.json` `copy.mode`). `truth/dump/<same path>.txt` is kafka-dump-log's stdout for every
+copied segment, index, time index, txn index, producer snapshot and metadata checkpoint
+(`--deep-iteration --print-data-log`, plus `--transaction-log-decoder`, `--offsets-decoder` or
+`--cluster-metadata-decoder` for internal topics; indexes plain), `.stderr.txt` its stderr,
+exit codes in `truth.json` `dumps`. Paths in dumps are relative to `brokers/`.
+
+Because the copy follows a clean stop, active segments' indexes are trimmed, every partition
+has the producer snapshot written at shutdown and each log dir has `.kafka_cleanshutdown`.
+Only the Java client negotiates KIP-890 (transaction.version 2) transactions: the
+confluent-kafka (librdkafka) scenarios end their transactions the TV1 way on both clusters
+(COMMIT/ABORT markers carry the data's producer epoch); `java_tv2` shows the difference.
+Rebuilding changes producer ids, timestamps and cluster ids, never the offsets of a scenario.
+
+Clusters:
+{clusters}
+
+## Scenarios (in the order they run)
+"""
+
+
+def write_readme(out_root: Path, timings: dict[str, dict]) -> None:
+    minutes = max(1, round(sum(t.get("total_s", 0) for t in timings.values()) / 60))
+    clusters = "\n".join(
+        f"- `{name}`: transaction.version={spec.transaction_version}"
+        + (f", broker config {spec.broker_config}" if spec.broker_config else "")
+        for name, spec in CLUSTERS.items())
+    parts = [README_INTRO.format(version=KAFKA_VERSION, minutes=minutes, clusters=clusters)]
+    for sc in SCENARIOS.values():
+        parts.append(f"### `{sc.name}` (clusters: {', '.join(sc.clusters)})\n\n{sc.doc}\n")
+    (out_root / "README.md").write_text("\n".join(parts))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.kafka.fixtures")
+    ap.add_argument("--out", default=str(REPO / "fixtures"))
+    ap.add_argument("--work", default=str(REPO / ".work" / "fixtures"))
+    ap.add_argument("--only", action="append", help="cluster name (default: all)")
+    ap.add_argument("--scenario", action="append")
+    a = ap.parse_args(argv)
+    load_scenario_modules()
+    timings = {}
+    for name in a.only or sorted(CLUSTERS):
+        truth = build_cluster(name, Path(a.out), Path(a.work),
+                              set(a.scenario) if a.scenario else None)
+        timings[name] = truth["timings"]
+        print(f"{name}: {len(truth['dumps'])} files dumped, timings {truth['timings']}")
+    write_readme(Path(a.out), timings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

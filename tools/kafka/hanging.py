@@ -1,0 +1,412 @@
+"""Hard fixture scenarios: genuinely hanging transactions, KIP-890 TV2 from the Java client,
+and a follower replica that missed an end marker.
+
+Why these need their own module: none of them can come from a well-behaved client.
+
+* Hanging transactions (KIP-664) are transactional data on a partition whose coordinator
+  will never write the end marker there. Kafka 3.5+ prevents the classic cause (a produce to
+  a partition never added to the transaction) with KIP-890 part 1's verification, so the
+  ``hanging`` fixture cluster switches ``transaction.partition.verification.enable`` off and
+  ``tools.kafka.rawclient`` writes the batch without AddPartitionsToTxn. Each batch carries a
+  CreateTime one hour in the past: find-hanging's rule is ``now - lastTimestamp > 15 min``
+  with lastTimestamp = the batch's max timestamp, so the hang is reported at once.
+  Three kinds, one per reason logscan must give (issue 6):
+    - ``unknown_producer``: an idempotent producer id (InitProducerId without a transactional
+      id) writes a transactional batch; the coordinator has no record of the id at all;
+    - ``never_added``: a real transactional id's producer id writes to a partition it never
+      added; the coordinator state is Empty;
+    - ``missed_marker``: the same, but the transaction also has a properly added partition and
+      is then committed; the coordinator is CompleteCommit and wrote its marker only to the
+      added partition, so the other one hangs behind a transaction that "already finished".
+* KIP-890 part 2 (transaction.version 2) is negotiated by the Java client of the same jars
+  (librdkafka stays on TV1 rules): the coordinator bumps the epoch at EndTxn and the markers
+  carry e+1 while the data carries e (``tools/kafka/java/TxnProducer.java``).
+* A follower that missed a marker cannot be caught on the fly reliably, so it is made from
+  the copy: the follower's ``.log`` is truncated right before the COMMIT marker batch
+  (:func:`truncate_follower_before_marker`, run as a ``post_copy`` hook before the dumps),
+  cutting real bytes only.
+
+CLI::
+
+    python -m tools.kafka.hanging build [--out fixtures] [--work .work/fixtures]
+        # only the ``hanging`` cluster (``make fixtures`` builds it with the others); the
+        # follower truncation runs as the scenario's ScenarioContext.post_copy hook
+    python -m tools.kafka.hanging post-copy fixtures/hanging
+        # the truncation alone, for a copy made without the hook (re-dumps the cut file)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tools.kafka.cluster import LIBS, REPO, Cluster, run_java_tool
+from tools.kafka.rawclient import RawClient
+from tools.kafka.scenarios import CLUSTERS, ClusterSpec, ScenarioContext, scenario, send
+from tools.kafka.truth import _drop_slf4j_noise, parse_table
+
+if __name__ == "__main__":
+    # `python -m tools.kafka.hanging`: run the CLI of the importable module, whose import
+    # registers the scenarios once (this __main__ copy must not register them again).
+    from tools.kafka import hanging as _module
+    sys.exit(_module.main())
+
+HANGING_CLUSTER = "hanging"
+# TV2 cluster with KIP-890 part 1 verification off: the only way a 4.1 broker accepts a
+# transactional write to a partition the coordinator does not know about.
+CLUSTERS.setdefault(HANGING_CLUSTER, ClusterSpec(
+    transaction_version=2,
+    broker_config={"transaction.partition.verification.enable": "false"}))
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+HANG_AGE_MS = 3_600_000  # CreateTime one hour back: past find-hanging's default 15 minutes
+HANG_TOPIC = "hang"
+REPLICA_TOPIC = "replica"
+JAVA_TOPIC = "java-txn"
+
+
+@dataclass(frozen=True, slots=True)
+class HangingTxn:
+    """One hanging transaction as find-hanging must report it (its primary key is
+    topic, partition, producer_id, producer_epoch, start_offset)."""
+
+    kind: str
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    start_offset: int
+    last_timestamp_ms: int
+    transactional_id: str | None
+    leader: int
+
+
+# ---- building blocks -------------------------------------------------------------------
+
+def create_unknown_producer_hang(client: RawClient, topic: str, partition: int,
+                                 timestamp_ms: int) -> HangingTxn:
+    """Transactional batch from an idempotent producer id: no transactional id maps to it,
+    so find-hanging's listTransactions(producer id) comes back empty."""
+    producer = client.init_producer_id(None)
+    b = client.produce_transactional("ghost-transactional-id", producer, topic, partition,
+                                     [b"unknown-producer-0", b"unknown-producer-1"], timestamp_ms)
+    return HangingTxn("unknown_producer", topic, partition, b.producer_id, b.producer_epoch,
+                      b.base_offset, timestamp_ms, None, b.leader_id)
+
+
+def create_never_added_hang(client: RawClient, transactional_id: str, topic: str,
+                            partition: int, timestamp_ms: int) -> HangingTxn:
+    """InitProducerId, then Produce with no AddPartitionsToTxn: the coordinator stays Empty."""
+    producer = client.init_producer_id(transactional_id)
+    b = client.produce_transactional(transactional_id, producer, topic, partition,
+                                     [b"never-added-0", b"never-added-1", b"never-added-2"],
+                                     timestamp_ms)
+    return HangingTxn("never_added", topic, partition, b.producer_id, b.producer_epoch,
+                      b.base_offset, timestamp_ms, transactional_id, b.leader_id)
+
+
+def create_missed_marker_hang(client: RawClient, transactional_id: str, topic: str,
+                              added_partition: int, hanging_partition: int,
+                              timestamp_ms: int) -> tuple[HangingTxn, dict]:
+    """A committed transaction whose coordinator never learnt one of its partitions: the
+    COMMIT marker lands on ``added_partition`` only, the coordinator moves to CompleteCommit,
+    and ``hanging_partition`` keeps the transaction open forever."""
+    producer = client.init_producer_id(transactional_id)
+    client.add_partitions_to_txn(transactional_id, producer, [(topic, added_partition)])
+    committed = client.produce_transactional(transactional_id, producer, topic, added_partition,
+                                             [b"committed-0"], timestamp_ms)
+    hung = client.produce_transactional(transactional_id, producer, topic, hanging_partition,
+                                        [b"missed-marker-0"], timestamp_ms, base_sequence=0)
+    client.end_txn(transactional_id, producer, committed=True)
+    return (HangingTxn("missed_marker", topic, hanging_partition, hung.producer_id,
+                       hung.producer_epoch, hung.base_offset, timestamp_ms, transactional_id,
+                       hung.leader_id),
+            {"topic": topic, "partition": added_partition, "base_offset": committed.base_offset})
+
+
+def tool_rows(cluster: Cluster, *args) -> tuple[list[dict[str, str]], str]:
+    """Run kafka-transactions and return (parsed table, raw stdout); a failure raises."""
+    cp = cluster.run_tool("kafka-transactions", *args, timeout=120)
+    if cp.returncode != 0:
+        raise RuntimeError(f"kafka-transactions {' '.join(map(str, args))} failed "
+                           f"({cp.returncode}): {_drop_slf4j_noise(cp.stderr)}")
+    return parse_table(cp.stdout), cp.stdout
+
+
+def find_hanging(cluster: Cluster, broker_id: int) -> tuple[list[dict[str, str]], str]:
+    return tool_rows(cluster, "find-hanging", "--broker-id", broker_id)
+
+
+def matches(row: dict[str, str], txn: HangingTxn) -> bool:
+    return (row.get("Topic"), row.get("Partition"), row.get("ProducerId"),
+            row.get("ProducerEpoch"), row.get("StartOffset")) == (
+        txn.topic, str(txn.partition), str(txn.producer_id), str(txn.producer_epoch),
+        str(txn.start_offset))
+
+
+def wait_until_found(cluster: Cluster, txns: list[HangingTxn], broker_id: int,
+                     timeout: float = 60) -> tuple[list[dict[str, str]], str]:
+    """Poll find-hanging on one broker until every transaction in ``txns`` is reported."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows, raw = find_hanging(cluster, broker_id)
+        if all(any(matches(r, t) for r in rows) for t in txns):
+            return rows, raw
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"find-hanging on broker {broker_id} never showed {txns}: {raw}")
+        time.sleep(1)
+
+
+def abort_hanging(cluster: Cluster, txn: HangingTxn) -> subprocess.CompletedProcess:
+    """The command logscan plans: abort by start offset (the tool looks up pid/epoch itself)."""
+    return cluster.run_tool("kafka-transactions", "abort", "--topic", txn.topic,
+                            "--partition", txn.partition, "--start-offset", txn.start_offset,
+                            timeout=120)
+
+
+def end_offsets(cluster: Cluster, topic: str, partition: int) -> dict[str, int]:
+    """High watermark (read_uncommitted latest) and LSO (read_committed latest)."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    admin, tp, out = cluster.admin(), TopicPartition(topic, partition), {}
+    for label, iso in (("high_watermark", IsolationLevel.READ_UNCOMMITTED),
+                       ("last_stable_offset", IsolationLevel.READ_COMMITTED)):
+        fut = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=iso,
+                                 request_timeout=30)[tp]
+        out[label] = fut.result().offset
+    return out
+
+
+def run_txn_producer(cluster: Cluster, *args, timeout: float = 120) -> list[list[str]]:
+    """Run tools/kafka/java/TxnProducer.java (single-file source launch) and return its
+    tab-separated output lines."""
+    cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+           "-cp", f"{LIBS}/*", str(JAVA_DIR / "TxnProducer.java"),
+           "--bootstrap", cluster.bootstrap, *map(str, args)]
+    cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if cp.returncode != 0:
+        raise RuntimeError(f"TxnProducer {' '.join(map(str, args))} failed ({cp.returncode}): "
+                           f"{_drop_slf4j_noise(cp.stderr)[-3000:]}")
+    return [line.split("\t") for line in cp.stdout.splitlines() if line.strip()]
+
+
+# ---- scenarios -------------------------------------------------------------------------
+
+@scenario("hanging_txns", clusters=(HANGING_CLUSTER,))
+def hanging_txns(ctx: ScenarioContext) -> None:
+    """Topic ``hang`` (3 partitions, RF 3) on the ``hanging`` cluster (TV2, partition
+    verification off) gets three GENUINELY hanging transactions written by the raw client
+    (tools/kafka/rawclient.py), each batch with CreateTime one hour in the past: on ``hang``/0
+    a transactional batch from an idempotent producer id the coordinator has no record of
+    (``unknown_producer``); on ``hang``/1 a batch from ``hang-never-added``'s producer id,
+    which never called AddPartitionsToTxn (coordinator state Empty, ``never_added``); on
+    ``hang``/2 a batch from ``hang-missed-marker``, whose transaction added only ``hang``/0,
+    wrote there too, and committed (coordinator CompleteCommit; COMMIT marker on ``hang``/0,
+    none on ``hang``/2, ``missed_marker``). find-hanging on every broker was confirmed to
+    list exactly these three before the copy; the notes hold their topic, partition,
+    producer id, epoch and start offset."""
+    ctx.create_topic(HANG_TOPIC, 3)
+    old = int(time.time() * 1000) - HANG_AGE_MS
+    with RawClient(ctx.cluster.bootstrap) as client:
+        txns = [create_unknown_producer_hang(client, HANG_TOPIC, 0, old),
+                create_never_added_hang(client, "hang-never-added", HANG_TOPIC, 1, old)]
+        missed, committed = create_missed_marker_hang(client, "hang-missed-marker", HANG_TOPIC,
+                                                      0, 2, old)
+        txns.append(missed)
+    confirmed = {}
+    for broker in range(ctx.cluster.nodes):
+        rows, raw = wait_until_found(ctx.cluster, txns, broker)
+        confirmed[str(broker)] = {"rows": rows, "stdout": raw}
+    ctx.note("hanging_txns", topic=HANG_TOPIC, hanging=[asdict(t) for t in txns],
+             committed_partition_of_missed_marker=committed,
+             find_hanging_at_creation=confirmed)
+
+
+@scenario("replica_missed_marker", clusters=(HANGING_CLUSTER,))
+def replica_missed_marker(ctx: ScenarioContext) -> None:
+    """Topic ``replica`` (1 partition, RF 3): ``replica-txn`` (librdkafka) commits one
+    transaction of two batches, so leader and both followers hold data + COMMIT marker.
+    After the copy, one follower's copy is truncated right before the marker batch
+    (``python -m tools.kafka.hanging post-copy``): that replica shows the transaction
+    still open while the leader and the other follower show it committed; truth.json's
+    ``replica_truncation`` names the broker, partition, cut offset and byte position."""
+    ctx.create_topic(REPLICA_TOPIC, 1)
+    p = ctx.txn_producer("replica-txn")
+    p.begin_transaction()
+    send(p, REPLICA_TOPIC, 0, 2, "replica-b0")
+    send(p, REPLICA_TOPIC, 0, 2, "replica-b1")
+    p.commit_transaction(30)
+    # the marker must be on every replica before the copy: wait for HW == LEO on all of them
+    offsets = _wait_offsets_settled(ctx.cluster, REPLICA_TOPIC, 0)
+    md = ctx.cluster.admin().list_topics(REPLICA_TOPIC, timeout=10).topics[REPLICA_TOPIC]
+    pm = md.partitions[0]
+    follower = next(r for r in pm.replicas if r != pm.leader)
+    ctx.note("replica_missed_marker", topic=REPLICA_TOPIC, partition=0,
+             transactional_id="replica-txn", leader=pm.leader, replicas=list(pm.replicas),
+             follower_to_truncate=follower, marker_offset=offsets["high_watermark"] - 1,
+             **offsets)
+    ctx.post_copy.append(_truncation_hook(ctx.notes["replica_missed_marker"]))
+
+
+@scenario("java_tv2", clusters=("tv1", "tv2"))
+def java_tv2(ctx: ScenarioContext) -> None:
+    """Topic ``java-txn`` (2 partitions) written by the Java client of the same jars
+    (tools/kafka/java/TxnProducer.java): ``java-txn`` commits two transactions on both
+    partitions, each with sendOffsetsToTransaction for group ``java-txn-group``, then a
+    second run of the same id (InitProducerId again) aborts one; ``java-open`` leaves one
+    transaction open on ``java-txn``/1 (timeout 15 min; the JVM halts). The Java client
+    negotiates KIP-890 TV2 where the cluster allows it: on the ``tv2`` cluster each marker
+    carries the data's epoch + 1 (data(e) ... marker(e+1), next data at e+1), on ``tv1``
+    markers carry the data's epoch."""
+    ctx.create_topic(JAVA_TOPIC, 2)
+    runs = {
+        "commit": run_txn_producer(ctx.cluster, "--transactional-id", "java-txn",
+                                   "--topic", JAVA_TOPIC, "--partitions", "0,1",
+                                   "--records", 2, "--transactions", 2, "--end", "commit",
+                                   "--offsets-group", "java-txn-group"),
+        "abort": run_txn_producer(ctx.cluster, "--transactional-id", "java-txn",
+                                  "--topic", JAVA_TOPIC, "--partitions", "0,1",
+                                  "--records", 2, "--transactions", 1, "--end", "abort"),
+        "open": run_txn_producer(ctx.cluster, "--transactional-id", "java-open",
+                                 "--topic", JAVA_TOPIC, "--partitions", "1",
+                                 "--records", 2, "--transactions", 1, "--end", "open",
+                                 "--timeout-ms", 900000),
+    }
+    ctx.note("java_tv2", topic=JAVA_TOPIC, group_id="java-txn-group",
+             transactional_ids=["java-txn", "java-open"],
+             expect_marker_epoch_bump=ctx.cluster.transaction_version >= 2,
+             output={k: v for k, v in runs.items()})
+
+
+def _wait_offsets_settled(cluster: Cluster, topic: str, partition: int,
+                          timeout: float = 30) -> dict[str, int]:
+    """Wait until LSO == HW (no open transaction, marker replicated to the ISR)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        offsets = end_offsets(cluster, topic, partition)
+        if offsets["last_stable_offset"] == offsets["high_watermark"]:
+            return offsets
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}-{partition} did not settle: {offsets}")
+        time.sleep(0.5)
+
+
+# ---- after the copy: a follower that missed the marker ---------------------------------
+
+def truncate_follower_before_marker(cluster_out: Path, broker: int, topic: str, partition: int,
+                                   marker_offset: int) -> dict:
+    """Cut the copied follower's log right before its end-marker batch at ``marker_offset``.
+
+    Only real bytes are removed (``truncate`` of the ``.log``). The files the broker wrote at
+    clean shutdown are left as they were and recorded as stale: the producer snapshot named
+    after the old log end offset (Kafka deletes snapshots above the log end offset when it
+    loads the log), the checkpoints' recovery point / high watermark, and ``.index`` /
+    ``.timeindex`` entries at or past the cut (at clean shutdown the broker appends the
+    segment's max timestamp to the time index; when that is the marker's, the entry names
+    the offset just cut off).
+    """
+    from logscan.format.batch import decode_batch_header
+    from logscan.format.index import iter_offset_index, iter_time_index
+
+    part_dir = Path(cluster_out) / "brokers" / f"broker-{broker}" / f"{topic}-{partition}"
+    logs = sorted(part_dir.glob("*.log"))
+    if len(logs) != 1:
+        raise RuntimeError(f"expected one segment in {part_dir}, found {logs}")
+    log = logs[0]
+    data = log.read_bytes()
+    pos, marker = 0, None
+    while pos < len(data):
+        batch, nxt = decode_batch_header(data, pos)
+        if batch.is_control and batch.base_offset == marker_offset:
+            marker = batch
+            break
+        pos = nxt
+    if marker is None:
+        raise RuntimeError(f"no control batch at offset {marker_offset} in {log}")
+    if marker.next_position != len(data):
+        raise RuntimeError("the marker is not the last batch; truncating would drop more")
+    with open(log, "r+b") as f:
+        f.truncate(marker.position)
+    base_offset = int(log.stem)
+    index, timeindex = log.with_suffix(".index"), log.with_suffix(".timeindex")
+    offset_past_cut = [{"offset": e.offset, "log_position": e.log_position}
+                       for e in iter_offset_index(index.read_bytes(), base_offset)
+                       if e.log_position >= marker.position] if index.exists() else []
+    time_past_cut = [{"timestamp_ms": e.timestamp, "offset": e.offset}
+                     for e in iter_time_index(timeindex.read_bytes(), base_offset)
+                     if e.offset >= marker.base_offset] if timeindex.exists() else []
+    return {
+        "broker": broker, "topic": topic, "partition": partition,
+        "file": str(log.relative_to(Path(cluster_out) / "brokers")),
+        "cut_offset": marker.base_offset,
+        "cut_position": marker.position,
+        "original_size": len(data),
+        "removed_bytes": len(data) - marker.position,
+        "new_log_end_offset": marker.base_offset,
+        "index_file_sizes": {p.name: p.stat().st_size for p in (index, timeindex) if p.exists()},
+        "offset_index_entries_past_cut": offset_past_cut,
+        "time_index_entries_past_cut": time_past_cut,
+        "stale_snapshots": sorted(p.name for p in part_dir.glob("*.snapshot")
+                                  if int(p.stem) > marker.base_offset),
+        "untouched": ["*.snapshot", "*.index", "*.timeindex", "recovery-point-offset-checkpoint",
+                      "replication-offset-checkpoint", "log-start-offset-checkpoint",
+                      ".kafka_cleanshutdown"],
+    }
+
+
+def _truncation_hook(note: dict):
+    """The ScenarioContext.post_copy callback; its name is the truth.json ``post_copy`` key."""
+    def replica_truncation(cluster_out: Path) -> dict:
+        return truncate_follower_before_marker(
+            cluster_out, note["follower_to_truncate"], note["topic"], note["partition"],
+            note["marker_offset"])
+    return replica_truncation
+
+
+def post_copy_existing(cluster_out: Path) -> dict:
+    """Apply the truncation to a fixture built before the post_copy hook ran (or by hand):
+    cut, re-dump the cut file with kafka-dump-log, record it in truth.json."""
+    cluster_out = Path(cluster_out)
+    truth_path = cluster_out / "truth" / "truth.json"
+    truth = json.loads(truth_path.read_text())
+    done = truth.get("post_copy", {}).get("replica_truncation")
+    if done:  # already applied to this copy: never cut twice
+        return done
+    record = _truncation_hook(truth["scenario_notes"]["replica_missed_marker"])(cluster_out)
+    brokers = cluster_out / "brokers"
+    cp = run_java_tool("kafka-dump-log", "--deep-iteration", "--print-data-log",
+                       "--files", brokers / record["file"])
+    dump = cluster_out / "truth" / "dump" / (record["file"] + ".txt")
+    dump.write_text(cp.stdout.replace(str(brokers) + "/", ""))
+    dump.with_name(dump.name.replace(".txt", ".stderr.txt")).write_text(
+        _drop_slf4j_noise(cp.stderr).replace(str(brokers) + "/", ""))
+    truth.setdefault("post_copy", {})["replica_truncation"] = record
+    if record["file"] in truth.get("dumps", {}):
+        truth["dumps"][record["file"]]["exit_code"] = cp.returncode
+    truth_path.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n")
+    return record
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.kafka.hanging")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--out", default=str(REPO / "fixtures"))
+    b.add_argument("--work", default=str(REPO / ".work" / "fixtures"))
+    pc = sub.add_parser("post-copy")
+    pc.add_argument("cluster_out")
+    a = ap.parse_args(argv)
+    if a.cmd == "build":
+        from tools.kafka.fixtures import build_cluster
+        truth = build_cluster(HANGING_CLUSTER, Path(a.out), Path(a.work))
+        print(f"{HANGING_CLUSTER}: {len(truth['dumps'])} files dumped, timings {truth['timings']}")
+        print(json.dumps(truth.get("post_copy", {}), indent=1))
+    else:
+        print(json.dumps(post_copy_existing(Path(a.cluster_out)), indent=1))
+    return 0
+
