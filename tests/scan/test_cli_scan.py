@@ -1,0 +1,54 @@
+"""`logscan scan` as an operator runs it, on the real-broker fixture clusters."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from logscan.cli import EXIT_HANGING, main
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def run(*args):
+    return CliRunner().invoke(main, ["scan", *args], catch_exceptions=False)
+
+
+def truth(cluster):
+    return json.loads((FIXTURES / cluster / "truth" / "truth.json").read_text())
+
+
+def test_hanging_cluster_exits_4_and_lists_what_find_hanging_listed():
+    t = truth("hanging")
+    result = run(str(FIXTURES / "hanging" / "brokers"), "--as-of", str(t["recorded_at_ms"]), "--format", "json")
+    assert result.exit_code == EXIT_HANGING
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    got = sorted((r["broker"], r["topic"], r["partition"], r["producer_id"], r["start_offset"])
+                 for r in rows if r["hanging"])
+    want = sorted((int(name.split(".")[0].split("-")[1]), r["Topic"], int(r["Partition"]), int(r["ProducerId"]),
+                   int(r["StartOffset"]))
+                  for name, rec in t["find_hanging"].items() if name.endswith("max-timeout-15")
+                  for r in rec["rows"])
+    assert got == want and got
+
+
+@pytest.mark.parametrize("cluster", ["tv1", "tv2"])
+def test_clusters_without_hangs_exit_0(cluster):
+    t = truth(cluster)
+    result = run(str(FIXTURES / cluster / "brokers"), "--as-of", str(t["recorded_at_ms"]))
+    assert result.exit_code == 0, result.output
+    assert "judged against __transaction_state: 0" in result.output
+
+
+def test_as_of_accepts_iso_and_a_later_time_turns_open_transactions_into_candidates():
+    result = run(str(FIXTURES / "tv1" / "brokers"), "--as-of", "2099-01-01T00:00:00Z", "--format", "json")
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    # tv1's still-open transaction is Ongoing at the coordinator: a candidate, never hanging.
+    assert rows and {(r["reason"], r["hanging"]) for r in rows} == {("coordinator_ongoing", False)}
+    assert result.exit_code == 0
+
+
+def test_bad_as_of_is_a_usage_error():
+    result = CliRunner().invoke(main, ["scan", str(FIXTURES / "tv1" / "brokers"), "--as-of", "yesterday"])
+    assert result.exit_code == 2 and "neither epoch milliseconds nor ISO-8601" in result.output
