@@ -198,26 +198,43 @@ def _as_of_ms(text: str | None) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-@main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})
-@click.argument("inputs", metavar="INPUT...", nargs=-1, required=True,
-                type=click.Path(exists=True, file_okay=False))
-@click.option("--as-of", "as_of", metavar="ISO|MS", default=None,
-              help="Reference time for transaction ages (default: newest timestamp in the copy).")
-@click.option("--max-transaction-timeout-ms", type=click.IntRange(0), default=900_000, show_default=True,
-              help="transaction.max.timeout.ms of the cluster; older open transactions are candidates.")
-@click.option("--include-superseded", is_flag=True,
-              help="Also read -delete/-future/-stray dirs and .deleted/.cleaned/.swap files.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt) -> None:
-    import json as jsonlib
+def _scan_options(fn):
+    """The options `scan` and `plan` share: what to read and when 'now' is."""
+    for option in reversed([
+        click.argument("inputs", metavar="INPUT...", nargs=-1, required=True,
+                       type=click.Path(exists=True, file_okay=False)),
+        click.option("--as-of", "as_of", metavar="ISO|MS", default=None,
+                     help="Reference time for transaction ages (default: newest timestamp in the copy)."),
+        click.option("--max-transaction-timeout-ms", type=click.IntRange(0), default=900_000,
+                     show_default=True,
+                     help="transaction.max.timeout.ms of the cluster; older open transactions are candidates."),
+        click.option("--include-superseded", is_flag=True,
+                     help="Also read -delete/-future/-stray dirs and .deleted/.cleaned/.swap files."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+                     show_default=True),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded):
     from pathlib import Path
 
     from logscan.scan.local import scan
+
+    return scan([Path(p) for p in inputs], as_of_ms=_as_of_ms(as_of),
+                max_transaction_timeout_ms=max_transaction_timeout_ms,
+                include_superseded=include_superseded)
+
+
+@main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})
+@_scan_options
+def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt) -> None:
+    import json as jsonlib
+
     from logscan.scan.summary import write_summary
 
-    result = scan([Path(p) for p in inputs], as_of_ms=_as_of_ms(as_of),
-                  max_transaction_timeout_ms=max_transaction_timeout_ms,
-                  include_superseded=include_superseded)
+    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded)
     if fmt == "json":
         for c in result.candidates:
             print(jsonlib.dumps({
@@ -231,6 +248,54 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
     if any(c.verdict.hanging for c in result.candidates):
         sys.exit(EXIT_HANGING)
     sys.exit(1 if result.findings else 0)
+
+
+PLAN_HELP = """Print the kafka-transactions abort command for each hanging transaction.
+
+\b
+  logscan plan COPY/ --bootstrap-server broker1:9092
+  logscan plan COPY/ --format json
+
+\b
+The scan is the one `logscan scan` runs. Each plan names the partition, producer id,
+epoch and start offset, the --start-offset command and the explicit form for older
+brokers, what the broker will check, what the abort will do to read_committed consumers
+and to a compacted log, and a risk level. No plan is made for a transaction the
+coordinator is still completing (PrepareCommit/PrepareAbort) or one the coordinator says
+is live, and none where the copy cannot tell.
+
+\b
+Exit status: 0 no plans, 4 plans printed.
+"""
+
+
+@main.command("plan", help=PLAN_HELP, context_settings={"max_content_width": 100})
+@_scan_options
+@click.option("--bootstrap-server", default="BOOTSTRAP:9092", show_default=True,
+              help="Put into the commands (logscan itself never connects to anything).")
+def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, bootstrap_server) -> None:
+    import dataclasses
+    import json as jsonlib
+
+    from logscan.scan.local import plan_aborts
+
+    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded)
+    plans = plan_aborts(result, bootstrap_server)
+    for plan in plans:
+        if fmt == "json":
+            print(jsonlib.dumps(dataclasses.asdict(plan)))
+            continue
+        print(f"# {plan.topic}-{plan.partition}: producer {plan.producer_id} epoch {plan.producer_epoch}, "
+              f"open since offset {plan.start_offset} ({plan.reason}, risk {plan.risk})")
+        print(plan.command)
+        print(f"# older brokers: {plan.command_explicit}")
+        print(f"# risk: {plan.risk_detail}")
+        for line in plan.preconditions:
+            print(f"# check: {line}")
+        for line in plan.effects:
+            print(f"# effect: {line}")
+        print()
+    sys.exit(EXIT_HANGING if plans else 0)
 
 
 if __name__ == "__main__":  # python -m logscan.cli

@@ -15,6 +15,7 @@ from logscan.logdir.tree import Skipped, iter_brokers, read_offset_checkpoint
 from logscan.state import hanging
 from logscan.state.coordinator import TxnLogRecord, index_by_producer_id, latest_states
 from logscan.state.partition import ReplicaState, replica_state
+from logscan.state.plans import AbortPlan, plan_abort
 from logscan.state.producer_state import ProducerStateManager
 from logscan.state.spans import TxnSpan, replay
 
@@ -118,3 +119,31 @@ def find_candidates(replicas: list[ReplicaResult], coordinator: dict[str, TxnLog
             out.append(HangingCandidate(st.broker, st.topic, st.partition, txn,
                                         as_of_ms - txn.last_timestamp, verdict))
     return out
+
+
+def plan_aborts(result: ScanResult, bootstrap: str) -> list[AbortPlan]:
+    """One plan per hanging transaction per partition, from the replica furthest ahead (the
+    one the leader's describe-producers would agree with)."""
+    best: dict[tuple[str, int, int, int], HangingCandidate] = {}
+    by_key = {(r.state.broker, r.state.topic, r.state.partition): r for r in result.replicas}
+    for c in result.candidates:
+        if c.verdict.hanging is not True:
+            continue
+        key = (c.topic, c.partition, c.txn.producer_id, c.txn.start_offset)
+        rep = by_key[(c.broker, c.topic, c.partition)]
+        held = best.get(key)
+        if held is None or rep.state.log_end_offset > by_key[(held.broker, held.topic, held.partition)].state.log_end_offset:
+            best[key] = c
+    plans = []
+    for key in sorted(best):
+        c = best[key]
+        rep = by_key[(c.broker, c.topic, c.partition)]
+        others = [f for pid, f in rep.producers.ongoing().items() if pid != c.txn.producer_id]
+        # The marker lands at the log end; once replicated the HW passes it.
+        next_lso = min(others) if others else rep.state.log_end_offset + 1
+        entry = rep.producers.producers[c.txn.producer_id]
+        plan = plan_abort(c.txn, c.verdict, entry.coordinator_epoch, bootstrap=bootstrap,
+                          high_watermark=rep.state.log_end_offset + 1, next_lso=next_lso)
+        if plan is not None:
+            plans.append(plan)
+    return plans

@@ -2,8 +2,9 @@
 
 The live test (marker ``kafka``) starts a fresh 3-node cluster with KIP-890 partition
 verification off, writes the three kinds of hanging transaction with the raw client,
-checks that Kafka's own ``find-hanging`` reports each, runs exactly the command logscan's
-plan prints (``kafka-transactions abort --topic T --partition P --start-offset O``) and
+checks that Kafka's own ``find-hanging`` reports each, copies the live log dirs, lets
+logscan plan the aborts from the copy alone, runs exactly the planned command
+(``kafka-transactions abort --topic T --partition P --start-offset O``) and
 asserts that the partition's last stable offset (read_committed end offset) moves up to the
 high watermark, i.e. read_committed consumers are unblocked.
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import time
 from pathlib import Path
 
@@ -67,10 +70,11 @@ def _wait_offsets(cluster, txn, predicate, timeout=30):
 @needs_jars
 # kafka-python's protocol schemas load through a deprecated importlib.resources call
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_planned_abort_clears_each_kind_of_hang(live_cluster):
+def test_planned_abort_clears_each_kind_of_hang(live_cluster, tmp_path):
     from confluent_kafka import Producer
 
-    from tools.kafka.hanging import (HANG_AGE_MS, abort_hanging, create_missed_marker_hang,
+    from logscan.scan.local import plan_aborts, scan
+    from tools.kafka.hanging import (HANG_AGE_MS, create_missed_marker_hang,
                                      create_never_added_hang, create_unknown_producer_hang,
                                      find_hanging, matches, tool_rows, wait_until_found)
     from tools.kafka.rawclient import RawClient
@@ -92,12 +96,27 @@ def test_planned_abort_clears_each_kind_of_hang(live_cluster):
     rows, raw = wait_until_found(c, txns, broker_id=0)
     assert len(rows) == 3, raw  # no false positives either
     for txn in txns:
-        assert txn.start_offset >= 0
+        _wait_offsets(c, txn, lambda o: o["high_watermark"] > txn.start_offset)
+
+    # An operator's copy of the live log dirs; logscan plans from the files alone.
+    copy = tmp_path / "copy"
+    for node, log_dir in c.log_dirs.items():
+        shutil.copytree(log_dir, copy / f"broker-{node}")
+    result = scan([copy])
+    plans = {(p.topic, p.partition): p for p in plan_aborts(result, c.bootstrap)}
+    assert sorted((p.topic, p.partition, p.producer_id, p.producer_epoch, p.start_offset)
+                  for p in plans.values()) == sorted(
+        (t.topic, t.partition, t.producer_id, t.producer_epoch, t.start_offset) for t in txns)
+
+    for txn in txns:
         before = _wait_offsets(c, txn, lambda o: o["high_watermark"] > txn.start_offset)
         assert before["last_stable_offset"] == txn.start_offset, (txn, before)
         assert before["high_watermark"] > before["last_stable_offset"]
 
-        cp = abort_hanging(c, txn)
+        # Run exactly the planned command (the harness supplies --bootstrap-server itself).
+        words = shlex.split(plans[(txn.topic, txn.partition)].command)
+        assert words[:3] == ["kafka-transactions.sh", "--bootstrap-server", c.bootstrap]
+        cp = c.run_tool("kafka-transactions", *words[3:])
         assert cp.returncode == 0, cp.stderr
 
         after = _wait_offsets(c, txn, lambda o: o["last_stable_offset"] == o["high_watermark"])

@@ -52,3 +52,27 @@ def test_as_of_accepts_iso_and_a_later_time_turns_open_transactions_into_candida
 def test_bad_as_of_is_a_usage_error():
     result = CliRunner().invoke(main, ["scan", str(FIXTURES / "tv1" / "brokers"), "--as-of", "yesterday"])
     assert result.exit_code == 2 and "neither epoch milliseconds nor ISO-8601" in result.output
+
+
+def test_plan_prints_one_abort_per_hanging_partition_with_both_command_forms():
+    t = truth("hanging")
+    result = CliRunner().invoke(main, ["plan", str(FIXTURES / "hanging" / "brokers"), "--as-of",
+                                       str(t["recorded_at_ms"]), "--bootstrap-server", "k1:9092",
+                                       "--format", "json"], catch_exceptions=False)
+    assert result.exit_code == EXIT_HANGING
+    plans = [json.loads(line) for line in result.output.splitlines()]
+    rows = {(r["Topic"], int(r["Partition"]), int(r["ProducerId"]), int(r["ProducerEpoch"]), int(r["StartOffset"]))
+            for rec in t["find_hanging"].values() for r in rec["rows"]}
+    assert sorted((p["topic"], p["partition"], p["producer_id"], p["producer_epoch"], p["start_offset"])
+                  for p in plans) == sorted(rows)
+    for p in plans:
+        assert p["command"] == (f"kafka-transactions.sh --bootstrap-server k1:9092 abort --topic {p['topic']} "
+                                f"--partition {p['partition']} --start-offset {p['start_offset']}")
+        assert f"--producer-id {p['producer_id']} --producer-epoch {p['producer_epoch']}" in p["command_explicit"]
+        assert p["risk"] in ("low", "medium")
+
+
+def test_plan_makes_nothing_for_clusters_without_hangs():
+    t = truth("tv1")
+    result = CliRunner().invoke(main, ["plan", str(FIXTURES / "tv1" / "brokers"), "--as-of", "2099-01-01T00:00:00Z"])
+    assert result.exit_code == 0 and result.output == ""

@@ -1,0 +1,97 @@
+"""Offline abort plans: the exact kafka-transactions command for each hanging transaction.
+
+KIP-664's abort sends WriteTxnMarkers(ABORT) straight to the partition leader; the broker
+accepts it only if the marker's producer epoch is not below the producer's current epoch
+(and its coordinator epoch not below the recorded one), and with `--start-offset` the tool
+first looks up, with describe-producers on the leader, a producer whose open transaction
+starts at that offset. A plan is only made for verdicts that call the transaction hanging;
+a transaction the coordinator is committing (PrepareCommit/PrepareAbort) never gets one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import hanging
+
+# Risk levels, from "the coordinator has forgotten this transaction" to "logscan cannot
+# see enough to be sure".
+LOW = "low"
+MEDIUM = "medium"
+HIGH = "high"
+
+_RISK = {
+    hanging.NO_COORDINATOR_RECORD: (LOW, "no transactional id owns this producer id any more; nothing "
+                                         "will ever end this transaction"),
+    hanging.COORDINATOR_MOVED_ON: (LOW, "the coordinator already completed this transaction; only this "
+                                        "partition missed its marker"),
+    hanging.PARTITION_NOT_IN_TRANSACTION: (MEDIUM, "the coordinator never registered this partition; if "
+                                                   "the producer is still alive its later writes to this "
+                                                   "partition at the same epoch are aborted with it"),
+    hanging.REPLICAS_DISAGREE: (HIGH, "replicas disagree about this transaction; check the leader's "
+                                      "describe-producers output before aborting"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AbortPlan:
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    start_offset: int
+    reason: str
+    risk: str
+    command: str
+    command_explicit: str
+    preconditions: tuple[str, ...]
+    effects: tuple[str, ...]
+    risk_detail: str
+
+
+def abort_commands(bootstrap: str, topic: str, partition: int, start_offset: int, producer_id: int,
+                   producer_epoch: int, coordinator_epoch: int) -> tuple[str, str]:
+    """The `--start-offset` form, and the explicit form older brokers need (and that skips
+    the describe-producers lookup). A coordinator epoch of -1 (never touched by a marker)
+    becomes 0, as the tool itself does."""
+    base = f"kafka-transactions.sh --bootstrap-server {bootstrap} abort --topic {topic} --partition {partition}"
+    return (f"{base} --start-offset {start_offset}",
+            f"{base} --producer-id {producer_id} --producer-epoch {producer_epoch} "
+            f"--coordinator-epoch {max(coordinator_epoch, 0)}")
+
+
+def plan_abort(txn: hanging.OpenTxn, verdict: hanging.Verdict, coordinator_epoch: int, *,
+               bootstrap: str = "BOOTSTRAP:9092", high_watermark: int | None = None,
+               next_lso: int | None = None) -> AbortPlan | None:
+    """A plan for one hanging transaction; None when the verdict says not to abort."""
+    if verdict.hanging is not True or verdict.reason not in _RISK:
+        return None
+    risk, detail = _RISK[verdict.reason]
+    command, explicit = abort_commands(bootstrap, txn.topic, txn.partition, txn.start_offset,
+                                       txn.producer_id, txn.producer_epoch, coordinator_epoch)
+    preconditions = (
+        f"the leader of {txn.topic}-{txn.partition} still shows producer {txn.producer_id} with "
+        f"CurrentTransactionStartOffset {txn.start_offset} (kafka-transactions describe-producers "
+        f"--topic {txn.topic} --partition {txn.partition})",
+        f"its ProducerEpoch is still {txn.producer_epoch}: the broker rejects a marker with a lower "
+        f"epoch (INVALID_PRODUCER_EPOCH)",
+        f"its LatestCoordinatorEpoch is at most {max(coordinator_epoch, 0)} "
+        f"(else TRANSACTION_COORDINATOR_FENCED)",
+        "the partition's message format is v2 and the caller has ALTER (or CLUSTER_ACTION) on the cluster",
+    )
+    lso_after = ("the next open transaction's first offset or the high watermark" if next_lso is None
+                 else str(next_lso))
+    effects = (
+        f"an ABORT marker is appended to {txn.topic}-{txn.partition} (producer {txn.producer_id}, epoch "
+        f"{txn.producer_epoch}); the transaction's records from offset {txn.start_offset} become aborted "
+        f"and are listed in the segment's .txnindex",
+        f"the last stable offset moves from {txn.start_offset} to {lso_after}"
+        + ("" if high_watermark is None else f" (high watermark {high_watermark})")
+        + "; read_committed consumers resume and skip the aborted records",
+        "on a compacted topic the cleaner can clean past the old LSO again and remove the aborted "
+        "records; the marker itself is removed after delete.retention.ms",
+        "the transaction coordinator is not told: its own state for the transactional id is unchanged",
+    )
+    return AbortPlan(txn.topic, txn.partition, txn.producer_id, txn.producer_epoch, coordinator_epoch,
+                     txn.start_offset, verdict.reason, risk, command, explicit, preconditions, effects, detail)
