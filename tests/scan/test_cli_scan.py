@@ -73,6 +73,5 @@ def test_plan_prints_one_abort_per_hanging_partition_with_both_command_forms():
 
 
 def test_plan_makes_nothing_for_clusters_without_hangs():
-    t = truth("tv1")
     result = CliRunner().invoke(main, ["plan", str(FIXTURES / "tv1" / "brokers"), "--as-of", "2099-01-01T00:00:00Z"])
     assert result.exit_code == 0 and result.output == ""
