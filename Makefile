@@ -20,8 +20,9 @@ $(VENV_STAMP): pyproject.toml
 	touch $@
 
 -include tools/kafka/kafka.mk
+-include tools/spark/spark.mk
 
-test: venv kafka-jars
+test: venv kafka-jars delta-jars
 	$(PY) -m pytest -q
 
 test-fast: venv
@@ -30,12 +31,15 @@ test-fast: venv
 # The bundled fixture cluster has three genuinely hanging transactions (made on a live
 # Kafka 4.1.1 cluster, confirmed by kafka-transactions find-hanging before the copy).
 # logscan scan exits 4 when it finds hanging transactions: that is the expected finding here.
-demo: venv
+demo: venv delta-jars
 	@echo "== logscan scan $(DEMO_CLUSTER)"
 	@$(VENV)/bin/logscan scan $(DEMO_CLUSTER); rc=$$?; test $$rc -eq 0 -o $$rc -eq 4
 	@echo
 	@echo "== the first hanging partition's segment, as kafka-dump-log would print it"
 	@$(VENV)/bin/logscan dump --deep-iteration $(DEMO_CLUSTER)/broker-1/hang-0/00000000000000000000.log
+	@echo
+	@echo "== the Spark job on the same copy, into Delta tables under .work/demo-tables"
+	$(PY) -m spark_jobs.scan $(DEMO_CLUSTER) --output .work/demo-tables --scan-id demo
 
 BENCH_SIZE_MB ?= 1024
 bench: venv kafka-jars

@@ -1,0 +1,1 @@
+"""Spark jobs over logscan: thin wiring (sessions, schemas, Delta writes) around logscan."""

@@ -1,0 +1,100 @@
+"""One place that builds a SparkSession with Delta: extensions, catalog, UTC, Python workers.
+
+Delta's jars. The delta-spark Python package ships none, and the jar its pip helper asks for
+(io.delta:delta-spark_4.2_2.13:4.4.1) is not published: delta-spark 4.4.1 exists as a Python
+wheel only, so ``spark.jars.packages`` through ``configure_spark_with_delta_pip`` fails on
+this pin. ``make delta-jars`` resolves the 4.4.0 jar (built against Spark 4.2.0, like
+pyspark 4.2.0) with its dependencies into .delta/libs; :func:`delta_jars` picks the ones
+pyspark does not already ship. They must be on the JVM's class path when it starts:
+
+* run as ``python -m spark_jobs.scan`` (tests, ``logscan scan``): this module sets
+  ``spark.jars`` itself before the JVM starts;
+* run under ``spark-submit``: the JVM is already up, so pass them with
+  ``--jars "$(python -m spark_jobs.session --jars)"``; setting spark.jars from Python then
+  is too late (DATA_SOURCE_NOT_FOUND: delta) and :func:`build_session` says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Optional
+
+REPO = Path(__file__).resolve().parents[1]
+DELTA_LIBS = Path(os.environ.get("LOGSCAN_DELTA_LIBS", REPO / ".delta" / "libs"))
+
+_VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+
+BASE_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    # Delta rebuilds a table's snapshot with 50 tasks by default: seconds of pure overhead
+    # for logs of a few commits.
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+}
+
+
+def _artifact(jar_name: str) -> Optional[str]:
+    m = _VERSIONED.match(jar_name)
+    return m.group("artifact") if m else None
+
+
+def delta_jars(libs: Path = DELTA_LIBS) -> list[str]:
+    """Jars of .delta/libs whose artifact pyspark does not ship (pyspark's newer Jackson,
+    Hadoop, Parquet and Scala stay the only copies on the class path)."""
+    import pyspark
+
+    shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    jars = sorted(str(p) for p in Path(libs).glob("*.jar") if _artifact(p.name) not in shipped)
+    if not any(Path(j).name.startswith("delta-spark_") for j in jars):
+        raise FileNotFoundError(f"no delta-spark jar in {libs}: run `make delta-jars`")
+    return jars
+
+
+def _delta_loaded(spark) -> bool:
+    from py4j.java_gateway import JavaClass
+
+    return isinstance(spark._jvm.io.delta.tables.DeltaTable, JavaClass)
+
+
+def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = None,
+                  conf: Optional[dict[str, str]] = None):
+    """A SparkSession with Delta configured; ``master`` only when not under spark-submit."""
+    # Python workers must run this interpreter: the one with pyarrow and logscan installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    under_submit = _jvm_running()
+    if master and not under_submit:
+        builder = builder.master(master)
+    settings = dict(BASE_CONF)
+    if not under_submit:
+        settings["spark.jars"] = ",".join(delta_jars())
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if not _delta_loaded(spark):
+        raise RuntimeError("Delta's classes are not on the JVM class path: under spark-submit pass "
+                           "--jars \"$(python -m spark_jobs.session --jars)\" (run `make delta-jars` first)")
+    return spark
+
+
+def _jvm_running() -> bool:
+    """True under spark-submit: it starts the JVM first and tells pyspark how to reach it."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--jars"]:
+        print(",".join(delta_jars()))
+    else:
+        sys.exit("usage: python -m spark_jobs.session --jars   (comma-separated jars for spark-submit)")

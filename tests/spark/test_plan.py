@@ -1,0 +1,98 @@
+"""The Spark job's driver-side pieces that need no Spark: task planning, --as-of, jar choice."""
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+from spark_jobs.scan import default_scan_id, parse_as_of, plan_tasks  # noqa: E402
+from spark_jobs.session import delta_jars  # noqa: E402
+
+
+def _units(*sizes):
+    return [{"file": f"f{i}", "size": s} for i, s in enumerate(sizes)]
+
+
+def test_small_files_share_tasks_and_a_large_file_is_alone():
+    mib = 1 << 20
+    groups = plan_tasks(_units(600 * mib, *[mib] * 300), parallelism=2, target_bytes=256 * mib)
+    sizes = sorted(sum(u["size"] for u in g) for g in groups)
+    assert len(groups) == 4  # ceil(900 MiB / 256 MiB)
+    big = [g for g in groups if any(u["size"] == 600 * mib for u in g)]
+    assert [len(g) for g in big] == [1]
+    assert sizes == [100 * mib] * 3 + [600 * mib]
+    assert sorted(u["file"] for g in groups for u in g) == sorted(f"f{i}" for i in range(301))
+    assert all(u["task"] == i for i, g in enumerate(groups) for u in g)
+
+
+def test_one_task_per_core_when_the_copy_is_small():
+    groups = plan_tasks(_units(*[10] * 1000), parallelism=2)
+    assert [len(g) for g in groups] == [500, 500]
+    assert plan_tasks([], parallelism=2) == []
+    assert len(plan_tasks(_units(5), parallelism=8)) == 1
+
+
+@pytest.mark.parametrize("text, ms", [
+    ("1795381200000", 1795381200000),
+    ("2026-11-22T21:00:00Z", 1795381200000),
+    ("2026-11-22T21:00:00", 1795381200000),
+    ("2026-11-22T22:00:00+01:00", 1795381200000),
+    ("2026-11-22T21:00:00.123Z", 1795381200123),
+    (None, None),
+])
+def test_as_of_takes_iso_or_epoch_ms(text, ms):
+    assert parse_as_of(text) == ms
+
+
+def test_scan_id_depends_on_the_inputs_not_their_order(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert default_scan_id([a, b]) == default_scan_id([b, a]) != default_scan_id([a])
+
+
+def test_delta_jars_leave_out_what_pyspark_ships(tmp_path):
+    for name in ("delta-spark_4.2_2.13-4.4.0.jar", "delta-storage-4.4.0.jar",
+                 "jackson-databind-2.13.5.jar", "scala-library-2.13.17.jar", "zstd-jni-1.5.7-3.jar"):
+        (tmp_path / name).write_bytes(b"")
+    assert [Path(j).name for j in delta_jars(tmp_path)] == ["delta-spark_4.2_2.13-4.4.0.jar",
+                                                            "delta-storage-4.4.0.jar"]
+    with pytest.raises(FileNotFoundError, match="make delta-jars"):
+        delta_jars(tmp_path / "nothing")
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _one_broker(tmp_path):
+    import shutil
+
+    cluster = sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json"))[0]
+    broker = sorted(p for p in (cluster / "brokers").iterdir() if p.is_dir())[0]
+    copy = tmp_path / "brokers" / broker.name
+    shutil.copytree(broker, copy)
+    return copy
+
+
+def test_the_driver_lists_segments_checkpoints_and_skips(tmp_path):
+    from spark_jobs.scan import list_inputs
+
+    copy = _one_broker(tmp_path)
+    (copy / "t-0.abc123-delete").mkdir()
+    listing = list_inputs([tmp_path / "brokers"])
+    assert sorted(u["file"] for u in listing.units) == sorted(str(p) for p in copy.glob("*/*.log"))
+    assert len(listing.replicas) == len([p for p in copy.iterdir() if p.is_dir()]) - 1
+    checkpoints = {Path(f["file"]).name: f["status"] for f in listing.files if f["kind"] == "checkpoint"}
+    assert checkpoints["replication-offset-checkpoint"] == "ok"
+    assert [f["file"] for f in listing.files if f["kind"] == "skipped"] == [str(copy / "t-0.abc123-delete")]
+    assert listing.findings == []
+
+
+def test_a_bad_checkpoint_is_a_finding_and_a_damaged_file(tmp_path):
+    from spark_jobs.scan import list_inputs
+
+    copy = _one_broker(tmp_path)
+    (copy / "replication-offset-checkpoint").write_bytes(b"0\nnot a number\n")
+    listing = list_inputs([tmp_path / "brokers"])
+    bad = [f for f in listing.files if f["file"].endswith("replication-offset-checkpoint")]
+    assert [(f["status"], f["error_count"]) for f in bad] == [("damaged", 1)]
+    assert [f["file"] for f in listing.findings] == [str(copy)]
+    assert all(r["hw_checkpoint"] is None for r in listing.replicas)
