@@ -9,24 +9,11 @@ when they are absent. One JVM call dumps many files, since JVM start-up dominate
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
-
-import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-KAFKA_LIBS = Path(os.environ.get("LOGSCAN_KAFKA_LIBS", REPO / ".kafka" / "libs"))
-DUMP_CLASS = "kafka.tools.DumpLogSegments"
 
 
-def kafka_available() -> bool:
-    return shutil.which("java") is not None and any(KAFKA_LIBS.glob("kafka_2.13-*.jar"))
-
-
-requires_kafka = pytest.mark.skipif(not kafka_available(),
-                                    reason=f"Kafka jars not found in {KAFKA_LIBS}")
+from tests.kafkajava import DUMP_CLASS, KAFKA_LIBS, REPO, kafka_available, requires_kafka  # noqa: F401
 
 
 def run_kafka_dump_log(args: list[str], cwd: str) -> subprocess.CompletedProcess:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import crc32c
@@ -20,20 +18,10 @@ from logscan.format.index import (
     preallocated_tail_start, time_index_sanity_findings, txn_index_sanity_findings)
 from logscan.format.primitives import encode_varint
 
+from tests.kafkajava import dump_log, requires_kafka
+
 ROOT = Path(__file__).resolve().parents[2]
-KAFKA_LIBS = ROOT / ".kafka" / "libs"
 FIXTURES = ROOT / "fixtures"
-requires_kafka = pytest.mark.skipif(
-    not (KAFKA_LIBS / "kafka_2.13-4.1.1.jar").exists() or shutil.which("java") is None,
-    reason="Kafka 4.1.1 jars or java not available")
-
-
-def dump_log(*args: str) -> tuple[str, str, int]:
-    proc = subprocess.run(
-        ["java", "-cp", f"{KAFKA_LIBS}/*", "kafka.tools.DumpLogSegments", *args],
-        capture_output=True, text=True, timeout=300)
-    err = "".join(l for l in proc.stderr.splitlines(True) if not l.startswith("SLF4J:"))
-    return proc.stdout, err, proc.returncode
 
 
 # --- literals ------------------------------------------------------------------------------

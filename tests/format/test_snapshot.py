@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,12 +13,10 @@ from logscan.format.snapshot import (
     ENTRY_SIZE, SnapshotCrcMismatch, decode_producer_snapshot, decrement_sequence,
     encode_producer_snapshot, format_snapshot_entry)
 
+from tests.kafkajava import dump_log, requires_kafka
+
 ROOT = Path(__file__).resolve().parents[2]
-KAFKA_LIBS = ROOT / ".kafka" / "libs"
 FIXTURES = ROOT / "fixtures"
-requires_kafka = pytest.mark.skipif(
-    not (KAFKA_LIBS / "kafka_2.13-4.1.1.jar").exists() or shutil.which("java") is None,
-    reason="Kafka 4.1.1 jars or java not available")
 
 # One entry as Kafka 4.1.1 wrote it back to us: kafka-dump-log computed CRC 2143538278 for
 # exactly these 56 bytes (stored crc replaced), so this literal does not trust our encoder.
@@ -29,14 +25,6 @@ LITERAL = bytes.fromhex(
     "0001" "7fc3cc66" "00000001"
     "00000000000003e8" "0003" "00000009" "0000000000000039" "00000004"
     "0000018bcfe56800" "00000002" "0000000000000032")
-
-
-def dump_log(*args: str) -> tuple[str, str, int]:
-    proc = subprocess.run(
-        ["java", "-cp", f"{KAFKA_LIBS}/*", "kafka.tools.DumpLogSegments", *args],
-        capture_output=True, text=True, timeout=300)
-    err = "".join(l for l in proc.stderr.splitlines(True) if not l.startswith("SLF4J:"))
-    return proc.stdout, err, proc.returncode
 
 
 def test_byte_literal_decodes_with_kafkas_crc():
