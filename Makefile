@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: venv test test-fast demo bench clean
+.PHONY: venv test test-fast demo bench bench-data clean
 
 DEMO_CLUSTER ?= fixtures/hanging/brokers
 
@@ -40,6 +40,13 @@ demo: venv delta-jars
 	@echo
 	@echo "== the Spark job on the same copy, into Delta tables under .work/demo-tables"
 	$(PY) -m spark_jobs.scan $(DEMO_CLUSTER) --output .work/demo-tables --scan-id demo
+
+# A synthetic cluster copy for the scan benchmarks (tools/bench/gen_cluster.py):
+#   make bench-data SIZE=1024 PARTITIONS=1000   -> .work/bench-data/<SIZE>mb
+SIZE ?= 1024
+PARTITIONS ?= 1000
+bench-data: venv
+	$(PY) -m tools.bench.gen_cluster --out .work/bench-data/$(SIZE)mb --size-mb $(SIZE) --partitions $(PARTITIONS)
 
 BENCH_SIZE_MB ?= 1024
 bench: venv kafka-jars
