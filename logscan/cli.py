@@ -166,6 +166,7 @@ SCAN_HELP = """Scan copied Kafka log dirs: producer state, open transactions, LS
   logscan scan fixtures/hanging/brokers
   logscan scan /forensics/broker-*  --as-of 2026-11-22T03:00:00Z
   logscan scan COPY --max-transaction-timeout-ms 60000 --format json
+  logscan scan COPY --output tables/     the Spark job: Delta tables for `logscan sql`
 
 \b
 Each INPUT is a Kafka log dir (it has meta.properties) or a folder holding one log dir
@@ -176,7 +177,13 @@ checkpoint, and every open transaction older than the maximum transaction timeou
 coordinators' __transaction_state records, as kafka-transactions find-hanging would.
 
 \b
-Exit status: 0 nothing hanging, 1 damage found in the files, 4 hanging transactions found.
+With --output DIR the same scan runs as the Spark job (spark_jobs/scan.py, on a local
+Spark with Delta's jars from `make delta-jars`) and writes its Delta tables to DIR/<table>,
+then prints a summary; query them with `logscan sql --tables DIR`.
+
+\b
+Exit status: 0 nothing hanging, 1 damage found in the files, 4 hanging transactions found
+(with --output: 0 when the tables were written).
 """
 
 EXIT_HANGING = 4
@@ -229,11 +236,24 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded):
 
 @main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})
 @_scan_options
-def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt) -> None:
+@click.option("--output", metavar="DIR", default=None,
+              help="Run the Spark job instead (local Spark with Delta) and write its Delta tables to DIR.")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master, with --output.")
+def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, output, master) -> None:
     import json as jsonlib
 
     from logscan.scan.summary import write_summary
 
+    if output is not None:
+        from spark_jobs import scan as spark_scan
+
+        argv = [*inputs, "--output", output, "--master", master,
+                "--max-transaction-timeout-ms", str(max_transaction_timeout_ms)]
+        if as_of is not None:
+            argv += ["--as-of", str(_as_of_ms(as_of))]
+        if include_superseded:
+            argv.append("--include-superseded")
+        sys.exit(spark_scan.main(argv))
     result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded)
     if fmt == "json":
         for c in result.candidates:
@@ -296,6 +316,77 @@ def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
             print(f"# effect: {line}")
         print()
     sys.exit(EXIT_HANGING if plans else 0)
+
+
+SQL_HELP = """Query a scan's Delta tables with Spark SQL (Delta configured for you).
+
+\b
+  logscan sql "SELECT * FROM hanging_candidates WHERE hanging" --tables DIR
+  logscan sql "SELECT topic, partition, lso_lag FROM partition_state ORDER BY lso_lag DESC" \\
+      --tables DIR --format csv
+  logscan sql --tables DIR                     a prompt: statements end with ';', \\q quits
+
+\b
+Every table folder under DIR (the --output of `logscan scan` or spark_jobs/scan.py) is a
+view of the same name: files, batches, corruptions, txn_log, coordinator_state,
+producer_state, txn_spans, partition_state, hanging_candidates, and the others the scan
+wrote. Each row carries scan_id and as_of; several scans into one DIR are told apart by
+scan_id.
+
+\b
+Exit status: 0 ok, 1 the query failed, 2 bad command line or no tables in DIR.
+"""
+
+
+@main.command("sql", help=SQL_HELP, context_settings={"max_content_width": 100})
+@click.argument("query", required=False)
+@click.option("--tables", "tables_dir", metavar="DIR", required=True, help="Folder of the Delta tables.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
+@click.option("--limit", type=click.IntRange(1), default=1000, show_default=True,
+              help="Most rows printed per statement.")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master.")
+def sql_command(query, tables_dir, fmt, limit, master) -> None:
+    from pathlib import Path
+
+    from logscan.render import render_rows
+    from spark_jobs import sql as S
+
+    try:
+        S.delta_tables(Path(tables_dir))
+    except S.TablesError as e:
+        raise click.UsageError(str(e)) from None
+    from spark_jobs.session import build_session
+
+    spark = build_session("logscan-sql", master=master, conf={"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    names = S.register_tables(spark, Path(tables_dir))
+    interactive = query is None
+    if interactive:
+        print(f"tables: {', '.join(names)}; end statements with ';', \\q to quit", file=sys.stderr)
+        lines = _prompt_lines() if sys.stdin.isatty() else sys.stdin
+        todo = S.statements(lines)
+    else:
+        todo = [query]
+    failed = False
+    for statement in todo:
+        try:
+            result = S.run_query(spark, statement, limit=limit)
+        except S.QueryError as e:
+            print(f"error: {e}", file=sys.stderr)
+            failed = True
+            continue
+        render_rows(result.columns, result.rows, fmt, sys.stdout)
+        if result.truncated:
+            print(f"(first {limit} rows shown; --limit to see more)", file=sys.stderr)
+    sys.exit(1 if failed and not interactive else 0)
+
+
+def _prompt_lines():
+    while True:
+        try:
+            yield input("logscan> ")
+        except EOFError:
+            return
 
 
 if __name__ == "__main__":  # python -m logscan.cli
