@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: venv test test-fast demo bench bench-data clean
+.PHONY: chromium venv test test-fast demo bench bench-data clean
 
 DEMO_CLUSTER ?= fixtures/hanging/brokers
 
@@ -19,10 +19,17 @@ $(VENV_STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@
 
+# Debian's Chromium, for the HTML report's browser test (that test skips without it).
+chromium:
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && \
+	  { apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
+	  echo "chromium not installed: the report's browser test will be skipped"
+
 -include tools/kafka/kafka.mk
 -include tools/spark/spark.mk
 
-test: venv kafka-jars delta-jars
+test: venv kafka-jars delta-jars chromium
 	$(PY) -m pytest -q
 
 test-fast: venv
@@ -40,6 +47,9 @@ demo: venv delta-jars
 	@echo
 	@echo "== the Spark job on the same copy, into Delta tables under .work/demo-tables"
 	$(PY) -m spark_jobs.scan $(DEMO_CLUSTER) --output .work/demo-tables --scan-id demo
+	@echo
+	@echo "== an HTML report of those tables"
+	$(VENV)/bin/logscan report --tables .work/demo-tables --scan-id demo --out .work/demo-report.html
 
 # A synthetic cluster copy for the scan benchmarks (tools/bench/gen_cluster.py):
 #   make bench-data SIZE=1024 PARTITIONS=1000   -> .work/bench-data/<SIZE>mb

@@ -381,6 +381,53 @@ def sql_command(query, tables_dir, fmt, limit, master) -> None:
     sys.exit(1 if failed and not interactive else 0)
 
 
+REPORT_HELP = """Write an HTML report of a scan's Delta tables (one file, no network needed).
+
+\b
+  logscan scan COPY --output tables/ && logscan report --tables tables/
+  logscan report --tables tables/ --out /tmp/incident.html --scan-id demo
+
+\b
+The page shows the hanging transactions with their reasons and abort plans (commands with a
+copy button), LSO lag per partition, per-partition timelines of transaction spans (open ones
+in red, the as-of time dashed) and the corruptions found. It reads the newest scan in DIR
+unless --scan-id names another. Open the file in any browser.
+
+\b
+Exit status: 0 written, 2 bad command line or no tables in DIR.
+"""
+
+
+@main.command("report", help=REPORT_HELP, context_settings={"max_content_width": 100})
+@click.option("--tables", "tables_dir", metavar="DIR", required=True, help="Folder of the Delta tables.")
+@click.option("--out", "out_path", metavar="FILE", default="logscan-report.html", show_default=True)
+@click.option("--scan-id", default=None, help="Scan to report (default: the newest in DIR).")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master.")
+def report_command(tables_dir, out_path, scan_id, master) -> None:
+    from pathlib import Path
+
+    from logscan.report import render
+    from spark_jobs import report_data
+    from spark_jobs.sql import TablesError, delta_tables
+
+    try:
+        if "partition_state" not in delta_tables(Path(tables_dir)):
+            raise TablesError(f"{tables_dir}: no partition_state table; give the --output folder of a scan")
+    except TablesError as e:
+        raise click.UsageError(str(e)) from None
+    from spark_jobs.session import build_session
+
+    spark = build_session("logscan-report", master=master, conf={"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        data = report_data.load(spark, Path(tables_dir), scan_id)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    Path(out_path).write_text(render(data), encoding="utf-8")
+    print(f"wrote {out_path}: scan {data['scan_id']}, {len(data['candidates'])} candidates, "
+          f"{len(data['partitions'])} partitions drawn")
+
+
 def _prompt_lines():
     while True:
         try:

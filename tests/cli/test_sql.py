@@ -19,16 +19,11 @@ from logscan.cli import main  # noqa: E402
 from spark_jobs import sql as S  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-HANGING = REPO / "fixtures" / "hanging"
+from .conftest import HANGING, REPO, truth as _truth  # noqa: E402
 
 pytestmark = [pytest.mark.spark,
               pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
                                  reason="Delta jars missing: run `make delta-jars`")]
-
-
-def _truth() -> dict:
-    return json.loads((HANGING / "truth" / "truth.json").read_text())
 
 
 def _readme_queries() -> list[str]:
@@ -37,16 +32,6 @@ def _readme_queries() -> list[str]:
     assert block, "README lost its logscan sql examples"
     lines = [ln for ln in block.group(1).splitlines() if not ln.lstrip().startswith("--")]
     return list(S.statements(lines))
-
-
-@pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("tables") / "t"
-    res = CliRunner().invoke(main, ["scan", str(HANGING / "brokers"), "--output", str(out),
-                                    "--master", "local[2]", "--as-of", str(_truth()["recorded_at_ms"])])
-    assert res.exit_code == 0, res.output
-    assert str(out) in res.output   # the summary says where the tables are
-    return out
 
 
 def _sql(tables: Path, *args: str):
