@@ -162,8 +162,38 @@ def _type_default(type: str, default: object) -> object:
     return _PRIMITIVE_DEFAULTS[type]
 
 
+_WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@functools.lru_cache(maxsize=None)
 def snake_case(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    return _WORD_BOUNDARY.sub("_", name).lower()
+
+
+def _by_identity(cache: dict, key_objects: tuple, make):
+    """A per-object cache keyed by identity: schemas and fields are frozen dataclasses whose
+    hash walks every nested field, far dearer than the lookup it would save. The entry
+    keeps its key objects alive, so an id is never reused for another object."""
+    ident = tuple(map(id, key_objects))
+    entry = cache.get(ident)
+    if entry is None:
+        entry = cache[ident] = (key_objects, make(*key_objects))
+    return entry[1]
+
+
+_ATTR_NAMES: dict = {}
+_NESTED: dict = {}
+
+
+def _attr_names(schema: Schema) -> dict[str, str]:
+    """snake_case attribute name -> JSON name, once per schema: attribute access is on the
+    scan's hot path (one TransactionLogValue per __transaction_state record)."""
+    def make(schema: Schema) -> dict[str, str]:
+        names: dict[str, str] = {}
+        for f in schema.fields:
+            names.setdefault(f.attr_name, f.json_name)
+        return names
+    return _by_identity(_ATTR_NAMES, (schema,), make)
 
 
 # --------------------------------------------------------------------------- decoded values
@@ -196,10 +226,12 @@ class Message(Mapping):
         return len(self._values)
 
     def __getattr__(self, attr: str):
-        for f in object.__getattribute__(self, "schema").fields:
-            if f.attr_name == attr:
-                return self._values[f.json_name]
-        raise AttributeError(attr)
+        if attr.startswith("__"):
+            raise AttributeError(attr)  # copy/pickle probes, before __slots__ are set
+        json_name = _attr_names(object.__getattribute__(self, "schema")).get(attr)
+        if json_name is None:
+            raise AttributeError(attr)
+        return self._values[json_name]
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Message):
@@ -297,10 +329,10 @@ def decode_message(schema: Schema, buf, pos: int, version: int, end: int | None 
     return _read_struct(reader, schema, version, True), reader.pos
 
 
-@functools.lru_cache(maxsize=None)
 def _nested_schema(f: Field, flexible: Versions | None, valid: Versions) -> Schema:
     """Nested structs share their message's version and flexible range."""
-    return Schema(f.element_type, valid, flexible, None, f.fields)
+    return _by_identity(_NESTED, (f, flexible, valid),
+                        lambda f, flexible, valid: Schema(f.element_type, valid, flexible, None, f.fields))
 
 
 def _read_struct(r: _Reader, schema: Schema, version: int, top: bool) -> Message:
