@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: chromium venv test test-fast demo bench bench-data clean
+.PHONY: chromium venv test test-fast demo bench bench-data fuzz clean
 
 DEMO_CLUSTER ?= fixtures/hanging/brokers
 
@@ -21,7 +21,7 @@ $(VENV_STAMP): pyproject.toml
 
 # Debian's Chromium, for the HTML report's browser test (that test skips without it).
 chromium:
-	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && \
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && export DEBIAN_FRONTEND=noninteractive && \
 	  { apt-get install -y -q chromium >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
 	  echo "chromium not installed: the report's browser test will be skipped"
@@ -58,9 +58,21 @@ PARTITIONS ?= 1000
 bench-data: venv
 	$(PY) -m tools.bench.gen_cluster --out .work/bench-data/$(SIZE)mb --size-mb $(SIZE) --partitions $(PARTITIONS)
 
-BENCH_SIZE_MB ?= 1024
-bench: venv kafka-jars
+# make bench: decode figures, the batch-size curve, then the Spark scan (~20 min on 2 cores;
+# BENCH_QUICK=1 for a smaller run of every figure).
+BENCH_SIZE_MB ?= $(if $(BENCH_QUICK),128,1024)
+bench: venv kafka-jars delta-jars
 	$(PY) -m tools.bench.decode --size-mb $(BENCH_SIZE_MB)
+	$(PY) -m tools.bench.curve $(if $(BENCH_QUICK),--quick)
+	$(PY) -m tools.bench.scan $(if $(BENCH_QUICK),--quick)
+
+# Coverage-guided fuzzing of the decoders with atheris (tools/fuzz/README.md):
+#   make fuzz FUZZ_TARGET=all FUZZ_RUNS=1000000 FUZZ_TIME=3600   (TIME in s; 0 = no limit)
+FUZZ_TARGET ?= all
+FUZZ_RUNS ?= 200000
+FUZZ_TIME ?= 0
+fuzz: venv
+	$(PY) -m tools.fuzz.fuzz $(FUZZ_TARGET) -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_TIME) -print_final_stats=1
 
 clean:
 	rm -rf $(VENV) .kafka .work build *.egg-info

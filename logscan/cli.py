@@ -9,7 +9,7 @@ import sys
 import click
 
 from logscan.dump import EXIT_PIPE, DumpOptions, Dumper
-from logscan.dump.options import DEFAULT_MAX_MESSAGE_SIZE, INT_MAX
+from logscan.dump.options import DEFAULT_MAX_MESSAGE_SIZE, INT_MAX, PARALLEL_MIN_BYTES
 from logscan.dump.parsers import BYTE_DECODERS
 
 STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
@@ -18,7 +18,27 @@ STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="logscan")
 def main() -> None:
-    """Offline forensic analyzer for Apache Kafka log dirs and transactions."""
+    """Offline forensic analyzer for Apache Kafka log dirs and transactions.
+
+    \b
+      logscan scan COPY/                             what hangs, from copied log dirs
+      logscan plan COPY/ --bootstrap-server b1:9092  the kafka-transactions abort commands
+      logscan dump 00000000000000000000.log          kafka-dump-log's output, offline
+      logscan scan COPY/ --output tables/            the Spark job: Delta tables
+      logscan sql --tables tables/ "SELECT ..."      SQL over those tables
+      logscan report --tables tables/ --out r.html   an HTML page of them
+
+    \b
+    Exit status, every command:
+      0    done, nothing wrong found
+      1    damaged data found (dump, scan) or a failed SQL statement (sql)
+      2    bad command line, or a missing set-up or input (no tables, no Delta jars)
+      3    a file could not be read (dump)
+      4    hanging transactions found (scan), abort plans printed (plan)
+      141  stdout closed early (dump ... | head)
+
+    `logscan COMMAND --help` shows each command's options, examples and exit status.
+    """
 
 
 DUMP_HELP = """Print the contents of Kafka log files, like kafka-dump-log.sh (Kafka 4.1.1).
@@ -106,12 +126,14 @@ Exit status:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="text: kafka-dump-log's lines; json: one object per line (findings on "
               "stderr as JSON objects too).")
+@click.option("--no-progress", is_flag=True,
+              help="No progress bar on stderr (drawn only when stderr is a terminal and stdout is not).")
 @click.option("--remote-log-metadata-decoder", is_flag=True, hidden=True)
 @click.option("--share-group-state-decoder", is_flag=True, hidden=True)
 def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decoder,
          offsets_decoder, cluster_metadata_decoder, key_decoder_class, value_decoder_class,
          skip_record_metadata, verify_index_only, index_sanity_check, max_bytes,
-         max_message_size, max_decompressed_bytes, auto_decoder, fmt,
+         max_message_size, max_decompressed_bytes, auto_decoder, fmt, no_progress,
          remote_log_metadata_decoder, share_group_state_decoder) -> None:
     if remote_log_metadata_decoder or share_group_state_decoder:
         raise click.UsageError("--remote-log-metadata-decoder and --share-group-state-decoder "
@@ -134,18 +156,26 @@ def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decod
         skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only,
         index_sanity_check=index_sanity_check, max_bytes=max_bytes,
         max_message_size=max_message_size, max_decompressed=max_decompressed_bytes)
-    options = DumpOptions(**base, auto_decoder=auto_decoder)
+    options = DumpOptions(**base, auto_decoder=auto_decoder, parallel_min_bytes=PARALLEL_MIN_BYTES)
     # kafka-dump-log's --files first (as given), then FILE...; only FILE... is auto-decoded.
     sys.exit(_run(options, from_files + list(paths), range(len(from_files), len(from_files) + len(paths)),
-                  json=fmt == "json"))
+                  json=fmt == "json", no_progress=no_progress))
 
 
-def _run(options: DumpOptions, files: list[str], auto_indices, *, json: bool) -> int:
-    """Run the dumper with a buffered UTF-8 stdout; a closed pipe ends quietly with 141."""
-    out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="replace",
+def _run(options: DumpOptions, files: list[str], auto_indices, *, json: bool, no_progress: bool = True) -> int:
+    """Run the dumper with a buffered UTF-8 stdout; a closed pipe ends quietly with 141.
+    A progress bar (bytes, files, rate) is drawn on stderr only for a person watching it."""
+    from logscan import progress
+
+    show = progress.wanted(no_progress, output_on_stdout=True)
+    out = io.TextIOWrapper(_stdout_bytes(), encoding="utf-8", errors="replace",
                            newline="\n", line_buffering=False, write_through=False)
     try:
-        status = Dumper(out, sys.stderr, options, json=json).run(files, auto_indices)
+        with progress.files_bar("dump", files, enabled=show) as bar:
+            dumper = Dumper(out, bar.err, options, json=json)  # stderr, above the bar if drawn
+            if show:
+                dumper.dump_file = progress.per_file(dumper.dump_file, bar)
+            status = dumper.run(files, auto_indices)
         out.flush()
         return status
     except BrokenPipeError:
@@ -158,6 +188,18 @@ def _run(options: DumpOptions, files: list[str], auto_indices, *, json: bool) ->
             out.detach()
         except (ValueError, BrokenPipeError, OSError):
             pass
+
+
+def _stdout_bytes():
+    """stdout as a binary stream with a 1 MiB buffer, so a dump of a segment (a line per
+    batch) reaches the pipe in large writes; stdout's own buffer when it has no file
+    descriptor (a test runner capturing it)."""
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        return sys.stdout.buffer
+    return io.BufferedWriter(io.FileIO(fd, "w", closefd=False), buffer_size=1 << 20)
 
 
 SCAN_HELP = """Scan copied Kafka log dirs: producer state, open transactions, LSO, hanging ones.
@@ -182,8 +224,12 @@ Spark with Delta's jars from `make delta-jars`) and writes its Delta tables to D
 then prints a summary; query them with `logscan sql --tables DIR`.
 
 \b
-Exit status: 0 nothing hanging, 1 damage found in the files, 4 hanging transactions found
-(with --output: 0 when the tables were written).
+A progress bar (bytes, files, rate) is drawn on stderr when it is a terminal; --no-progress
+turns it off, and piped or redirected output never has one.
+
+\b
+Exit status (also with --output): 0 nothing hanging, 1 damage found in the files,
+2 bad command line or missing set-up (e.g. Delta's jars), 4 hanging transactions found.
 """
 
 EXIT_HANGING = 4
@@ -218,20 +264,26 @@ def _scan_options(fn):
         click.option("--include-superseded", is_flag=True,
                      help="Also read -delete/-future/-stray dirs and .deleted/.cleaned/.swap files."),
         click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                     show_default=True),
+                     show_default=True, help="json: one object per candidate (or plan), for scripts."),
+        click.option("--no-progress", is_flag=True,
+                     help="No progress bar on stderr (drawn only when stderr is a terminal)."),
     ]):
         fn = option(fn)
     return fn
 
 
-def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded):
+def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress):
     from pathlib import Path
 
-    from logscan.scan.local import scan
+    from logscan import progress
+    from logscan.scan import local
 
-    return scan([Path(p) for p in inputs], as_of_ms=_as_of_ms(as_of),
-                max_transaction_timeout_ms=max_transaction_timeout_ms,
-                include_superseded=include_superseded)
+    roots = [Path(p) for p in inputs]
+    with progress.scan_bar(roots, include_superseded=include_superseded,
+                           enabled=progress.wanted(no_progress)):
+        return local.scan(roots, as_of_ms=_as_of_ms(as_of),
+                          max_transaction_timeout_ms=max_transaction_timeout_ms,
+                          include_superseded=include_superseded)
 
 
 @main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})
@@ -239,22 +291,30 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded):
 @click.option("--output", metavar="DIR", default=None,
               help="Run the Spark job instead (local Spark with Delta) and write its Delta tables to DIR.")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master, with --output.")
-def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, output, master) -> None:
+@click.option("--scan-id", default=None, metavar="ID",
+              help="With --output: the id tagging every row (default: derived from the inputs; "
+              "re-running replaces that scan's rows).")
+@click.option("--bootstrap-server", default=None, metavar="HOST:PORT",
+              help="With --output: put into the abort_plans commands [default: BOOTSTRAP:9092].")
+def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
+                 output, master, scan_id, bootstrap_server) -> None:
+    if output is not None:
+        from spark_jobs.scan_cli import scan_to_tables
+
+        with _spark_errors():
+            sys.exit(scan_to_tables(inputs, output, as_of_ms=_as_of_ms(as_of),
+                                    max_transaction_timeout_ms=max_transaction_timeout_ms,
+                                    include_superseded=include_superseded, scan_id=scan_id,
+                                    bootstrap=bootstrap_server or "BOOTSTRAP:9092", master=master,
+                                    json=fmt == "json", no_progress=no_progress))
+    if scan_id is not None or bootstrap_server is not None:
+        raise click.UsageError("--scan-id and --bootstrap-server are for the Delta tables: give them with "
+                               "--output DIR (for abort commands without Spark: logscan plan)")
     import json as jsonlib
 
     from logscan.scan.summary import write_summary
 
-    if output is not None:
-        from spark_jobs import scan as spark_scan
-
-        argv = [*inputs, "--output", output, "--master", master,
-                "--max-transaction-timeout-ms", str(max_transaction_timeout_ms)]
-        if as_of is not None:
-            argv += ["--as-of", str(_as_of_ms(as_of))]
-        if include_superseded:
-            argv.append("--include-superseded")
-        sys.exit(spark_scan.main(argv))
-    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded)
+    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress)
     if fmt == "json":
         for c in result.candidates:
             print(jsonlib.dumps({
@@ -293,13 +353,14 @@ Exit status: 0 no plans, 4 plans printed.
 @_scan_options
 @click.option("--bootstrap-server", default="BOOTSTRAP:9092", show_default=True,
               help="Put into the commands (logscan itself never connects to anything).")
-def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, bootstrap_server) -> None:
+def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
+                 bootstrap_server) -> None:
     import dataclasses
     import json as jsonlib
 
     from logscan.scan.local import plan_aborts
 
-    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded)
+    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress)
     plans = plan_aborts(result, bootstrap_server)
     for plan in plans:
         if fmt == "json":
@@ -318,6 +379,29 @@ def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
     sys.exit(EXIT_HANGING if plans else 0)
 
 
+class SetupError(click.ClickException):
+    """Spark cannot start here (Delta's jars missing, ...): the one-line fix, exit status 2."""
+
+    exit_code = 2
+
+
+class _spark_errors:
+    """The Spark commands' request and set-up errors as one line each (no Java stack trace)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, tb) -> None:
+        from spark_jobs.console import SetupFailed
+        from spark_jobs.scan_cli import BadRequest
+        from spark_jobs.sql import TablesError
+
+        if isinstance(error, (BadRequest, TablesError)):
+            raise click.UsageError(str(error)) from None
+        if isinstance(error, SetupFailed):   # e.g. no Delta jars: `make delta-jars`
+            raise SetupError(str(error)) from None
+
+
 SQL_HELP = """Query a scan's Delta tables with Spark SQL (Delta configured for you).
 
 \b
@@ -334,7 +418,8 @@ wrote. Each row carries scan_id and as_of; several scans into one DIR are told a
 scan_id.
 
 \b
-Exit status: 0 ok, 1 the query failed, 2 bad command line or no tables in DIR.
+Exit status: 0 ok, 1 the query failed (one line on stderr: Spark's message), 2 bad command
+line, no tables in DIR or Delta's jars missing (`make delta-jars`).
 """
 
 
@@ -351,14 +436,11 @@ def sql_command(query, tables_dir, fmt, limit, master) -> None:
     from logscan.render import render_rows
     from spark_jobs import sql as S
 
-    try:
-        S.delta_tables(Path(tables_dir))
-    except S.TablesError as e:
-        raise click.UsageError(str(e)) from None
-    from spark_jobs.session import build_session
+    from spark_jobs.console import session
 
-    spark = build_session("logscan-sql", master=master, conf={"spark.ui.enabled": "false"})
-    spark.sparkContext.setLogLevel("ERROR")
+    with _spark_errors():
+        S.delta_tables(Path(tables_dir))
+        spark = session("logscan-sql", master=master)
     names = S.register_tables(spark, Path(tables_dir))
     interactive = query is None
     if interactive:
@@ -378,23 +460,28 @@ def sql_command(query, tables_dir, fmt, limit, master) -> None:
         render_rows(result.columns, result.rows, fmt, sys.stdout)
         if result.truncated:
             print(f"(first {limit} rows shown; --limit to see more)", file=sys.stderr)
+    spark.stop()
     sys.exit(1 if failed and not interactive else 0)
 
 
 REPORT_HELP = """Write an HTML report of a scan's Delta tables (one file, no network needed).
 
 \b
-  logscan scan COPY --output tables/ && logscan report --tables tables/
-  logscan report --tables tables/ --out /tmp/incident.html --scan-id demo
+  logscan scan COPY --output tables/ --bootstrap-server broker1:9092
+  logscan report --tables tables/ --out /tmp/incident.html
+  logscan report --tables tables/ --scan-id demo        another scan written into tables/
 
 \b
-The page shows the hanging transactions with their reasons and abort plans (commands with a
-copy button), LSO lag per partition, per-partition timelines of transaction spans (open ones
-in red, the as-of time dashed) and the corruptions found. It reads the newest scan in DIR
-unless --scan-id names another. Open the file in any browser.
+The page shows the scan id, as-of time and input, the hanging transactions with their
+reasons, LSO lag per partition, per-partition timelines of transaction spans (open ones in
+red, the as-of time dashed), the abort plans of the scan's abort_plans table (the commands
+`logscan plan` prints, each with a copy button; the scan's --bootstrap-server is in them) and
+the corruptions found. It reads the newest scan in DIR unless --scan-id
+names another. Open the file in any browser: it fetches nothing.
 
 \b
-Exit status: 0 written, 2 bad command line or no tables in DIR.
+Exit status: 0 written, 2 bad command line, no tables (or no such scan) in DIR, or Delta's
+jars missing (`make delta-jars`).
 """
 
 
@@ -408,27 +495,27 @@ def report_command(tables_dir, out_path, scan_id, master) -> None:
 
     from logscan.report import render
     from spark_jobs import report_data
+    from spark_jobs.console import session
     from spark_jobs.sql import TablesError, delta_tables
 
-    try:
+    with _spark_errors():
         if "partition_state" not in delta_tables(Path(tables_dir)):
             raise TablesError(f"{tables_dir}: no partition_state table; give the --output folder of a scan")
-    except TablesError as e:
-        raise click.UsageError(str(e)) from None
-    from spark_jobs.session import build_session
-
-    spark = build_session("logscan-report", master=master, conf={"spark.ui.enabled": "false"})
-    spark.sparkContext.setLogLevel("ERROR")
+        spark = session("logscan-report", master=master)
     try:
         data = report_data.load(spark, Path(tables_dir), scan_id)
-    except ValueError as e:
+    except report_data.NoScan as e:
         raise click.UsageError(str(e)) from None
+    finally:
+        spark.stop()
     Path(out_path).write_text(render(data), encoding="utf-8")
     print(f"wrote {out_path}: scan {data['scan_id']}, {len(data['candidates'])} candidates, "
           f"{len(data['partitions'])} partitions drawn")
 
 
 def _prompt_lines():
+    import readline  # noqa: F401  (line editing and history for input())
+
     while True:
         try:
             yield input("logscan> ")

@@ -18,6 +18,10 @@ MAX_SPANS = 6000
 MAX_ROWS = 300
 
 
+class NoScan(ValueError):
+    """The tables hold no rows for the scan asked for (one sentence, with the fix)."""
+
+
 def _rows(df, limit: int) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.limit(limit).collect()]
 
@@ -39,7 +43,7 @@ def load(spark, tables_dir: Path, scan_id: Optional[str] = None) -> dict[str, An
     if scan_id is None:
         latest = state_all.orderBy(F.desc("as_of"), F.desc("scan_id")).select("scan_id", "as_of").limit(1).collect()
         if not latest:
-            raise ValueError(f"{tables_dir}: partition_state is empty")
+            raise NoScan(f"{tables_dir}: partition_state is empty; run a scan with --output {tables_dir}")
         chosen = latest[0]["scan_id"]
     else:
         chosen = scan_id
@@ -52,7 +56,8 @@ def load(spark, tables_dir: Path, scan_id: Optional[str] = None) -> dict[str, An
     if hasattr(head["as_of"], "timestamp"):   # the tables' as_of is a TIMESTAMP column
         head["as_of"] = int(head["as_of"].timestamp() * 1000)
     if head["replicas"] == 0:
-        raise ValueError(f"{tables_dir}: no rows for scan id {chosen!r}")
+        raise NoScan(f"{tables_dir}: no rows for scan id {chosen!r}; "
+                     "`logscan sql --tables DIR \"SELECT DISTINCT scan_id FROM partition_state\"` lists them")
 
     # One row per partition: the replica furthest ahead speaks for it (ties: lowest broker).
     ahead = Window.partitionBy("topic", "partition").orderBy(F.desc("log_end_offset"), F.asc("broker"))
@@ -74,15 +79,31 @@ def load(spark, tables_dir: Path, scan_id: Optional[str] = None) -> dict[str, An
     candidates = []
     if (c := table("hanging_candidates")) is not None:
         candidates = _rows(c.orderBy(F.desc_nulls_last("hanging"), "topic", "partition", "broker"), MAX_ROWS)
-    plans = []
+    plans = None   # None: tables written before the scan had an abort_plans table
     if (p := table("abort_plans")) is not None:
-        plans = _rows(p.orderBy("topic", "partition"), MAX_ROWS)
+        plans = _rows(p.orderBy("topic", "partition", "producer_id", "start_offset"), MAX_ROWS)
     corruptions = []
     if (k := table("corruptions")) is not None:
         corruptions = _rows(k.orderBy("broker", "file", "position"), MAX_ROWS)
     counts = {name: table(name).count() for name in ("files", "corruptions", "hanging_candidates")
               if name in paths}
-    return {"scan_id": chosen, "tables": str(tables_dir), "head": head, "counts": counts,
+    return {"scan_id": chosen, "tables": str(tables_dir), "input": _input_root(table("files")),
+            "head": head, "counts": counts,
             "partitions": partitions, "spans": spans, "candidates": candidates, "plans": plans,
             "corruptions": corruptions, "limits": {"partitions": MAX_PARTITIONS, "spans": MAX_SPANS,
                                                     "rows": MAX_ROWS}}
+
+
+def _input_root(files) -> Optional[str]:
+    """The folder the scan read: the common prefix of every path in `files`, cut at a '/'
+    (the lexicographically first and last paths share exactly the prefix all paths share)."""
+    from pyspark.sql import functions as F
+
+    if files is None:
+        return None
+    first, last = files.agg(F.min("file"), F.max("file")).first()
+    if first is None:
+        return None
+    common = first[:next((i for i, (a, b) in enumerate(zip(first, last)) if a != b), min(len(first), len(last)))]
+    return common[:common.rfind("/") + 1] or common
+

@@ -6,7 +6,8 @@ Usage (after `make delta-jars`; from the repository root, with the project's ven
         --jars "$(.venv/bin/python -m spark_jobs.session --jars)" \\
         spark_jobs/scan.py INPUT... --output DIR \\
         [--as-of 2026-11-22T21:00:00Z | --as-of 1795381200000] \\
-        [--max-transaction-timeout-ms 900000] [--scan-id ID] [--include-superseded]
+        [--max-transaction-timeout-ms 900000] [--scan-id ID] [--include-superseded] \\
+        [--split-bytes 134217728] [--bootstrap-server HOST:PORT]
 
 (PYSPARK_PYTHON: the venv's spark-submit script finds Spark through it, and the Python
 workers need its pyarrow and logscan.) Or, on a local Spark the job starts itself, with the
@@ -16,19 +17,24 @@ jars passed for you::
 
 INPUT is a root of one copied cluster: a Kafka log dir or a folder of them, one per broker.
 Each table is a path-based Delta table DIR/<table> (files, batches, corruptions, txn_log,
-coordinator_state, producer_state, txn_spans, partition_state, hanging_candidates),
-partitioned by scan_id; see spark_jobs/schemas.py for the re-run policy.
+coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state,
+hanging_candidates, abort_plans), partitioned by scan_id; see spark_jobs/schemas.py for the
+re-run policy. A summary (partitions scanned, open transactions, hanging candidates with
+their reasons, where the tables are) is printed at the end.
 
 The driver only lists files. Segment files are decoded on executors (mapInArrow over a
-table of work units, a task per group of small files or per large file), and Kafka's
-per-replica rules run per (broker, topic, partition) in a cogrouped applyInArrow; both call
-the same logscan functions as the single-process driver, logscan.scan.local.
+table of work units: a task per group of small files, per large file, or per byte range of
+a file larger than --split-bytes), Kafka's per-replica rules run per (broker, topic,
+partition) in a cogrouped applyInArrow, and the cross-replica ones (leader, agreement,
+find-hanging, abort plans) per (topic, partition); all call the same logscan functions as
+the single-process driver, logscan.scan.local.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import re
 import sys
 import time
@@ -42,13 +48,18 @@ if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pyspark import cloudpickle
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from logscan.logdir.tree import file_size, iter_brokers, read_offset_checkpoint
+from logscan.logdir.segment import Finding
+from logscan.logdir.tree import file_size
 from logscan.scan import rows as R
-from logscan.scan.replica import TRANSACTION_STATE_TOPIC
+from logscan.scan import summary as summary_text
+from logscan.scan.listing import list_copy
+from logscan.scan.local import DEFAULT_BOOTSTRAP
+from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, range_count, valid_ranges
 from logscan.state import hanging
+from logscan.state.coordinator import choose_replicas, is_complete, merge_partitions
 from spark_jobs import schemas as S
 from spark_jobs import tasks
 from spark_jobs.session import build_session
@@ -56,11 +67,13 @@ from spark_jobs.session import build_session
 cloudpickle.register_pickle_by_value(tasks)
 
 KEYS = ["broker", "topic", "partition"]
+PARTITION_KEYS = ["topic", "partition"]
 #: Bytes a decode task aims at: a few seconds of header walking, far above the ~25 ms a
 #: task costs, yet enough tasks to spread a cluster's copy over the executors.
 TARGET_TASK_BYTES = 256 << 20
+#: Segments larger than this are read by several tasks, one per byte range (--split-bytes).
+SPLIT_BYTES = 128 << 20
 WRITE_THREADS = 4
-CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint")
 #: Replicas per task of the grouped per-replica step (each one a replay over its batches).
 REPLICAS_PER_TASK = 64
 MAX_SHUFFLE_PARTITIONS = 2000
@@ -71,64 +84,49 @@ _SCAN_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 class Listing:
     """What the driver learns from directory listings and checkpoint files alone."""
 
-    units: list[R.Row] = field(default_factory=list)       # one per .log segment
+    units: list[R.Row] = field(default_factory=list)       # one per .log segment or byte range of one
     replicas: list[R.Row] = field(default_factory=list)    # tasks.REPLICA_INFO rows
     files: list[R.Row] = field(default_factory=list)       # files table rows not decoded
     findings: list[R.Row] = field(default_factory=list)    # corruptions found while listing
 
 
-def list_inputs(roots: list[Path], *, include_superseded: bool = False) -> Listing:
-    out = Listing()
-    for broker in iter_brokers(roots, include_superseded=include_superseded):
-        bkey = R.replica_key(broker.broker, None, None)
-        for s in broker.skipped:
-            out.files.append({**bkey, "file": s.path, "kind": "skipped", "size": -1, "status": "skipped",
-                              "error_count": 0, "batches": 0, "detail": s.reason})
-        errors = list(broker.errors)
-        checkpoints = {}
-        for name in CHECKPOINTS:
-            before = len(errors)
-            checkpoints[name] = read_offset_checkpoint(broker.path / name, errors)
-            if (broker.path / name).is_file():
-                bad = len(errors) - before
-                out.files.append({**bkey, "file": str(broker.path / name), "kind": "checkpoint",
-                                  "size": file_size(broker.path / name), "status": "damaged" if bad else "ok",
-                                  "error_count": bad, "batches": 0, "detail": None})
-        hws, starts = checkpoints[CHECKPOINTS[0]], checkpoints[CHECKPOINTS[1]]
-        out.findings.extend({**bkey, "file": str(broker.path), "position": -1, "length": None,
-                             "reason": "corrupt", "message": e} for e in errors)
-        for r in broker.replicas:
-            key = R.replica_key(r.broker, r.topic, r.partition)
-            for base, path in r.segments:
-                out.units.append({**key, "file": str(path), "segment_base_offset": base,
-                                  "size": file_size(path)})
-            for kind, listed in (("producer_snapshot", r.snapshots), ("txn_index", r.txn_indexes)):
-                out.files.extend({**key, "file": str(p), "kind": kind, "size": file_size(p),
-                                  "status": "listed", "error_count": 0, "batches": 0, "detail": None}
-                                 for _, p in listed)
-            tp = (r.topic, r.partition)
-            out.replicas.append({
-                **key, "path": str(r.path),
-                "first_segment_base": r.segments[0][0] if r.segments else None,
-                "last_segment_base": r.segments[-1][0] if r.segments else None,
-                "snapshots": [{"base_offset": b, "file": str(p)} for b, p in r.snapshots],
-                "hw_checkpoint": hws.get(tp), "log_start_checkpoint": starts.get(tp)})
+def list_inputs(roots: list[Path], *, include_superseded: bool = False, split_bytes: int = SPLIT_BYTES) -> Listing:
+    listing = list_copy(roots, include_superseded=include_superseded)
+    out = Listing(files=listing.files, findings=[R.finding_row(f, key) for key, f in listing.findings])
+    for listed in listing.replicas:
+        r = listed.replica
+        for base, path in r.segments:
+            size = file_size(path)
+            n = range_count(size, split_bytes)
+            for i in range(n):
+                out.units.append({**listed.key, "file": str(path), "segment_base_offset": base, "size": size,
+                                  "range_index": i, "ranges": n, "split_bytes": split_bytes,
+                                  "bytes": min(size - i * split_bytes, split_bytes) if n > 1 else size})
+        out.replicas.append({
+            **listed.key, "path": str(r.path),
+            "segments": [{"base_offset": b, "file": str(p)} for b, p in r.segments],
+            "snapshots": [{"base_offset": b, "file": str(p)} for b, p in r.snapshots],
+            "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint})
     return out
 
 
 def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_TASK_BYTES) -> list[list[R.Row]]:
-    """Groups of work units, largest file first onto the lightest group: many small files
-    share a task, a file of target_bytes or more ends up (nearly) alone."""
+    """Groups of work units, largest first onto the lightest group: many small files share a
+    task, a file (or byte range) of target_bytes or more ends up (nearly) alone."""
     if not units:
         return []
-    total = sum(u["size"] for u in units)
+
+    def weight(u: R.Row) -> int:
+        return u.get("bytes", u["size"])
+
+    total = sum(weight(u) for u in units)
     n = min(len(units), max(parallelism, -(-total // target_bytes)))
     groups: list[list[R.Row]] = [[] for _ in range(n)]
     load = [0] * n
-    for unit in sorted(units, key=lambda u: -u["size"]):
+    for unit in sorted(units, key=lambda u: -weight(u)):
         i = min(range(n), key=load.__getitem__)
         groups[i].append({**unit, "task": i})
-        load[i] += unit["size"]
+        load[i] += weight(unit)
     return [g for g in groups if g]
 
 
@@ -169,61 +167,115 @@ class ScanFrames:
     persisted: list[DataFrame]
 
 
+def kept_ranges(spark: SparkSession, decoded: DataFrame) -> DataFrame:
+    """The decoded rows of every file read whole, and of the byte ranges of split files that
+    replica.valid_ranges keeps (one small row per range is collected to decide)."""
+    whole = decoded.where(F.col("ranges") == 1)
+    ranges = S.members(decoded, "range").collect()
+    if not ranges:
+        return whole
+    by_file: dict[str, dict[int, list[tuple[int, bool]]]] = {}
+    counts: dict[str, int] = {}
+    for r in ranges:
+        by_file.setdefault(r["file"], {})[r["range_index"]] = [(h["range_index"], h["clean"]) for h in r["handoffs"]]
+        counts[r["file"]] = r["ranges"]
+    keep = [(f, i) for f, handoffs in by_file.items() for i in sorted(valid_ranges(counts[f], handoffs))]
+    keep_df = spark.createDataFrame(keep, "segment string, range_index int")
+    split = decoded.where(F.col("ranges") > 1).join(F.broadcast(keep_df), ["segment", "range_index"], "left_semi")
+    return whole.unionByName(split)
+
+
+def segment_files(decoded: DataFrame) -> DataFrame:
+    """One files row per segment: the counts of its kept ranges summed, the worst status."""
+    rank = F.array_position(F.array(*[F.lit(s) for s in R.STATUS_ORDER]), F.col("status"))
+    return (S.members(decoded, "file")
+            .groupBy("broker", "topic", "partition", "file", "kind", "size", "detail")
+            .agg(F.sum("error_count").cast("int").alias("error_count"), F.sum("batches").cast("int").alias("batches"),
+                 F.max(rank).alias("_rank"))
+            .withColumn("status", F.element_at(F.array(*[F.lit(s) for s in R.STATUS_ORDER]), F.col("_rank").cast("int")))
+            .drop("_rank"))
+
+
+def _chosen(states: DataFrame, topic: str) -> dict[int, int]:
+    """coordinator.choose_replicas over the (small) state rows of one internal topic."""
+    rows = states.where(F.col("topic") == topic).select("partition", "broker", "log_end_offset").collect()
+    return choose_replicas((r[0], r[1], r[2]) for r in rows)
+
+
 def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[int] = None,
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-                 include_superseded: bool = False) -> ScanFrames:
-    listing = list_inputs(roots, include_superseded=include_superseded)
+                 include_superseded: bool = False, split_bytes: int = SPLIT_BYTES,
+                 bootstrap: str = DEFAULT_BOOTSTRAP) -> ScanFrames:
+    listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes)
     parallelism = spark.sparkContext.defaultParallelism
     groups = plan_tasks(listing.units, parallelism)
-    # The grouped step's output is cached with as many partitions as the shuffle has, and all
-    # nine writes read it: Spark's default 200 costs ~20 ms a task each time on a small copy.
+    # The grouped steps' outputs are cached with as many partitions as the shuffle has, and the
+    # writes read them: Spark's default 200 costs ~20 ms a task each time on a small copy.
     spark.conf.set("spark.sql.shuffle.partitions",
                    str(max(parallelism, min(MAX_SHUFFLE_PARTITIONS, -(-len(listing.replicas) // REPLICAS_PER_TASK)))))
-    decoded = work_units(spark, groups).mapInArrow(
-        tasks.decode_files, S.spark_schema(tasks.DECODED)).persist()
-    batches = S.members(decoded, "batch")
-    txn_log = S.members(decoded, "txn_log")
+    decoded = work_units(spark, groups).mapInArrow(tasks.decode_files, S.spark_schema(tasks.DECODED)).persist()
+    kept = kept_ranges(spark, decoded)
+    batches = S.members(kept, "batch")
+    txn_log = S.members(kept, "txn_log")
 
     replicas = _frame(spark, listing.replicas, tasks.REPLICA_INFO)
     replica_out = (replicas.groupBy(*KEYS).cogroup(batches.groupBy(*KEYS))
                    .applyInArrow(tasks.replica_step, S.spark_schema(tasks.REPLICA_OUT))).persist()
-    partition_state = S.members(replica_out, "state")
+    states = S.members(replica_out, "state")
 
-    # The coordinator loads each __transaction_state partition up to its log end: take, per
-    # coordinator partition, the replica whose copy reaches furthest (ties: lowest broker).
-    best = Window.partitionBy("partition").orderBy(F.desc("log_end_offset"), F.asc("broker"))
-    chosen = (partition_state.where(F.col("topic") == TRANSACTION_STATE_TOPIC)
-              .withColumn("_rank", F.row_number().over(best)).where("_rank = 1").select(*KEYS))
-    coordinator_log = txn_log.join(chosen, KEYS, "left_semi")
-    coordinator = coordinator_log.groupBy("partition").applyInArrow(
-        tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE))
+    # The coordinator's view: per coordinator partition, the replica coordinator.choose_replicas
+    # picks (the same rule as the local driver), loaded per partition, merged on the driver.
+    chosen = _chosen(states, TRANSACTION_STATE_TOPIC)
+    chosen_df = spark.createDataFrame([(b, TRANSACTION_STATE_TOPIC, p) for p, b in chosen.items()],
+                                      "broker int, topic string, partition int")
+    coordinator_log = txn_log.join(F.broadcast(chosen_df), KEYS, "left_semi")
+    per_partition = (coordinator_log.groupBy("partition")
+                     .applyInArrow(tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE)).collect())
+    # One row per transactional id: small next to the data, shipped to the partition step.
+    merged = merge_partitions(R.txn_record_from_row(r.asDict(recursive=True)) for r in per_partition)
+    coordinator_rows = [{**R.replica_key(chosen[rec.coordinator_partition], TRANSACTION_STATE_TOPIC,
+                                         rec.coordinator_partition), **R.txn_record_row(rec)}
+                        for rec in merged.values()]
 
     if as_of_ms is None:
-        newest = (partition_state.select(F.max("max_timestamp").alias("t"))
+        newest = (states.select(F.max("max_timestamp").alias("t"))
                   .unionByName(coordinator_log.select(F.max("last_update_timestamp_ms").alias("t")))
                   .agg(F.max("t")).first()[0])
         as_of_ms = -1 if newest is None else int(newest)
-    # find-hanging can only prove a record absent when every coordinator partition is here.
-    coordinator_partitions = sorted(r[0] for r in chosen.select("partition").collect())
-    complete = bool(coordinator_partitions) and coordinator_partitions == list(range(coordinator_partitions[-1] + 1))
-    # One row per transactional id: small next to the data, shipped to the hanging step.
-    coordinator_rows = [r.asDict(recursive=True) for r in coordinator.collect()]
-    candidates = S.members(replica_out, "open_txn").mapInArrow(
-        tasks.hanging_step(coordinator_rows, as_of_ms, max_transaction_timeout_ms, complete),
-        S.spark_schema(R.HANGING_CANDIDATES))
 
-    files = S.members(decoded, "file").unionByName(_frame(spark, listing.files, R.FILES))
-    corruptions = (S.members(decoded, "finding")
+    # Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest.
+    metadata_broker = _chosen(states, CLUSTER_METADATA_TOPIC).get(0)
+    metadata_info = [r for r in listing.replicas
+                     if (r["broker"], r["topic"], r["partition"]) == (metadata_broker, CLUSTER_METADATA_TOPIC, 0)]
+    metadata_out = (_frame(spark, metadata_info, tasks.REPLICA_INFO).repartition(1)
+                    .mapInArrow(tasks.metadata_step(as_of_ms), S.spark_schema(tasks.METADATA_OUT))).persist()
+
+    needed = (F.col("record_type").isin("state", "open_txn")
+              | ((F.col("record_type") == "span") & F.col("span.end_marker_offset").isNotNull()))
+    partition_out = (replica_out.where(needed).groupBy(*PARTITION_KEYS)
+                     .cogroup(S.members(metadata_out, "leader").groupBy(*PARTITION_KEYS))
+                     .applyInArrow(tasks.partition_step(coordinator_rows, as_of_ms=as_of_ms,
+                                                        max_timeout_ms=max_transaction_timeout_ms,
+                                                        coordinator_complete=is_complete(chosen), bootstrap=bootstrap),
+                                   S.spark_schema(tasks.PARTITION_OUT))).persist()
+
+    files = (segment_files(kept)
+             .unionByName(S.members(replica_out, "file"))
+             .unionByName(_frame(spark, listing.files, R.FILES)))
+    corruptions = (S.members(kept, "finding")
                    .unionByName(S.members(replica_out, "finding"))
+                   .unionByName(S.members(metadata_out, "finding"))
                    .unionByName(_frame(spark, listing.findings, R.CORRUPTIONS)))
     tables = {
         "files": files, "batches": batches, "corruptions": corruptions, "txn_log": txn_log,
-        "coordinator_state": spark.createDataFrame(coordinator_rows, S.spark_schema(R.COORDINATOR_STATE))
-        if coordinator_rows else _frame(spark, [], R.COORDINATOR_STATE),
+        "coordinator_state": _frame(spark, coordinator_rows, R.COORDINATOR_STATE),
+        "producer_snapshots": S.members(replica_out, "snapshot"),
         "producer_state": S.members(replica_out, "producer"), "txn_spans": S.members(replica_out, "span"),
-        "partition_state": partition_state, "hanging_candidates": candidates,
+        "partition_state": S.members(partition_out, "state"),
+        "hanging_candidates": S.members(partition_out, "candidate"),
+        "abort_plans": S.members(partition_out, "plan"),
     }
-    return ScanFrames(tables, as_of_ms, [decoded, replica_out])
+    return ScanFrames(tables, as_of_ms, [decoded, replica_out, metadata_out, partition_out])
 
 
 def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optional[str] = None,
@@ -256,8 +308,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scan-id", help="id tagging every row (default: derived from the inputs)")
     p.add_argument("--include-superseded", action="store_true",
                    help="also read -delete/-future folders and .deleted/.cleaned/.swap files")
+    p.add_argument("--split-bytes", type=int, default=SPLIT_BYTES,
+                   help="segments larger than this are read by several tasks, one per byte range "
+                        "(default %(default)s)")
+    p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP,
+                   help="bootstrap server written into the abort_plans commands (default %(default)s)")
     p.add_argument("--master", default="local[*]", help="Spark master when not under spark-submit")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.split_bytes < 1:
+        p.error("--split-bytes must be positive")
+    return args
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -267,23 +327,59 @@ def main(argv: Optional[list[str]] = None) -> int:
     scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
                             as_of_ms=parse_as_of(args.as_of),
                             max_transaction_timeout_ms=args.max_transaction_timeout_ms,
-                            include_superseded=args.include_superseded)
-    print(summary(spark, args.output, scan_id, as_of_ms, time.monotonic() - started))
+                            include_superseded=args.include_superseded, split_bytes=args.split_bytes,
+                            bootstrap=args.bootstrap_server)
+    print(summary(spark, args.output, scan_id, as_of_ms, time.monotonic() - started,
+                  max_transaction_timeout_ms=args.max_transaction_timeout_ms))
     return 0
 
 
-def summary(spark: SparkSession, output: str, scan_id: str, as_of_ms: int, seconds: float) -> str:
+def figures(spark: SparkSession, output: str, scan_id: str, as_of_ms: int) -> summary_text.Figures:
+    """logscan.scan.summary's figures from this scan's tables: counts and sums are Spark
+    aggregates; only the rows the summary prints (at most summary.MAX_ROWS a list) are collected."""
     def load(table: str) -> DataFrame:
         return spark.read.format("delta").load(f"{output}/{table}").where(F.col("scan_id") == scan_id)
 
-    counts = {t: load(t).count() for t in ("files", "batches", "corruptions", "partition_state",
-                                           "txn_spans", "hanging_candidates")}
-    unstable = load("partition_state").where("lso_lag > 0").count()
-    lines = [f"scan {scan_id} as of {datetime.fromtimestamp(as_of_ms / 1000, timezone.utc).isoformat()} "
-             f"into {output} in {seconds:.1f} s",
-             "  " + ", ".join(f"{t}: {n}" for t, n in counts.items()),
-             f"  replicas with LSO below the high watermark: {unstable}"]
-    return "\n".join(lines)
+    limit = summary_text.MAX_ROWS
+    states = load("partition_state")
+    head = states.agg(
+        F.count(F.lit(1)).alias("replicas"),
+        F.countDistinct("topic", "partition").alias("partitions"),
+        F.countDistinct("broker").alias("brokers"),
+        F.coalesce(F.sum("open_transactions"), F.lit(0)).alias("open_transactions"),
+        F.countDistinct(F.when(F.col("has_late_transaction"), F.struct("topic", "partition"))).alias("late"),
+        F.count(F.when((F.col("lso_lag") > 0) | (F.col("open_transactions") > 0), 1)).alias("lagging")).first()
+    files = load("files").agg(
+        F.coalesce(F.sum(F.when(F.col("kind") == "log_segment", F.col("size"))), F.lit(0)).alias("bytes"),
+        F.count(F.when(F.col("kind") == "skipped", 1)).alias("skipped")).first()
+    corruptions = load("corruptions")
+    finding_lines = [Finding(r.file, r.position, r.reason, r.message).line()
+                     for r in corruptions.orderBy("file", "position", "message").limit(limit).collect()]
+    lagging = (states.where((F.col("lso_lag") > 0) | (F.col("open_transactions") > 0))
+               .orderBy(F.desc("lso_lag"), "topic", "partition", "broker")
+               .select(*summary_text.LAGGING_COLUMNS).limit(limit).collect())
+    candidates = load("hanging_candidates")
+    verdict = F.when(F.col("hanging"), 0).when(F.col("hanging").isNull(), 1).otherwise(2)
+    shown = (candidates.orderBy(verdict, "topic", "partition", "broker", "producer_id", "start_offset")
+             .select(*summary_text.CANDIDATE_COLUMNS).limit(limit).collect())
+    reasons = candidates.groupBy("reason", "hanging").count().collect()
+    return summary_text.Figures(
+        as_of_ms=as_of_ms, replicas=head["replicas"], partitions=head["partitions"], brokers=head["brokers"],
+        segment_bytes=files["bytes"], skipped=files["skipped"], findings=corruptions.count(),
+        finding_lines=finding_lines, open_transactions=head["open_transactions"], late_partitions=head["late"],
+        lagging=head["lagging"], lagging_rows=[r.asDict() for r in lagging], candidates=sum(r["count"] for r in reasons),
+        reasons=sorted(((r["reason"], r["hanging"], r["count"]) for r in reasons), key=summary_text.reasons_order),
+        candidate_rows=[r.asDict() for r in shown], tables=output)
+
+
+def summary(spark: SparkSession, output: str, scan_id: str, as_of_ms: int, seconds: float, *,
+            max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS) -> str:
+    """The text printed after the scan: logscan.scan.summary over :func:`figures`."""
+    out = io.StringIO()
+    out.write(f"scan {scan_id} into {output} in {seconds:.1f} s\n")
+    summary_text.write_figures(figures(spark, output, scan_id, as_of_ms), out,
+                               max_transaction_timeout_ms=max_transaction_timeout_ms)
+    return out.getvalue().rstrip("\n")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,17 @@
 """What runs inside Spark's Python workers: Arrow in, a call into logscan, Arrow out.
 
-Nothing here knows Kafka's rules: decoding is ``logscan.scan.replica.read_segment`` and the
-per-replica logic is ``logscan.state`` (replay, replica_state, latest_states, classify), the
-same calls the single-process driver (``logscan.scan.local``) makes. These functions only
-move rows between Arrow and those calls. The module is shipped to workers by value
-(``cloudpickle.register_pickle_by_value`` in scan.py), so workers need logscan, not
-spark_jobs, on their path.
+Nothing here knows Kafka's rules: decoding is ``logscan.scan.replica.read_segment``, the
+per-replica logic ``logscan.scan.replica.analyse_replica``, the coordinator's view
+``logscan.state.coordinator`` and the cross-replica rules (leader, agreement, find-hanging,
+plans) ``logscan.state.partition.assess_partition``: the same calls the single-process
+driver (``logscan.scan.local``) makes. These functions only move rows between Arrow and
+those calls. The module is shipped to workers by value (``cloudpickle.register_pickle_by_value``
+in scan.py), so workers need logscan, not spark_jobs, on their path.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
@@ -18,109 +20,128 @@ import pyarrow as pa
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir
 from logscan.scan import rows as R
-from logscan.scan.replica import TRANSACTION_STATE_TOPIC, ReplicaRead, load_snapshot_seed, read_segment
-from logscan.state import hanging
+from logscan.scan.replica import (TRANSACTION_STATE_TOPIC, ByteRange, analyse_replica, read_metadata_events,
+                                  read_segment)
+from logscan.state import partition as P
 from logscan.state.coordinator import index_by_producer_id, latest_states
 from logscan.state.facts import BatchFact
-from logscan.state.partition import replica_state
-from logscan.state.spans import replay
 
-#: One work unit per segment file; a Spark task gets a group of them (see scan.plan_tasks).
+#: One work unit per segment file or byte range of one; a Spark task gets a group of them
+#: (see scan.plan_tasks).
 WORK_UNIT = pa.schema([
     pa.field("task", pa.int32()), pa.field("broker", pa.int32()), pa.field("topic", pa.string()),
     pa.field("partition", pa.int32()), pa.field("file", pa.string()),
     pa.field("segment_base_offset", pa.int64()), pa.field("size", pa.int64()),
+    pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32()), pa.field("split_bytes", pa.int64()),
 ])
+
+_BASE_AND_FILE = pa.list_(pa.struct([pa.field("base_offset", pa.int64()), pa.field("file", pa.string())]))
 
 #: Per replica, what the grouped step needs besides its batches (listed on the driver).
 REPLICA_INFO = pa.schema([
     pa.field("broker", pa.int32()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-    pa.field("path", pa.string()), pa.field("first_segment_base", pa.int64()),
-    pa.field("last_segment_base", pa.int64()),
-    pa.field("snapshots", pa.list_(pa.struct([pa.field("base_offset", pa.int64()),
-                                              pa.field("file", pa.string())]))),
+    pa.field("path", pa.string()), pa.field("segments", _BASE_AND_FILE), pa.field("snapshots", _BASE_AND_FILE),
     pa.field("hw_checkpoint", pa.int64()), pa.field("log_start_checkpoint", pa.int64()),
 ])
+
+#: A byte range's hand-offs (see logscan.scan.replica.valid_ranges); files read whole have none.
+RANGES = pa.schema([
+    pa.field("file", pa.string()), pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32()),
+    pa.field("handoffs", pa.list_(pa.struct([pa.field("range_index", pa.int32()), pa.field("clean", pa.bool_())]))),
+])
+
+#: The leader of each partition at as_of, from __cluster_metadata.
+LEADERS = pa.schema([pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+                     pa.field("leader", pa.int32())])
+
+_RANGE_KEYS = [pa.field("segment", pa.string()), pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32())]
+_PARTITION_KEYS = [pa.field("topic", pa.string()), pa.field("partition", pa.int32())]
+
+DECODED = R.tagged_schema({"file": R.FILES, "batch": R.BATCHES, "txn_log": R.TXN_LOG, "finding": R.CORRUPTIONS,
+                           "range": RANGES}, _RANGE_KEYS)
+REPLICA_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "producer": R.PRODUCER_STATE, "span": R.TXN_SPANS,
+                               "open_txn": R.OPEN_TXNS, "snapshot": R.PRODUCER_SNAPSHOTS, "file": R.FILES,
+                               "finding": R.CORRUPTIONS}, _PARTITION_KEYS)
+METADATA_OUT = R.tagged_schema({"leader": LEADERS, "finding": R.CORRUPTIONS})
+PARTITION_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "candidate": R.HANGING_CANDIDATES,
+                                 "plan": R.ABORT_PLANS})
+
+_FLUSH_ROWS = 20_000
+
 
 def unit_tuples(group: list[R.Row]) -> list[tuple]:
     return [tuple(u[n] for n in WORK_UNIT.names) for u in group]
 
 
-DECODED = R.tagged_schema({"file": R.FILES, "batch": R.BATCHES, "txn_log": R.TXN_LOG,
-                           "finding": R.CORRUPTIONS})
-REPLICA_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "producer": R.PRODUCER_STATE,
-                               "span": R.TXN_SPANS, "open_txn": R.OPEN_TXNS, "finding": R.CORRUPTIONS})
-
-_FLUSH_ROWS = 20_000
-
-
-def _file_status(read: ReplicaRead) -> str:
-    if any(f.reason == "io" and f.position < 0 for f in read.findings):
-        return "unreadable"
-    return "damaged" if read.findings else "ok"
-
-
 def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
-    """One segment file into tagged rows: its batches, txn-log records, findings and its
-    `files` row (last, once the counts are known)."""
+    """One segment file (or byte range of one) into tagged rows: its batches, txn-log records,
+    findings, its hand-offs and its `files` row (last, once the counts are known; a split
+    file's rows are summed over its kept ranges in scan.py)."""
     key = R.replica_key(unit["broker"], unit["topic"], unit["partition"])
     path = unit["file"]
-    read = read_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC)
-    for i, fact in enumerate(read.facts):
-        yield "batch", R.batch_row(fact, key, path, unit["segment_base_offset"], i)
-    for rec in read.txn_log:
-        yield "txn_log", {**key, "file": path, **R.txn_record_row(rec)}
+    split = unit["ranges"] > 1
+    rng = ByteRange(unit["range_index"], unit["ranges"], unit["split_bytes"]) if split else None
+    read = read_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
+                        headers=True, byte_range=rng)
+    for fact, header in zip(read.facts, read.headers):
+        yield "batch", R.batch_row(fact, header, key, path, unit["segment_base_offset"])
+    for row in R.txn_log_rows(read, key, path):
+        yield "txn_log", row
     for finding in read.findings:
         yield "finding", R.finding_row(finding, key)
+    if split:
+        yield "range", {"file": path, "range_index": unit["range_index"], "ranges": unit["ranges"],
+                        "handoffs": [{"range_index": i, "clean": c} for i, c in read.handoffs]}
     yield "file", {**key, "file": path, "kind": "log_segment", "size": unit["size"],
-                   "status": _file_status(read), "error_count": len(read.findings),
+                   "status": R.file_status(read.findings), "error_count": len(read.findings),
                    "batches": len(read.facts), "detail": None}
 
 
 def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: work units in, tagged decoded rows out, in bounded Arrow batches."""
-    out: list[tuple[str, R.Row]] = []
     for batch in batches:
         for unit in batch.to_pylist():
+            extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
+            out: list[tuple[str, R.Row]] = []
             for item in decode_segment(unit):
                 out.append(item)
                 if len(out) >= _FLUSH_ROWS:
-                    yield R.to_tagged_batch(out, DECODED)
+                    yield R.to_tagged_batch(out, DECODED, extra)
                     out = []
-    if out:
-        yield R.to_tagged_batch(out, DECODED)
+            if out:
+                yield R.to_tagged_batch(out, DECODED, extra)
 
 
-def _facts(batches: pa.Table):
+def _facts(batches: pa.Table) -> list[BatchFact]:
     """The replica's batch rows as BatchFacts in log order (segment, then position in it)."""
     if batches.num_rows == 0:
         return []
-    batches = batches.sort_by([("segment_base_offset", "ascending"), ("batch_index", "ascending")])
+    batches = batches.sort_by([("segment_base_offset", "ascending"), ("position", "ascending")])
     cols = [batches.column(name).to_pylist() for name in BatchFact._fields]
     return [BatchFact(*values) for values in zip(*cols)]
+
+
+def _replica_dir(info: R.Row) -> ReplicaDir:
+    return ReplicaDir(info["broker"], info["topic"], info["partition"], Path(info["path"]),
+                      segments=[(s["base_offset"], Path(s["file"])) for s in info["segments"] or ()],
+                      snapshots=[(s["base_offset"], Path(s["file"])) for s in info["snapshots"] or ()])
 
 
 def replica_rows(info: R.Row, batches: pa.Table) -> list[tuple[str, R.Row]]:
     """Kafka's per-replica rules over one replica: what logscan.scan.local.scan computes
     for it, as tagged rows."""
-    key = R.replica_key(info["broker"], info["topic"], info["partition"])
-    facts = _facts(batches)
-    findings: list[Finding] = []
-    replica = ReplicaDir(info["broker"], info["topic"], info["partition"], Path(info["path"]),
-                         snapshots=[(s["base_offset"], Path(s["file"])) for s in info["snapshots"] or ()])
-    first_offset = facts[0].base_offset if facts else None
-    seed = load_snapshot_seed(replica, first_offset, findings)
-    rep = replay(facts, seed)
-    state = replica_state(info["broker"], info["topic"], info["partition"], rep,
-                          first_segment_base=info["first_segment_base"],
-                          last_segment_base=info["last_segment_base"],
-                          hw_checkpoint=info["hw_checkpoint"], log_start_checkpoint=info["log_start_checkpoint"])
-    max_timestamp = max((f.max_timestamp for f in facts), default=-1)
-    out: list[tuple[str, R.Row]] = [("state", R.state_row(state, max_timestamp))]
-    out.extend(("producer", r) for r in R.producer_rows(rep.producers, key))
-    out.extend(("span", r) for r in R.span_rows(rep.spans, key))
-    out.extend(("open_txn", r) for r in R.open_txn_rows(rep.producers, key))
-    out.extend(("finding", R.finding_row(f, key)) for f in findings)
+    replica = _replica_dir(info)
+    key = R.replica_key(replica.broker, replica.topic, replica.partition)
+    a = analyse_replica(replica, _facts(batches), hw_checkpoint=info["hw_checkpoint"],
+                        log_start_checkpoint=info["log_start_checkpoint"])
+    view = a.view()
+    out: list[tuple[str, R.Row]] = [("state", R.state_row(a.state, a.max_timestamp, a.leader_epoch))]
+    out.extend(("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))
+    out.extend(("span", r) for r in R.span_rows(a.replay.spans, key))
+    out.extend(("open_txn", r) for r in R.open_txn_rows(view, key))
+    out.extend(("snapshot", r) for r in R.snapshot_rows(a.snapshots, key, a.snapshot_check))
+    out.extend(("file", r) for r in R.snapshot_file_rows(a.snapshots, key))
+    out.extend(("finding", R.finding_row(f, key)) for f in a.findings)
     return out
 
 
@@ -134,8 +155,9 @@ def replica_step(infos: pa.Table, batches: pa.Table) -> pa.Table:
 
 def coordinator_step(records: pa.Table) -> pa.Table:
     """Grouped by coordinator partition (one chosen replica): the latest record per
-    transactional id, via logscan.state.coordinator.latest_states."""
-    rows = sorted(records.to_pylist(), key=lambda r: r["offset"])
+    transactional id of that partition, via logscan.state.coordinator.latest_states (the
+    driver merges the partitions with coordinator.merge_partitions)."""
+    rows = sorted(records.to_pylist(), key=lambda r: (r["file"], r["position"], r["offset"]))
     if not rows:
         return R.COORDINATOR_STATE.empty_table()
     key = R.replica_key(rows[0]["broker"], rows[0]["topic"], rows[0]["partition"])
@@ -144,21 +166,50 @@ def coordinator_step(records: pa.Table) -> pa.Table:
     return pa.Table.from_batches([R.to_batch(out, R.COORDINATOR_STATE)])
 
 
-def hanging_step(coordinator_rows: list[R.Row], as_of_ms: int, max_timeout_ms: int,
-                 coordinator_complete: bool):
-    """A mapInArrow body over open transactions: find-hanging's filter and verdict, judged
-    against the coordinator state (shipped in the closure: one row per transactional id)."""
+def metadata_step(as_of_ms: int):
+    """A mapInArrow body over the chosen `__cluster_metadata` replica (one REPLICA_INFO row):
+    the last leader of every partition up to as_of (logscan.state.partition.partition_leaders)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        latest = {r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows}
-        index = index_by_producer_id(latest)
         for batch in batches:
-            out = []
-            for row in batch.to_pylist():
-                txn = R.open_txn_from_row(row)
-                if not hanging.is_candidate(txn, as_of_ms, max_timeout_ms):
-                    continue
-                verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator_complete)
-                key = R.replica_key(row["broker"], row["topic"], row["partition"])
-                out.append(R.candidate_row(key, txn, as_of_ms - txn.last_timestamp, verdict))
-            yield R.to_batch(out, R.HANGING_CANDIDATES)
+            for info in batch.to_pylist():
+                replica = _replica_dir(info)
+                key = R.replica_key(replica.broker, replica.topic, replica.partition)
+                findings: list[Finding] = []
+                leaders = P.partition_leaders(read_metadata_events(replica, findings), as_of_ms)
+                out = [("leader", {"topic": t, "partition": p, "leader": b}) for (t, p), b in leaders.items()]
+                out.extend(("finding", R.finding_row(f, key)) for f in findings)
+                yield R.to_tagged_batch(out, METADATA_OUT)
+    return run
+
+
+def partition_step(coordinator_rows: list[R.Row], *, as_of_ms: int, max_timeout_ms: int,
+                   coordinator_complete: bool, bootstrap: str):
+    """Cogrouped applyInArrow body per (topic, partition): the replicas' state, open-transaction
+    and span rows, and the partition's leader row (if __cluster_metadata names one), through
+    logscan.state.partition.assess_partition against the coordinator state (shipped in the
+    closure: one row per transactional id)."""
+    def run(replica_rows: pa.Table, leaders: pa.Table) -> pa.Table:
+        if replica_rows.num_rows == 0:
+            return PARTITION_OUT.empty_table()
+        index = index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})
+        states: dict[int, R.Row] = {}
+        members: dict[str, dict[int, list[R.Row]]] = {"open_txn": defaultdict(list), "span": defaultdict(list)}
+        for kind, state, txn, span in zip(*(replica_rows.column(n).to_pylist()
+                                            for n in ("record_type", "state", "open_txn", "span"))):
+            if kind == "state":
+                states[state["broker"]] = state
+            elif kind == "open_txn":
+                members["open_txn"][txn["broker"]].append(txn)
+            elif kind == "span":
+                members["span"][span["broker"]].append(span)
+        views = [R.view_from_rows(states[b], members["open_txn"][b], members["span"][b]) for b in sorted(states)]
+        leader = leaders.column("leader").to_pylist()[0] if leaders.num_rows else None
+        result = P.assess_partition(views, metadata_leader=leader, index=index, as_of_ms=as_of_ms,
+                                    max_timeout_ms=max_timeout_ms, coordinator_complete=coordinator_complete,
+                                    bootstrap=bootstrap)
+        out = [("state", R.assessed(states[a.broker], a)) for a in result.replicas]
+        out.extend(("candidate", R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn, c.age_ms,
+                                                 c.verdict)) for c in result.candidates)
+        out.extend(("plan", R.plan_row(broker, plan)) for broker, plan in result.plans)
+        return pa.Table.from_batches([R.to_tagged_batch(out, PARTITION_OUT)])
     return run

@@ -13,15 +13,14 @@ and sets a non-zero exit status. Findings never go to stdout, so stdout stays co
 
 from __future__ import annotations
 
-import json as _json
 from typing import TextIO
 
-from logscan.format import control
-from logscan.format.batch import decode_batch_header, iter_records
+from logscan.format.batch import RecordBatch, decode_batch_header, iter_records
 from logscan.format.errors import DecodeError
-from logscan.logdir.segment import (Finding, Tail, io_finding, open_segment, walk_log)
+from logscan.format.logfile import (HEADER_SIZE_UP_TO_MAGIC, SkippedRegion, TruncatedTail,
+                                    ZeroFilledRegion, walk_batches)
+from logscan.logdir.segment import Finding, io_finding, open_segment
 
-from . import parsers
 from .javaisms import java_absolute_path, java_file_name, java_file_str
 from .options import INT_MAX, DumpOptions
 from .report import EndOfRunReport
@@ -82,7 +81,9 @@ class Dumper:
     def _say(self, f: Finding) -> None:
         self.out.flush()  # keep stdout and stderr in order on a terminal
         if self.json:
-            self.err.write(_json.dumps({"type": "finding", "file": f.path, "position": f.position,
+            import json
+
+            self.err.write(json.dumps({"type": "finding", "file": f.path, "position": f.position,
                                         "reason": f.reason, "message": f.message}) + "\n")
         else:
             self.err.write(f.line() + "\n")
@@ -163,10 +164,12 @@ class Dumper:
         print_data = self.opts.should_print_data_log(decoder)
         parse = None
         if print_data:
+            from . import parsers
             parse = (parsers.internal_topic_parser(decoder) if decoder
                      else parsers.decoder_parser(self.opts.key_decoder, self.opts.value_decoder))
         gaps = self.report.non_consecutive(java_absolute_path(path)) if deep else None
         last_offset = -1
+        cut = self.opts.max_bytes != INT_MAX
         with open_segment(path) as seg:
             end = min(seg.size, self.opts.max_bytes)
             if seg.unread_bytes:
@@ -175,32 +178,53 @@ class Dumper:
             if seg.size == 0:
                 # Normal for a freshly rolled segment; said, but not an error.
                 self.note(Finding(path, -1, "empty", "empty file, no batches"))
-            for item in walk_log(seg.buf, end, path, decode_batch=decode_any_batch,
-                                 resync_truncated=self.opts.max_bytes == INT_MAX):
-                if isinstance(item, Finding):
-                    self.finding(item)
-                    continue
-                if isinstance(item, Tail):
-                    self._tail(item, path, name, end)
-                    break
-                batch = item
-                self.sink.batch(batch, batch.position)
-                if not batch.is_valid:
-                    self.finding(Finding(path, batch.position, "crc",
-                                         f"batch ending at offset {batch.last_offset} fails its CRC check "
-                                         f"(stored {batch.crc})"))
-                if not deep:
-                    continue
-                try:
-                    for record in iter_batch_records(seg.buf, batch, self.opts.max_decompressed):
-                        if last_offset == -1:
-                            last_offset = record.offset
-                        elif record.offset != last_offset + 1:
-                            gaps.append(last_offset, record.offset)
-                        last_offset = record.offset
-                        self._record(batch, record, parse, path)
-                except DecodeError as e:
-                    self.finding(Finding.from_error(path, e))
+            print_batch, v2_batch = self.sink.batch, RecordBatch
+            helper = None
+            parallel = self.opts.parallel_min_bytes
+            if parallel is not None and end >= parallel and not (deep or cut or self.json):
+                from .parallel import SecondHalf
+                helper = SecondHalf.start(seg.buf, end // 2, end, TextSink)
+            middle = end // 2 if helper else end + 1  # where this process takes the child's lines
+            try:
+                # One walk, or two when the child printed a stretch: the second resumes where
+                # the child stopped (the walk's only state is its position).
+                items = walk_batches(seg.buf, 0, end, cut=cut)
+                while items is not None:
+                    batches, items = items, None
+                    for batch in batches:
+                        if batch.__class__ is not v2_batch and isinstance(batch, DecodeError):
+                            self._walk_finding(batch, path, name, end)
+                            continue
+                        if batch.position >= middle:
+                            middle = end + 1
+                            resume = helper.take(batch.position, self.out)
+                            if resume is not None:
+                                items = walk_batches(seg.buf, resume, end, cut=cut)
+                                break
+                        print_batch(batch)
+                        if not batch.crc_valid:
+                            self.finding(Finding(path, batch.position, "crc",
+                                                 f"batch ending at offset {batch.last_offset} fails its "
+                                                 f"CRC check (stored {batch.crc})"))
+                        if deep:
+                            last_offset = self._records(batch, seg.buf, path, parse, gaps, last_offset)
+            finally:
+                if helper:
+                    helper.close()
+
+    def _records(self, batch, buf, path: str, parse, gaps, last_offset: int) -> int:
+        """Print the records of ``batch``; returns the last record offset seen."""
+        try:
+            for record in iter_batch_records(buf, batch, self.opts.max_decompressed):
+                if last_offset == -1:
+                    last_offset = record.offset
+                elif record.offset != last_offset + 1:
+                    gaps.append(last_offset, record.offset)
+                last_offset = record.offset
+                self._record(batch, record, parse, path)
+        except DecodeError as e:
+            self.finding(Finding.from_error(path, e))
+        return last_offset
 
     def _record(self, batch, record, parse, path: str) -> None:
         metadata = not self.opts.skip_record_metadata
@@ -219,6 +243,7 @@ class Dumper:
         self.sink.record(batch, record, metadata=metadata, control_text=control_text, data=data)
 
     def _control_text(self, batch, record) -> str:
+        from logscan.format import control
         key = control.decode_control_key(record.key, batch.position)
         if key.is_transaction_marker:
             marker = control.decode_end_txn_marker(key, record.value, batch.position)
@@ -227,24 +252,30 @@ class Dumper:
         text = raft.render_control_value(key.type_id, record.value)
         return text if text is not None else f" controlType: {key.label}"
 
-    def _tail(self, tail: Tail, path: str, name: str, end: int) -> None:
-        if tail.count <= 0:
+    def _walk_finding(self, error: DecodeError, path: str, name: str, end: int) -> None:
+        """A finding of the walk: located on stderr; the bytes that end the log (where
+        FileLogInputStream stops) are also kafka-dump-log's "Found N invalid bytes"."""
+        length = getattr(error, "length", 0)
+        if not isinstance(error, (TruncatedTail, SkippedRegion)) or error.position + length != end:
+            self.finding(Finding.from_error(path, error))
             return
         if self.opts.max_bytes == INT_MAX:
-            self.sink.invalid_bytes(tail.count, name)
-        if self.opts.max_bytes != INT_MAX and tail.reason in ("short", "truncated"):
+            self.sink.invalid_bytes(length, name)
+        if length <= HEADER_SIZE_UP_TO_MAGIC:
+            reason, what = "short", f"{length} trailing bytes, too few for a batch header"
+        elif isinstance(error, ZeroFilledRegion):
+            reason, what = "zero-filled", (f"{length} zero bytes to the end of the file (preallocated "
+                                           "or never written); kafka-dump-log fails here")
+        elif isinstance(error, TruncatedTail):
+            reason, what = "truncated", f"last batch is truncated: {length} bytes left of a longer batch"
+        else:
+            reason, what = "unreadable", f"no valid batch in the last {length} bytes"
+        if reason in ("short", "truncated") and self.opts.max_bytes != INT_MAX:
             return  # the --max-bytes cut, not damage
-        what = {
-            "short": f"{tail.count} trailing bytes, too few for a batch header",
-            "truncated": f"last batch is truncated: {tail.count} bytes left of a longer batch",
-            "zero-filled": f"{tail.count} zero bytes to the end of the file (preallocated or "
-                           "never written); kafka-dump-log fails here",
-            "unreadable": f"no valid batch in the last {tail.count} bytes",
-        }[tail.reason]
-        if tail.position == 0 and tail.reason in ("truncated", "unreadable"):
-            what = (f"no valid batch in the file's {tail.count} bytes: not a Kafka log segment, "
+        if error.position == 0 and reason in ("truncated", "unreadable") and length > HEADER_SIZE_UP_TO_MAGIC:
+            what = (f"no valid batch in the file's {length} bytes: not a Kafka log segment, "
                     "or damaged from its first byte")
-        self.finding(Finding(path, tail.position, tail.reason or "truncated", what))
+        self.finding(Finding(path, error.position, reason, what))
 
     # -- indexes, snapshots -------------------------------------------------------------
 

@@ -22,9 +22,9 @@ import struct
 from logscan.format import index as idx
 from logscan.format.batch import decode_batch_header
 from logscan.format.errors import DecodeError
+from logscan.format.logfile import MAGIC_OFFSET, kafka_entries
 from logscan.format.snapshot import decode_producer_snapshot
-from logscan.logdir.segment import (HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_OVERHEAD_V0,
-                                    Finding, open_segment)
+from logscan.logdir.segment import Finding, open_segment
 
 from .javaisms import java_absolute_path, java_file_name
 
@@ -55,24 +55,10 @@ def _open_log(d, path: str, log_path: str):
 
 def _batch_last_offset(buf, pos: int, end: int) -> int:
     """lastOffset of the batch at ``pos`` (header only, no CRC check, as Kafka's file batch)."""
-    magic = buf[pos + 16]
+    magic = buf[pos + MAGIC_OFFSET]
     if magic == 2:
         return decode_batch_header(buf, pos, end, verify_crc=False)[0].last_offset
     return _INT64.unpack_from(buf, pos)[0]  # legacy: the log header's offset is the last
-
-
-def _batches(buf, pos: int, end: int):
-    """(position, size) of each batch from ``pos`` by FileLogInputStream's rules; raises a
-    DecodeError where Kafka throws (a size field below 14)."""
-    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
-        size = _INT32.unpack_from(buf, pos + 8)[0]
-        if size < RECORD_OVERHEAD_V0:
-            raise DecodeError(f"Found record size {size} smaller than minimum record overhead "
-                              f"({RECORD_OVERHEAD_V0})", pos + 8)
-        if pos > end - LOG_OVERHEAD - size:
-            return
-        yield pos, LOG_OVERHEAD + size
-        pos += LOG_OVERHEAD + size
 
 
 def dump_index(d, path: str, shown: str) -> None:
@@ -111,7 +97,7 @@ def _first_batch_last_offset(d, path: str, log, entry) -> int | None:
         return None
     end = min(log.size, pos + d.opts.max_message_size)
     try:
-        for at, _size in _batches(log.buf, pos, end):
+        for at, _size in kafka_entries(log.buf, pos, end):
             return _batch_last_offset(log.buf, at, end)
     except DecodeError as e:
         d.finding(Finding(path, entry.position, e.reason,
@@ -199,7 +185,7 @@ def _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts) -> 
     found = None
     try:
         if 0 <= pos <= log.size:
-            for at, _size in _batches(log.buf, pos, log.size):
+            for at, _size in kafka_entries(log.buf, pos, log.size):
                 if _batch_last_offset(log.buf, at, log.size) >= entry.offset:
                     found = at
                     break

@@ -8,6 +8,10 @@ INT_MAX = 2**31 - 1
 #: kafka-dump-log's --max-message-size default (5 MiB).
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
+#: `logscan dump`'s smallest .log for a second process (logscan.dump.parallel): below this a
+#: fork, about a millisecond, buys nothing.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
 DECODER_KINDS = ("transaction", "offsets", "metadata")
 
 
@@ -33,6 +37,10 @@ class DumpOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     auto_decoder: bool = False
     max_decompressed: int = 256 * 1024 * 1024
+    #: A batch-level text dump of a .log at least this large prints its second half in a
+    #: forked child (logscan.dump.parallel); None: never (the library default, as a fork
+    #: is the command's business, not that of a program embedding the dumper).
+    parallel_min_bytes: int | None = None
 
     def should_print_data_log(self, decoder: str | None) -> bool:
         """Any decoder option implies --print-data-log (DumpLogSegmentsOptions)."""

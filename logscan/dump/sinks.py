@@ -9,13 +9,13 @@ scripts (``jq``); values are numbers/booleans/null rather than Java's text.
 
 from __future__ import annotations
 
-import json
 from typing import TextIO
 
-from logscan.format.index import format_aborted_txn
-from logscan.format.snapshot import format_snapshot_entry
+from logscan.format.batch import INT32_MAX, RecordBatch
+from logscan.format.compression import codec_name
 
 from .javaisms import java_bool, optional_long
+
 
 def size_of(data) -> int:
     """Record.keySize/valueSize: -1 for null."""
@@ -30,12 +30,40 @@ def max_timestamp(b) -> int:
 #: kafka-dump-log's indent for record lines (DumpLogSegments.RecordIndent).
 RECORD_INDENT = "|"
 
+_TEMPLATES_LIMIT = 4096  # distinct (producer, epoch, leader epoch, attributes) remembered
+
+
+def _v2_templates(b, delete_horizon_ms: int | None) -> tuple[str, str]:
+    """The %-templates (valid, invalid) of a v2 batch line like ``b``: the numbers that change
+    from batch to batch are left as %d, the text that depends only on the producer, the
+    attributes and the delete horizon is written in."""
+    fixed = (f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
+             f"partitionLeaderEpoch: {b.partition_leader_epoch} "
+             f"isTransactional: {java_bool(b.is_transactional)} isControl: {java_bool(b.is_control)} "
+             f"deleteHorizonMs: {optional_long(delete_horizon_ms)} ")
+    head = ("baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d "
+            + fixed.replace("%", "%%") + f"position: %d {b.timestamp_type}: %d size: %d "
+            f"magic: {b.magic} compresscodec: {b.codec.replace('%', '%%')} crc: %d isvalid: ")
+    return head + "true\n", head + "false\n"
+
+
+def _producer_templates(producer_id: int, producer_epoch: int, leader_epoch: int,
+                        attributes: int) -> tuple[str, str] | None:
+    """``_v2_templates`` for the batches of one producer with one set of attributes; None
+    when each batch carries its own delete horizon (KIP-534) into its line."""
+    probe = RecordBatch(0, 0, 0, leader_epoch, 2, 0, attributes, 0, 0, 0, producer_id,
+                        producer_epoch, 0, 0, True)
+    return None if probe.has_delete_horizon else _v2_templates(probe, None)
+
 
 class TextSink:
     """kafka-dump-log's text, line for line."""
 
     def __init__(self, out: TextIO):
         self.out = out
+        self._templates: dict[tuple, tuple[str, str] | None] = {}
+        self._last_key: tuple | None = None  # consecutive batches mostly share a producer
+        self._last_templates: tuple[str, str] | None = None
 
     def begin_file(self, shown: str) -> None:
         self.out.write(f"Dumping {shown}\n")
@@ -49,19 +77,38 @@ class TextSink:
         else:
             self.out.write(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
 
-    def batch(self, b, position: int) -> None:
-        if b.magic >= 2:
-            head = (f"baseOffset: {b.base_offset} lastOffset: {b.last_offset} count: {b.records_count} "
-                    f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} "
-                    f"producerId: {b.producer_id} producerEpoch: {b.producer_epoch} "
-                    f"partitionLeaderEpoch: {b.partition_leader_epoch} "
-                    f"isTransactional: {java_bool(b.is_transactional)} "
-                    f"isControl: {java_bool(b.is_control)} "
-                    f"deleteHorizonMs: {optional_long(b.delete_horizon_ms)}")
+    def batch(self, b) -> None:
+        """One batch line. The hot path of `logscan dump`: a segment holds a batch every
+        few KiB, so a v2 line is one %-format of numbers from the header tuple into a
+        template holding the text that depends only on the producer and the attributes."""
+        if b.__class__ is not RecordBatch:
+            self._legacy_batch(b)
+            return
+        (position, base_offset, length, leader_epoch, _, crc, attributes, last_delta, _,
+         max_ts, producer_id, producer_epoch, base_sequence, count, valid) = b
+        key = (producer_id, producer_epoch, leader_epoch, attributes)
+        if key == self._last_key:
+            templates = self._last_templates
         else:
-            head = f"offset: {b.last_offset}"
+            if key not in self._templates:
+                if len(self._templates) >= _TEMPLATES_LIMIT:
+                    self._templates.clear()
+                self._templates[key] = _producer_templates(*key)
+            templates = self._templates[key]
+            self._last_key, self._last_templates = key, templates
+        if templates is None:
+            templates = _v2_templates(b, b.delete_horizon_ms)
+        if 0 <= base_sequence <= INT32_MAX - last_delta and last_delta >= 0:
+            last_sequence = base_sequence + last_delta
+        else:
+            last_sequence = b.last_sequence  # no sequence, or Kafka's wrap-around
+        self.out.write(templates[0 if valid else 1] % (
+            base_offset, base_offset + last_delta, count, base_sequence, last_sequence,
+            position, max_ts, length + 12, crc))
+
+    def _legacy_batch(self, b) -> None:
         self.out.write(
-            f"{head} position: {position} {b.timestamp_type}: {max_timestamp(b)} "
+            f"offset: {b.last_offset} position: {b.position} {b.timestamp_type}: {b.timestamp} "
             f"size: {b.size_in_bytes} magic: {b.magic} compresscodec: {b.codec} "
             f"crc: {b.crc} isvalid: {java_bool(b.is_valid)}\n")
 
@@ -108,9 +155,11 @@ class TextSink:
         self.out.write(f"timestamp: {timestamp} offset: {offset}\n")
 
     def txn_entry(self, e) -> None:
+        from logscan.format.index import format_aborted_txn
         self.out.write(format_aborted_txn(e) + "\n")
 
     def snapshot_entry(self, e) -> None:
+        from logscan.format.snapshot import format_snapshot_entry
         self.out.write(format_snapshot_entry(e) + "\n")
 
     def extra(self, kind: str, text: str, fields: dict) -> None:
@@ -122,11 +171,14 @@ class JsonSink:
     """One JSON object per line: ``{"type": "batch"|"record"|..., "file": ..., ...}``."""
 
     def __init__(self, out: TextIO):
+        import json
+
         self.out = out
         self.file = None
+        self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def _emit(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        self.out.write(self._dumps(obj) + "\n")
 
     def begin_file(self, shown: str) -> None:
         self.file = shown
@@ -139,8 +191,8 @@ class JsonSink:
         self._emit({"type": "snapshot", "file": self.file, "end_offset": end_offset,
                     "epoch": epoch, "bootstrap": end_offset is None})
 
-    def batch(self, b, position: int) -> None:
-        obj = {"type": "batch", "file": self.file, "position": position, "magic": b.magic,
+    def batch(self, b) -> None:
+        obj = {"type": "batch", "file": self.file, "position": b.position, "magic": b.magic,
                "last_offset": b.last_offset}
         if b.magic >= 2:
             obj.update({

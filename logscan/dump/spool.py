@@ -9,7 +9,6 @@ temporary file past a small in-memory size and read it back in either order.
 from __future__ import annotations
 
 import struct
-import tempfile
 from typing import Iterator
 
 _PAIR = struct.Struct(">qq")
@@ -19,6 +18,8 @@ _READ_PAIRS = 4096
 
 class PairSpool:
     def __init__(self) -> None:
+        import tempfile  # only a run that has something to report pays for it
+
         self._file = tempfile.SpooledTemporaryFile(max_size=_MEMORY_LIMIT)
         self.count = 0
 

@@ -185,7 +185,9 @@ def _inner_messages(entry: LegacyBatch, max_decompressed: int, max_message_size:
         raise CorruptRecordError(
             f"Found invalid compressed record set with null value (magic = {entry.magic})",
             entry.position, expected="compressed value", found=None)
-    value_at = entry.next_position - len(entry.value)
+    # The value is the entry's last field; an empty one is located at its length field, so
+    # that the error names a byte of this entry rather than the first byte of the next.
+    value_at = entry.next_position - len(entry.value) - (0 if entry.value else 4)
     nested = compression.decompress(entry.compression, entry.value, magic=entry.magic,
                                     max_output=max_decompressed, position=value_at)
     wrapper_lat = entry.magic == 1 and entry.timestamp_type == "LogAppendTime"

@@ -1,11 +1,18 @@
 """Walking the entries of a whole ``.log`` buffer, as ``FileLogInputStream`` does, but on.
 
-Kafka reads a segment entry by entry: 12 bytes of offset and size, the magic at byte 16
-decides v2 batch or v0/v1 message, so formats may be mixed. It stops quietly at a partial
-tail and throws at the first structural error. A forensic tool must see past that, so
-``walk_batches`` yields a *finding* (a DecodeError instance, not raised) and goes on:
+This is the one walker of logscan: the scan (``logscan.scan.replica``) and `logscan dump`
+both read a segment with ``walk_batches``, and the dump's index checks frame entries with
+``kafka_entries``; Kafka's framing rules are written down here once.
 
-- a partial last entry, or fewer than 17 trailing bytes -> one ``TruncatedTail``;
+Kafka reads a segment entry by entry (FileLogInputStream.nextBatch, Kafka 4.1): 12 bytes
+of offset and size, the magic at byte 16 decides v2 batch or v0/v1 message, so formats may
+be mixed. It stops quietly when at most 17 bytes are left (HEADER_SIZE_UP_TO_MAGIC) or when
+the entry runs past the end, and throws CorruptRecordException at a size below 14.
+kafka-dump-log then prints "Found N invalid bytes at the end" for what was not read.
+A forensic tool must see past that, so ``walk_batches`` stops where Kafka stops but yields
+a *finding* (a DecodeError instance, not raised) where Kafka would stop or die, and goes on:
+
+- a partial last entry, or at most 17 trailing bytes -> one ``TruncatedTail``;
 - a zero-filled region (a preallocated segment, ``log.preallocate``) -> one
   ``ZeroFilledRegion``, however long;
 - a size < 14, a size past the end with a valid entry further on, an unknown magic or an
@@ -13,8 +20,8 @@ tail and throws at the first structural error. A forensic tool must see past tha
   plausible entry (magic at +16, sane size, valid CRC).
 
 A CRC mismatch is not a walk error: the batch is yielded with ``crc_valid=False``.
-The buffer is never copied whole: headers are read in place, the resync search copies at
-most one window at a time.
+The buffer is never copied whole: headers are read in place, CRCs are computed over
+memoryview slices, the resync search copies at most one window at a time.
 """
 
 from __future__ import annotations
@@ -24,9 +31,7 @@ import struct
 import zlib
 from typing import Iterator, Union
 
-from crc32c import crc32c
-
-from .batch import RecordBatch, decode_batch_header
+from .batch import BATCH_HEADER, RecordBatch, crc32c, decode_batch_header
 from .errors import CorruptRecordError, DecodeError, TruncatedInput, UnknownMagic
 from .legacy import LegacyBatch, decode_legacy_entry
 
@@ -34,8 +39,10 @@ LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
 MAGIC_OFFSET = 16
 MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: FileLogInputStream's floor for all magics
-MIN_V2_SIZE = 49  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+MIN_V2_SIZE = BATCH_HEADER.size - LOG_OVERHEAD  # 49: DefaultRecordBatch.RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+_V2_CRC_START = 21  # the batch CRC covers attributes..end
 _OFFSET_SIZE = struct.Struct(">qi")
+_SIZE = struct.Struct(">i")
 _CRC = struct.Struct(">I")
 RESYNC_WINDOW = 1 << 20
 # A resync candidate claiming more than this is not believed: checking its CRC would cost a
@@ -75,17 +82,35 @@ class ZeroFilledRegion(SkippedRegion):
 
 
 def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: bool = True,
-                 resync: bool = True) -> Iterator[Entry | DecodeError]:
+                 resync: bool = True, cut: bool = False) -> Iterator[Entry | DecodeError]:
     """Yield every entry in ``buf[start:end]`` in order, and findings where there are none.
 
     With ``resync=False`` the walk stops after its first finding, as Kafka's reader would.
+    ``cut=True`` says ``end`` is a cut through the log (kafka-dump-log ``--max-bytes``), not
+    its end: an entry crossing it ends the walk with a TruncatedTail, as Kafka stops there,
+    instead of being taken for a damaged size and looked past.
     """
-    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    mv = buf if type(buf) is memoryview else memoryview(buf)
     end = len(mv) if end is None else min(end, len(mv))
+    # Locals for the loop below: it runs once per batch of every segment read.
+    unpack_header, new_batch, batch_class, crc = BATCH_HEADER.unpack_from, tuple.__new__, RecordBatch, crc32c
+    last_header, min_size, crc_start = end - BATCH_HEADER.size, MIN_V2_SIZE, _V2_CRC_START
     pos = start
-    while pos < end:
+    while True:
+        # The common case inline, one header unpack per batch: a whole v2 batch with a sane
+        # size. Anything else (legacy entries, damage, the tail) takes the general step below.
+        while pos <= last_header:
+            fields = unpack_header(mv, pos)
+            next_pos = pos + LOG_OVERHEAD + fields[1]
+            if fields[3] != 2 or fields[1] < min_size or next_pos > end:
+                break
+            yield new_batch(batch_class, (
+                pos, *fields, crc(mv[pos + crc_start:next_pos]) == fields[4] if verify_crc else True))
+            pos = next_pos
+        if pos >= end:
+            return
         left = end - pos
-        if left < HEADER_SIZE_UP_TO_MAGIC:
+        if left <= HEADER_SIZE_UP_TO_MAGIC:
             yield _tail_finding(mv, pos, end, f"{left} bytes at the end are too few for an entry header")
             return
         _, size = _OFFSET_SIZE.unpack_from(mv, pos)
@@ -98,7 +123,7 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
                 f"Found record size {size} smaller than minimum record overhead ({MIN_ENTRY_SIZE})",
                 pos + 8, expected=f">= {MIN_ENTRY_SIZE}", found=size)
         elif size > left - LOG_OVERHEAD:
-            target = _find_next_entry(mv, pos + 1, end) if resync else None
+            target = find_next_entry(mv, pos + 1, end) if resync and not cut else None
             if target is None:
                 yield TruncatedTail(f"entry of {size + LOG_OVERHEAD} bytes is truncated: only "
                                     f"{left} bytes left", pos, left, expected=size + LOG_OVERHEAD)
@@ -112,7 +137,7 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
                 elif magic in (0, 1):
                     entry, pos = decode_legacy_entry(mv, pos, end, verify_crc=verify_crc)
                 else:
-                    raise UnknownMagic(f"Unknown magic byte {magic}", pos + MAGIC_OFFSET,
+                    raise UnknownMagic(f"Unknown magic {magic} (expected 0, 1 or 2)", pos + MAGIC_OFFSET,
                                        expected="0, 1 or 2", found=magic)
             except DecodeError as e:
                 cause = e
@@ -127,18 +152,36 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
         pos = yield from _skip(mv, pos, end)
 
 
+def kafka_entries(buf, pos: int, end: int) -> Iterator[tuple[int, int]]:
+    """(position, size in bytes) of each entry from ``pos`` by FileLogInputStream's rules
+    alone: no header is decoded, the walk stops where Kafka stops and raises a
+    CorruptRecordError where Kafka throws (a size below 14). kafka-dump-log's index checks
+    read the log this way from an index entry's position."""
+    while pos < end - HEADER_SIZE_UP_TO_MAGIC:
+        size = _SIZE.unpack_from(buf, pos + 8)[0]
+        if size < MIN_ENTRY_SIZE:
+            raise CorruptRecordError(f"Found record size {size} smaller than minimum record "
+                                     f"overhead ({MIN_ENTRY_SIZE})", pos + 8,
+                                     expected=f">= {MIN_ENTRY_SIZE}", found=size)
+        if pos > end - LOG_OVERHEAD - size:
+            return
+        yield pos, LOG_OVERHEAD + size
+        pos += LOG_OVERHEAD + size
+
+
 def _skip(mv: memoryview, pos: int, end: int):
     """Yield one finding for the unreadable bytes from ``pos``; return where to go on."""
-    target = _find_next_entry(mv, pos + 1, end)
+    target = find_next_entry(mv, pos + 1, end)
     stop = end if target is None else target
-    yield _region_finding(mv, pos, stop)
+    yield _region_finding(mv, pos, stop, resumes=target is not None)
     return stop
 
 
-def _region_finding(mv: memoryview, pos: int, stop: int) -> SkippedRegion:
+def _region_finding(mv: memoryview, pos: int, stop: int, *, resumes: bool = False) -> SkippedRegion:
+    then = f", resuming at byte {stop}" if resumes else ""
     if _first_nonzero(mv, pos, stop) is None:
-        return ZeroFilledRegion(f"{stop - pos} zero bytes where entries should be", pos, stop - pos)
-    return SkippedRegion(f"skipped {stop - pos} unreadable bytes", pos, stop - pos)
+        return ZeroFilledRegion(f"{stop - pos} zero bytes where entries should be{then}", pos, stop - pos)
+    return SkippedRegion(f"skipped {stop - pos} unreadable bytes{then}", pos, stop - pos)
 
 
 def _tail_finding(mv: memoryview, pos: int, end: int, message: str) -> DecodeError:
@@ -157,8 +200,10 @@ def _first_nonzero(mv: memoryview, pos: int, end: int) -> int | None:
     return None
 
 
-def _find_next_entry(mv: memoryview, pos: int, end: int) -> int | None:
-    """The first position >= ``pos`` where a whole, checksum-valid entry starts."""
+def find_next_entry(buf, pos: int, end: int) -> int | None:
+    """The first position >= ``pos`` where a whole, checksum-valid entry starts (the resync
+    search: it may also find a batch stored inside another one's payload)."""
+    mv = buf if type(buf) is memoryview else memoryview(buf)
     while pos + HEADER_SIZE_UP_TO_MAGIC <= end:
         stop = min(end, pos + RESYNC_WINDOW)
         window = mv[pos:min(end, stop + 21)].tobytes()  # lookahead so the pattern can match up to stop
@@ -193,5 +238,6 @@ def _plausible_entry(mv: memoryview, pos: int, end: int) -> bool:
     if size < MIN_ENTRY_SIZE or size > RESYNC_MAX_ENTRY_SIZE or stop > end:
         return False
     if mv[pos + MAGIC_OFFSET] == 2:
-        return size >= MIN_V2_SIZE and crc32c(mv[pos + 21:stop]) == _CRC.unpack_from(mv, pos + 17)[0]
+        return (size >= MIN_V2_SIZE
+                and crc32c(mv[pos + _V2_CRC_START:stop]) == _CRC.unpack_from(mv, pos + 17)[0])
     return zlib.crc32(mv[pos + MAGIC_OFFSET:stop]) == _CRC.unpack_from(mv, pos + 12)[0]

@@ -162,8 +162,22 @@ def _type_default(type: str, default: object) -> object:
     return _PRIMITIVE_DEFAULTS[type]
 
 
+_WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@functools.lru_cache(maxsize=None)
 def snake_case(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    return _WORD_BOUNDARY.sub("_", name).lower()
+
+
+@functools.lru_cache(maxsize=None)
+def _attr_names(schema: Schema) -> dict[str, str]:
+    """snake_case attribute name -> JSON name, once per schema: attribute access is on the
+    scan's hot path (one TransactionLogValue per __transaction_state record)."""
+    names: dict[str, str] = {}
+    for f in schema.fields:
+        names.setdefault(f.attr_name, f.json_name)
+    return names
 
 
 # --------------------------------------------------------------------------- decoded values
@@ -196,10 +210,12 @@ class Message(Mapping):
         return len(self._values)
 
     def __getattr__(self, attr: str):
-        for f in object.__getattribute__(self, "schema").fields:
-            if f.attr_name == attr:
-                return self._values[f.json_name]
-        raise AttributeError(attr)
+        if attr.startswith("__"):
+            raise AttributeError(attr)  # copy/pickle probes, before __slots__ are set
+        json_name = _attr_names(object.__getattribute__(self, "schema")).get(attr)
+        if json_name is None:
+            raise AttributeError(attr)
+        return self._values[json_name]
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, Message):

@@ -18,6 +18,7 @@ A value that fails to parse makes Kafka's tool abort; here it raises DecodeError
 
 from __future__ import annotations
 
+from .errors import CorruptRecordError
 from .message import F, M, Message, decode_message, message_json, to_kafka_json
 
 LEADER_CHANGE_MESSAGE = M("LeaderChangeMessage", "0-1", "0+", None, [
@@ -83,8 +84,14 @@ CONTROL_VALUES = {
 def decode_control_value(control_type: int, buf, pos: int = 0,
                          end: int | None = None) -> tuple[Message, int]:
     """Decode the value of a KRaft control record of ``control_type`` (2..6) at version 0,
-    as Kafka does; returns (message, next_pos). KeyError for other control types."""
+    as Kafka does; returns (message, next_pos). KeyError for other control types.
+
+    A null value (a record written without one) is a CorruptRecordError: Kafka's
+    ControlRecordUtils slices the null buffer and dies with a NullPointerException."""
     schema, _ = CONTROL_VALUES[control_type]
+    if buf is None:
+        raise CorruptRecordError(f"{schema.name} control record has a null value", pos,
+                                 expected=schema.name, found=None)
     return decode_message(schema, buf, pos, 0, end)
 
 
@@ -98,5 +105,5 @@ def render_control_value(control_type: int, value) -> str | None:
     (with its leading space), or None when the type is not one of 2..6."""
     if control_type not in CONTROL_VALUES:
         return None
-    msg, _ = decode_control_value(control_type, value, 0, len(value))
+    msg, _ = decode_control_value(control_type, value, 0, None if value is None else len(value))
     return f" {CONTROL_VALUES[control_type][1]} {to_kafka_json(control_value_json(msg))}"

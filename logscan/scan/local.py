@@ -1,7 +1,8 @@
 """The single-process driver: a copied cluster in, partition states and hanging verdicts out.
 
-The Spark job runs the same functions per replica on executors; this driver runs them in a
-loop, which is what the tests compare the Spark tables with.
+The Spark job runs the same functions per replica and per partition on executors; this
+driver runs them in a loop, and :func:`tables` turns its result into the rows of every table
+the Spark job writes, which is what the tests compare the Delta tables with.
 """
 
 from __future__ import annotations
@@ -11,15 +12,24 @@ from pathlib import Path
 from typing import Optional
 
 from logscan.logdir.segment import Finding
-from logscan.logdir.tree import Skipped, iter_brokers, read_offset_checkpoint
+from logscan.logdir.tree import ReplicaDir, Skipped, file_size
 from logscan.state import hanging
-from logscan.state.coordinator import TxnLogRecord, index_by_producer_id, latest_states
-from logscan.state.partition import ReplicaState, replica_state
-from logscan.state.plans import AbortPlan, plan_abort
+from logscan.state import partition as P
+from logscan.state.coordinator import (TxnLogRecord, choose_replicas, index_by_producer_id, is_complete,
+                                       latest_states)
+from logscan.state.partition import HangingCandidate, ReplicaAssessment, ReplicaState
+from logscan.state.plans import AbortPlan
 from logscan.state.producer_state import ProducerStateManager
-from logscan.state.spans import TxnSpan, replay
+from logscan.state.spans import TxnSpan
 
-from .replica import TRANSACTION_STATE_TOPIC, load_snapshot_seed, read_replica
+from . import rows as R
+from .listing import ListedReplica, list_copy
+from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, ReplicaAnalysis, ReplicaRead,
+                      analyse_replica, read_metadata_events, read_segment)
+
+DEFAULT_BOOTSTRAP = "BOOTSTRAP:9092"
+
+__all__ = ["HangingCandidate", "ReplicaResult", "ScanResult", "scan", "find_candidates", "plan_aborts", "tables"]
 
 
 @dataclass(slots=True)
@@ -28,16 +38,13 @@ class ReplicaResult:
     spans: list[TxnSpan]
     producers: ProducerStateManager
     max_timestamp: int
+    analysis: Optional[ReplicaAnalysis] = None
+    assessment: Optional[ReplicaAssessment] = None
 
-
-@dataclass(frozen=True, slots=True)
-class HangingCandidate:
-    broker: int
-    topic: str
-    partition: int
-    txn: hanging.OpenTxn
-    age_ms: int
-    verdict: hanging.Verdict
+    def view(self) -> P.ReplicaView:
+        if self.analysis is not None:
+            return self.analysis.view()
+        return P.ReplicaView(self.state, [], [], max_timestamp=self.max_timestamp)
 
 
 @dataclass(slots=True)
@@ -46,104 +53,163 @@ class ScanResult:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     coordinator: dict[str, TxnLogRecord] = field(default_factory=dict)
+    coordinator_complete: bool = False
+    coordinator_replicas: dict[int, int] = field(default_factory=dict)  # partition -> broker read
     candidates: list[HangingCandidate] = field(default_factory=list)
+    plans: list[tuple[int, AbortPlan]] = field(default_factory=list)  # (broker read, plan)
+    leaders: dict[tuple[str, int], int] = field(default_factory=dict)
     as_of_ms: int = -1
     bytes_read: int = 0
+    # Rows of the tables the loop above builds as it reads (files, batches, corruptions,
+    # txn_log); the others come from the objects (see tables()).
+    rows: dict[str, list[R.Row]] = field(default_factory=dict)
+
+
+def _read_replica(listed: ListedReplica, keep_batches: bool, rows: dict[str, list[R.Row]]) -> ReplicaRead:
+    """Every segment of a replica, with the rows of each segment file as the Spark job makes them."""
+    r = listed.replica
+    key = listed.key
+    read = ReplicaRead()
+    for base, path in r.segments:
+        marks = (len(read.facts), len(read.findings), len(read.txn_log))
+        read_segment(str(path), r.partition, is_txn_log=r.topic == TRANSACTION_STATE_TOPIC, out=read,
+                     headers=keep_batches)
+        found = read.findings[marks[1]:]
+        rows["files"].append({**key, "file": str(path), "kind": "log_segment", "size": file_size(path),
+                              "status": R.file_status(found), "error_count": len(found),
+                              "batches": len(read.facts) - marks[0], "detail": None})
+        if keep_batches:
+            rows["batches"].extend(R.batch_row(f, h, key, str(path), base)
+                                   for f, h in zip(read.facts[marks[0]:], read.headers[marks[0]:]))
+        part = ReplicaRead(txn_log=read.txn_log[marks[2]:], txn_log_positions=read.txn_log_positions[marks[2]:])
+        rows["txn_log"].extend(R.txn_log_rows(part, key, str(path)))
+    read.headers.clear()
+    return read
 
 
 def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
          max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-         include_superseded: bool = False) -> ScanResult:
-    result = ScanResult()
-    # Per coordinator partition, the replica whose copy reaches furthest: the coordinator
-    # loads up to its log end, and a lagging follower's copy would show an older state.
-    txn_logs: dict[int, tuple[int, list[TxnLogRecord]]] = {}
-    for broker in iter_brokers(roots, include_superseded=include_superseded):
+         include_superseded: bool = False, keep_batches: bool = False,
+         bootstrap: str = DEFAULT_BOOTSTRAP) -> ScanResult:
+    """Scan a copy. ``keep_batches`` also keeps a row per batch (``rows['batches']``)."""
+    result = ScanResult(rows={"files": [], "batches": [], "corruptions": [], "txn_log": []})
+    listing = list_copy(roots, include_superseded=include_superseded)
+    for broker in listing.brokers:
         result.skipped.extend(broker.skipped)
-        result.findings.extend(Finding(str(broker.path), -1, "corrupt", e) for e in broker.errors)
-        errors: list[str] = []
-        hws = read_offset_checkpoint(broker.path / "replication-offset-checkpoint", errors)
-        starts = read_offset_checkpoint(broker.path / "log-start-offset-checkpoint", errors)
-        result.findings.extend(Finding(str(broker.path), -1, "corrupt", e) for e in errors)
-        for rdir in broker.replicas:
-            read = read_replica(rdir)
-            result.findings.extend(read.findings)
-            result.bytes_read += read.bytes_read
-            seed = load_snapshot_seed(rdir, read.first_offset, result.findings)
-            rep = replay(read.facts, seed)
-            key = (rdir.topic, rdir.partition)
-            state = replica_state(
-                broker.broker, rdir.topic, rdir.partition, rep,
-                first_segment_base=rdir.segments[0][0] if rdir.segments else None,
-                last_segment_base=rdir.segments[-1][0] if rdir.segments else None,
-                hw_checkpoint=hws.get(key), log_start_checkpoint=starts.get(key))
-            result.replicas.append(ReplicaResult(state, rep.spans, rep.producers, read.max_timestamp))
-            if rdir.topic == TRANSACTION_STATE_TOPIC:
-                best = txn_logs.get(rdir.partition)
-                if best is None or state.log_end_offset > best[0]:
-                    txn_logs[rdir.partition] = (state.log_end_offset, read.txn_log)
-    records = [r for _, (_, recs) in sorted(txn_logs.items()) for r in recs]
+    result.rows["files"].extend(listing.files)
+    _add_findings(result, listing.findings)
+    txn_logs: dict[tuple[int, int], list[TxnLogRecord]] = {}   # (partition, broker) -> records
+    txn_log_ends: list[tuple[int, int, int]] = []
+    metadata: dict[int, ReplicaDir] = {}
+    metadata_ends: list[tuple[int, int, int]] = []
+    for listed in listing.replicas:
+        rdir, key = listed.replica, listed.key
+        read = _read_replica(listed, keep_batches, result.rows)
+        result.bytes_read += read.bytes_read
+        analysis = analyse_replica(rdir, read.facts, hw_checkpoint=listed.hw_checkpoint,
+                                   log_start_checkpoint=listed.log_start_checkpoint)
+        _add_findings(result, [(key, f) for f in read.findings + analysis.findings])
+        result.rows["files"].extend(R.snapshot_file_rows(analysis.snapshots, key))
+        state = analysis.state
+        result.replicas.append(ReplicaResult(state, analysis.replay.spans, analysis.replay.producers,
+                                             analysis.max_timestamp, analysis))
+        if rdir.topic == TRANSACTION_STATE_TOPIC:
+            txn_logs[(rdir.partition, rdir.broker)] = read.txn_log
+            txn_log_ends.append((rdir.partition, rdir.broker, state.log_end_offset))
+        elif rdir.topic == CLUSTER_METADATA_TOPIC:
+            metadata[rdir.broker] = rdir
+            metadata_ends.append((rdir.partition, rdir.broker, state.log_end_offset))
+
+    chosen = result.coordinator_replicas = choose_replicas(txn_log_ends)
+    records = [rec for p, b in chosen.items() for rec in txn_logs[(p, b)]]
     result.coordinator = latest_states(records)
+    result.coordinator_complete = is_complete(chosen)
     result.as_of_ms = as_of_ms if as_of_ms is not None else max(
         [r.max_timestamp for r in result.replicas] + [r.last_update_timestamp_ms for r in records] + [-1])
-    coordinator_complete = bool(txn_logs) and set(txn_logs) == set(range(max(txn_logs) + 1))
-    result.candidates = find_candidates(result.replicas, result.coordinator, result.as_of_ms,
-                                        max_transaction_timeout_ms, coordinator_complete)
+
+    events = []
+    for _, broker in choose_replicas(metadata_ends).items():
+        found: list[Finding] = []
+        events = read_metadata_events(metadata[broker], found)
+        _add_findings(result, [(R.replica_key(broker, CLUSTER_METADATA_TOPIC, 0), f) for f in found])
+    result.leaders = P.partition_leaders(events, result.as_of_ms)
+    _assess(result, max_transaction_timeout_ms, bootstrap)
     return result
+
+
+def _add_findings(result: ScanResult, keyed: list[tuple[R.Row, Finding]]) -> None:
+    for key, finding in keyed:
+        result.findings.append(finding)
+        result.rows["corruptions"].append(R.finding_row(finding, key))
+
+
+def _partitions(replicas: list[ReplicaResult]) -> dict[tuple[str, int], list[ReplicaResult]]:
+    by_partition: dict[tuple[str, int], list[ReplicaResult]] = {}
+    for rep in replicas:
+        by_partition.setdefault((rep.state.topic, rep.state.partition), []).append(rep)
+    return by_partition
+
+
+def _assess(result: ScanResult, max_timeout_ms: int, bootstrap: str) -> None:
+    index = index_by_producer_id(result.coordinator)
+    for (topic, partition), reps in sorted(_partitions(result.replicas).items()):
+        views = [r.view() for r in reps]
+        out = P.assess_partition(views, metadata_leader=result.leaders.get((topic, partition)), index=index,
+                                 as_of_ms=result.as_of_ms, max_timeout_ms=max_timeout_ms,
+                                 coordinator_complete=result.coordinator_complete, bootstrap=bootstrap)
+        by_broker = {a.broker: a for a in out.replicas}
+        for r in reps:
+            r.assessment = by_broker[r.state.broker]
+        result.candidates.extend(out.candidates)
+        result.plans.extend(out.plans)
 
 
 def find_candidates(replicas: list[ReplicaResult], coordinator: dict[str, TxnLogRecord], as_of_ms: int,
                     max_timeout_ms: int, coordinator_complete: bool) -> list[HangingCandidate]:
-    """find-hanging over every replica: open transactions older than the max timeout,
-    judged against the coordinator records (describe-producers' epoch and lastTimestamp)
-    and against the other replicas of the same partition."""
+    """find-hanging over every replica (see logscan.state.partition.find_hanging), with
+    another as-of time or timeout than the scan's."""
     index = index_by_producer_id(coordinator)
-    by_partition: dict[tuple[str, int], list[ReplicaResult]] = {}
-    for rep in replicas:
-        by_partition.setdefault((rep.state.topic, rep.state.partition), []).append(rep)
     out = []
-    for rep in replicas:
-        st = rep.state
-        peers = [p for p in by_partition[(st.topic, st.partition)] if p is not rep]
-        behind = any(p.state.log_end_offset > st.log_end_offset for p in peers)
-        for pid, first in sorted(rep.producers.ongoing().items(), key=lambda kv: kv[1]):
-            entry = rep.producers.producers[pid]
-            txn = hanging.OpenTxn(st.topic, st.partition, pid, entry.producer_epoch, first, entry.last_timestamp)
-            if not hanging.is_candidate(txn, as_of_ms, max_timeout_ms):
-                continue
-            verdict = hanging.classify(txn, index.get(pid, []), coordinator_complete)
-            closed = [hanging.ClosedElsewhere(p.state.broker, s.end_marker_offset, s.outcome)
-                      for p in peers for s in p.spans
-                      if s.producer_id == pid and s.first_offset == first and s.end_marker_offset is not None]
-            verdict = hanging.with_replicas(verdict, txn, closed, behind)
-            out.append(HangingCandidate(st.broker, st.topic, st.partition, txn,
-                                        as_of_ms - txn.last_timestamp, verdict))
+    for _, reps in sorted(_partitions(replicas).items()):
+        out.extend(P.find_hanging(sorted((r.view() for r in reps), key=lambda v: v.state.broker), index,
+                                  as_of_ms, max_timeout_ms, coordinator_complete))
     return out
 
 
 def plan_aborts(result: ScanResult, bootstrap: str) -> list[AbortPlan]:
-    """One plan per hanging transaction per partition, from the replica furthest ahead (the
-    one the leader's describe-producers would agree with)."""
-    best: dict[tuple[str, int, int, int], HangingCandidate] = {}
-    by_key = {(r.state.broker, r.state.topic, r.state.partition): r for r in result.replicas}
-    for c in result.candidates:
-        if c.verdict.hanging is not True:
-            continue
-        key = (c.topic, c.partition, c.txn.producer_id, c.txn.start_offset)
-        rep = by_key[(c.broker, c.topic, c.partition)]
-        held = best.get(key)
-        if held is None or rep.state.log_end_offset > by_key[(held.broker, held.topic, held.partition)].state.log_end_offset:
-            best[key] = c
+    """One plan per hanging transaction per partition, from the replica furthest ahead."""
     plans = []
-    for key in sorted(best):
-        c = best[key]
-        rep = by_key[(c.broker, c.topic, c.partition)]
-        others = [f for pid, f in rep.producers.ongoing().items() if pid != c.txn.producer_id]
-        # The marker lands at the log end; once replicated the HW passes it.
-        next_lso = min(others) if others else rep.state.log_end_offset + 1
-        entry = rep.producers.producers[c.txn.producer_id]
-        plan = plan_abort(c.txn, c.verdict, entry.coordinator_epoch, bootstrap=bootstrap,
-                          high_watermark=rep.state.log_end_offset + 1, next_lso=next_lso)
-        if plan is not None:
-            plans.append(plan)
+    by_partition = _partitions(result.replicas)
+    for (topic, partition), reps in sorted(by_partition.items()):
+        views = sorted((r.view() for r in reps), key=lambda v: v.state.broker)
+        cands = [c for c in result.candidates if (c.topic, c.partition) == (topic, partition)]
+        _, _, is_leader = P.leadership(views, result.leaders.get((topic, partition)))
+        plans.extend(plan for _, plan in P.plan_aborts(views, cands, is_leader, bootstrap))
     return plans
+
+
+def tables(result: ScanResult) -> dict[str, list[R.Row]]:
+    """Every table of the Spark job as rows (``batches`` only with ``scan(keep_batches=True)``)."""
+    out = {name: list(rows) for name, rows in result.rows.items()}
+    out.update({"coordinator_state": [], "producer_snapshots": [], "producer_state": [], "txn_spans": [],
+                "partition_state": [], "hanging_candidates": [], "abort_plans": []})
+    for rec in result.coordinator.values():
+        key = R.replica_key(result.coordinator_replicas[rec.coordinator_partition], TRANSACTION_STATE_TOPIC,
+                            rec.coordinator_partition)
+        out["coordinator_state"].append({**key, **R.txn_record_row(rec)})
+    for rep in result.replicas:
+        st = rep.state
+        key = R.replica_key(st.broker, st.topic, st.partition)
+        check = rep.analysis.snapshot_check if rep.analysis else None
+        if rep.analysis is not None:
+            out["producer_snapshots"].extend(R.snapshot_rows(rep.analysis.snapshots, key, check))
+        out["producer_state"].extend(R.producer_rows(rep.producers, key, check))
+        out["txn_spans"].extend(R.span_rows(rep.spans, key))
+        out["partition_state"].append(R.state_row(st, rep.max_timestamp,
+                                                  rep.analysis.leader_epoch if rep.analysis else None,
+                                                  rep.assessment))
+    for c in result.candidates:
+        out["hanging_candidates"].append(R.candidate_row(R.replica_key(c.broker, c.topic, c.partition),
+                                                         c.txn, c.age_ms, c.verdict))
+    out["abort_plans"] = [R.plan_row(broker, plan) for broker, plan in result.plans]
+    return out

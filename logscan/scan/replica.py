@@ -1,8 +1,16 @@
 """Reading one replica's files into the plain rows Kafka's rules need.
 
 Segments are walked in base-offset order over mmaps; only control batches (for the marker
-type and coordinator epoch) and `__transaction_state` records are decoded past the header.
-Every decode problem becomes a located Finding and the walk goes on.
+type and coordinator epoch), `__transaction_state` and `__cluster_metadata` records are
+decoded past the header. Every decode problem becomes a located Finding and the walk goes on.
+
+A large segment can be read in byte ranges by several tasks (:class:`ByteRange`): each task
+but the first resynchronises at the first checksum-valid entry at or after its range start,
+walks on past its range end to finish the entry that straddles it, and records whether the
+next task's resync point is exactly where its own walk arrived (a clean hand-off). Where a
+hand-off is not clean (damage, or a batch stored inside another one's payload) the task
+walks on to the next clean boundary and :func:`valid_ranges` drops the tasks it covered, so
+the union of the kept tasks' rows is what one walk of the whole file yields.
 """
 
 from __future__ import annotations
@@ -13,28 +21,62 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from logscan.format.batch import RecordBatch, iter_records
+from logscan.format.checkpoint import parse_leader_epoch_checkpoint
 from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.errors import DecodeError
-from logscan.format.logfile import walk_batches
-from logscan.format.snapshot import decode_producer_snapshot
+from logscan.format.legacy import LegacyBatch
+from logscan.format.logfile import find_next_entry, walk_batches
+from logscan.format.metadata import decode_metadata_record
+from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decode_producer_snapshot
 from logscan.format.txnlog import decode_txnlog_entry
+from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
 from logscan.state.facts import BatchFact
-from logscan.state.producer_state import BatchMetadata, ProducerStateEntry
+from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
+from logscan.state.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager, describe_producers
+from logscan.state.snapshots import compare_producers
+from logscan.state.spans import ReplicaReplay, replay
 
+from logscan.logdir.naming import Kind, classify
 from logscan.logdir.segment import Finding, open_segment
 from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """Range ``index`` of ``count`` of a segment cut every ``split_bytes`` bytes."""
+
+    index: int
+    count: int
+    split_bytes: int
+
+    def boundary(self, i: int) -> int:
+        return i * self.split_bytes
+
+
+def range_count(size: int, split_bytes: Optional[int]) -> int:
+    """How many byte ranges a file of ``size`` bytes is read in (1: not split)."""
+    if not split_bytes or size <= split_bytes:
+        return 1
+    return -(-size // split_bytes)
 
 
 @dataclass(slots=True)
 class ReplicaRead:
-    """What one pass over a replica's segments produced."""
+    """What one pass over a replica's segments (or one byte range of one) produced."""
 
     facts: list[BatchFact] = field(default_factory=list)
+    # With headers=True, the header of each fact's batch (same order): the batches table.
+    headers: list[RecordBatch] = field(default_factory=list)
     txn_log: list[TxnLogRecord] = field(default_factory=list)
+    txn_log_positions: list[int] = field(default_factory=list)  # batch position of each record
     findings: list[Finding] = field(default_factory=list)
+    # Byte ranges: (index of a later range, whether its resync point is where this walk arrived).
+    handoffs: list[tuple[int, bool]] = field(default_factory=list)
     first_offset: Optional[int] = None
     max_timestamp: int = -1
     bytes_read: int = 0
@@ -84,9 +126,63 @@ def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
         findings.append(Finding.from_error(path, e))
 
 
-def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None) -> ReplicaRead:
-    """One `.log` segment into batch facts (and `__transaction_state` records), appended to
-    ``out``; the unit of work of a Spark task as much as of the local loop."""
+def _is_entry(item) -> bool:
+    return isinstance(item, (RecordBatch, LegacyBatch))
+
+
+def walk_range(buf, rng: Optional[ByteRange], handoffs: list[tuple[int, bool]]) -> Iterator:
+    """walk_batches over the part of ``buf`` that byte range ``rng`` owns (all of it when
+    ``rng`` is None or the file is not split); hand-offs are appended to ``handoffs``."""
+    end = len(buf)
+    if rng is None or rng.count == 1:
+        yield from walk_batches(buf, verify_crc=True)
+        return
+    if rng.index == 0:
+        start = 0
+    else:
+        start = find_next_entry(buf, rng.boundary(rng.index), end)
+        if start is None:
+            return  # no entry starts in this range or after it
+    nxt = rng.index + 1
+
+    def limit() -> int:
+        return rng.boundary(nxt) if nxt < rng.count else end + 1
+
+    for item in walk_batches(buf, start, end, verify_crc=True):
+        if _is_entry(item):
+            while item.position >= limit():
+                clean = find_next_entry(buf, rng.boundary(nxt), end) == item.position
+                handoffs.append((nxt, clean))
+                if clean:
+                    return
+                nxt += 1
+        yield item
+    while nxt < rng.count:  # the walk ended: a later range must find nothing to read either
+        clean = find_next_entry(buf, rng.boundary(nxt), end) is None
+        handoffs.append((nxt, clean))
+        if clean:
+            return
+        nxt += 1
+
+
+def valid_ranges(count: int, handoffs: dict[int, list[tuple[int, bool]]]) -> set[int]:
+    """The ranges of one file whose rows to keep: range 0, then each range a kept one handed
+    off to cleanly (the ones in between were read by the kept range that walked past them)."""
+    kept, i = set(), 0
+    while i < count:
+        kept.add(i)
+        nxt = next((j for j, clean in handoffs.get(i, ()) if clean), None)
+        if nxt is None:
+            break
+        i = nxt
+    return kept
+
+
+def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,
+                 headers: bool = False, byte_range: Optional[ByteRange] = None) -> ReplicaRead:
+    """One `.log` segment (or one byte range of it) into batch facts (and `__transaction_state`
+    records), appended to ``out``; the unit of work of a Spark task as much as of the local
+    loop. ``headers`` keeps each batch's header for the batches table."""
     out = ReplicaRead() if out is None else out
     with ExitStack() as stack:
         try:
@@ -96,7 +192,7 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             return out
         buf = seg.buf
         out.bytes_read += len(buf)
-        for entry in walk_batches(buf, verify_crc=True):
+        for entry in walk_range(buf, byte_range, out.handoffs):
             if isinstance(entry, DecodeError):
                 out.findings.append(Finding.from_error(path, entry))
                 continue
@@ -109,43 +205,230 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
                 out.first_offset = entry.base_offset
             out.max_timestamp = max(out.max_timestamp, entry.max_timestamp)
             out.facts.append(batch_fact(buf, entry, path, out.findings))
+            if headers:
+                out.headers.append(entry)
             if is_txn_log and not entry.is_control:
+                before = len(out.txn_log)
                 out.txn_log.extend(_txn_log_records(buf, entry, partition, path, out.findings))
+                out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))
     return out
 
 
-def read_replica(replica: ReplicaDir) -> ReplicaRead:
+def read_replica(replica: ReplicaDir, *, headers: bool = False) -> ReplicaRead:
     """Every segment of a replica, in base-offset order."""
     out = ReplicaRead()
     for _, path in replica.segments:
-        read_segment(str(path), replica.partition, is_txn_log=replica.topic == TRANSACTION_STATE_TOPIC, out=out)
+        read_segment(str(path), replica.partition, is_txn_log=replica.topic == TRANSACTION_STATE_TOPIC,
+                     out=out, headers=headers)
     return out
 
 
-def load_snapshot_seed(replica: ReplicaDir, first_offset: Optional[int],
-                       findings: list[Finding]) -> Optional[tuple[list[ProducerStateEntry], int]]:
-    """The newest valid producer snapshot at or below the first offset we can replay.
+# --- producer snapshots ----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SnapshotFile:
+    """One `.snapshot` file: decoded (CRC good or bad), or why it could not be."""
+
+    offset: int  # from the name: the state after every offset below it
+    path: str
+    snapshot: Optional[ProducerSnapshot]
+    finding: Optional[Finding] = None
+
+    @property
+    def loadable(self) -> bool:
+        """What Kafka would load: decoded with a valid CRC."""
+        return self.snapshot is not None and self.snapshot.crc_valid
+
+
+def read_snapshots(replica: ReplicaDir) -> list[SnapshotFile]:
+    out = []
+    for base, path in replica.snapshots:
+        try:
+            snap, finding = decode_producer_snapshot(Path(path).read_bytes()), None
+        except SnapshotCrcMismatch as e:
+            snap, finding = e.snapshot, Finding.from_error(str(path), e)
+        except DecodeError as e:
+            snap, finding = None, Finding.from_error(str(path), e)
+        except OSError as e:
+            snap, finding = None, Finding(str(path), -1, "io", str(e))
+        out.append(SnapshotFile(base, str(path), snap, finding))
+    return out
+
+
+def snapshot_entries(snap: ProducerSnapshot) -> list[ProducerStateEntry]:
+    """A snapshot's entries as the producer state Kafka loads from them."""
+    entries = []
+    for s in snap.entries:
+        entry = ProducerStateEntry(s.producer_id, s.producer_epoch, s.coordinator_epoch, s.timestamp,
+                                   None if s.current_txn_first_offset < 0 else s.current_txn_first_offset)
+        if s.last_offset >= 0:
+            entry.batches.append(BatchMetadata(s.last_sequence, s.last_offset, s.offset_delta, s.timestamp))
+        entries.append(entry)
+    return entries
+
+
+def snapshot_seed(snapshots: list[SnapshotFile], first_offset: Optional[int]
+                  ) -> Optional[tuple[list[ProducerStateEntry], int]]:
+    """The newest loadable producer snapshot at or below the first offset we can replay.
 
     Only needed when the head of the log is gone (retention, DeleteRecords): replaying from
     the first segment otherwise rebuilds the same state the snapshot holds.
     """
-    if first_offset is None or first_offset == 0 or not replica.snapshots:
+    if first_offset is None or first_offset == 0:
         return None
-    candidates = [s for s in replica.snapshots if s[0] <= first_offset]
-    for base, path in reversed(candidates):
-        try:
-            snap = decode_producer_snapshot(Path(path).read_bytes())
-        except (DecodeError, OSError) as e:
-            pos = getattr(e, "position", -1)
-            findings.append(Finding(str(path), pos, getattr(e, "reason", "io"), str(e)))
-            continue
-        entries = []
-        for s in snap.entries:
-            entry = ProducerStateEntry(s.producer_id, s.producer_epoch, s.coordinator_epoch, s.timestamp,
-                                       None if s.current_txn_first_offset < 0 else s.current_txn_first_offset)
-            if s.last_offset >= 0:
-                entry.batches.append(BatchMetadata(s.last_sequence, s.last_offset, s.offset_delta, s.timestamp))
-            entries.append(entry)
-        return entries, base
+    for s in reversed([s for s in snapshots if s.offset <= first_offset and s.loadable]):
+        return snapshot_entries(s.snapshot), s.offset
     return None
 
+
+@dataclass(slots=True)
+class SnapshotCheck:
+    """The newest loadable snapshot against the state rebuilt from the batches below its offset."""
+
+    offset: int
+    path: str
+    # producer id -> (producer_epoch, coordinator_epoch, last_sequence, last_timestamp,
+    # current_txn_start_offset) as the snapshot holds it
+    entries: dict[int, tuple]
+    # producer id -> None (agrees) or what differs; empty when the rebuild cannot be compared
+    differences: dict[int, Optional[str]]
+    comparable: bool
+
+
+def _describe(psm: ProducerStateManager) -> dict[int, tuple]:
+    return {row[0]: row[1:] for row in describe_producers(psm)}
+
+
+def check_newest_snapshot(snapshots: list[SnapshotFile], facts: list[BatchFact], rep: ReplicaReplay,
+                          seed: Optional[tuple[list[ProducerStateEntry], int]]) -> Optional[SnapshotCheck]:
+    loadable = [s for s in snapshots if s.loadable]
+    if not loadable:
+        return None
+    newest = loadable[-1]
+    psm = ProducerStateManager()
+    psm.seed(snapshot_entries(newest.snapshot), newest.offset)
+    held = _describe(psm)
+    if seed is not None and seed[1] == newest.offset:
+        # The rebuild starts from this very snapshot: nothing independent to compare with.
+        return SnapshotCheck(newest.offset, newest.path, held, {}, False)
+    if rep.producers.map_end_offset == newest.offset:
+        rebuilt = rep.producers
+    else:
+        rebuilt = replay([f for f in facts if f.base_offset < newest.offset], seed).producers
+    return SnapshotCheck(newest.offset, newest.path, held, compare_producers(held, _describe(rebuilt)), True)
+
+
+# --- leader epochs and __cluster_metadata ----------------------------------------------------
+
+def latest_leader_epoch(replica: ReplicaDir, findings: list[Finding]) -> Optional[int]:
+    """The highest epoch in the replica's leader-epoch-checkpoint (None: no file or no entry)."""
+    path = replica.path / LEADER_EPOCH_CHECKPOINT
+    if not path.is_file():
+        return None
+    try:
+        cp = parse_leader_epoch_checkpoint(path.read_bytes())
+    except DecodeError as e:
+        findings.append(Finding.from_error(str(path), e))
+        return None
+    except OSError as e:
+        findings.append(Finding(str(path), -1, "io", str(e)))
+        return None
+    return max((e.epoch for e in cp.entries), default=None)
+
+
+_METADATA_KINDS = {"TOPIC_RECORD": P.TOPIC, "PARTITION_RECORD": P.PARTITION,
+                   "PARTITION_CHANGE_RECORD": P.PARTITION_CHANGE, "REMOVE_TOPIC_RECORD": P.REMOVE_TOPIC}
+
+
+def _metadata_events(path: str, findings: list[Finding], *, from_snapshot: bool,
+                     min_offset: int = 0) -> Iterator[MetadataEvent]:
+    with ExitStack() as stack:
+        try:
+            seg = stack.enter_context(open_segment(path))
+        except OSError as e:
+            findings.append(Finding(path, -1, "io", str(e)))
+            return
+        buf = seg.buf
+        for batch in walk_batches(buf, verify_crc=True):
+            if isinstance(batch, DecodeError):
+                findings.append(Finding.from_error(path, batch))
+                continue
+            if not isinstance(batch, RecordBatch) or batch.is_control or batch.last_offset < min_offset:
+                continue
+            # Records of a metadata batch share its append time; a snapshot's records stand for
+            # the log before its end offset, so they count as older than any log record.
+            ts = -1 if from_snapshot else batch.max_timestamp
+            try:
+                for rec in iter_records(buf, batch):
+                    if rec.offset < min_offset or rec.value is None:
+                        continue
+                    m, _ = decode_metadata_record(rec.value)
+                    kind = _METADATA_KINDS.get(m.type_name)
+                    if kind is None:
+                        continue
+                    msg = m.message
+                    if kind == P.TOPIC:
+                        yield MetadataEvent(rec.offset, ts, kind, str(msg.topic_id), name=msg.name)
+                    elif kind == P.REMOVE_TOPIC:
+                        yield MetadataEvent(rec.offset, ts, kind, str(msg.topic_id))
+                    else:
+                        yield MetadataEvent(rec.offset, ts, kind, str(msg.topic_id),
+                                            partition=msg.partition_id, leader=msg.leader)
+            except DecodeError as e:
+                findings.append(Finding.from_error(path, e))
+
+
+def read_metadata_events(replica: ReplicaDir, findings: list[Finding]) -> list[MetadataEvent]:
+    """The leader-relevant records of a `__cluster_metadata` replica, in log order: those of
+    the newest KRaft snapshot (``<end offset>-<epoch>.checkpoint``) when the log does not
+    start at 0, then the log's records from the snapshot's end offset on."""
+    events: list[MetadataEvent] = []
+    first_base = replica.segments[0][0] if replica.segments else 0
+    start = 0
+    if first_base > 0:
+        snaps = sorted((k.end_offset, p) for p in replica.path.iterdir()
+                       for k in [classify(p.name)] if k.kind is Kind.KRAFT_SNAPSHOT and k.is_live)
+        usable = [s for s in snaps if s[0] >= first_base]
+        if usable:
+            start, path = max(usable)
+            events.extend(_metadata_events(str(path), findings, from_snapshot=True))
+    for _, path in replica.segments:
+        events.extend(_metadata_events(str(path), findings, from_snapshot=False, min_offset=start))
+    return events
+
+
+# --- one replica, analysed -------------------------------------------------------------------
+
+@dataclass(slots=True)
+class ReplicaAnalysis:
+    """Kafka's per-replica rules applied to one replica's batches and small files."""
+
+    state: ReplicaState
+    replay: ReplicaReplay
+    max_timestamp: int
+    snapshots: list[SnapshotFile]
+    snapshot_check: Optional[SnapshotCheck]
+    leader_epoch: Optional[int]
+    findings: list[Finding]
+
+    def view(self) -> P.ReplicaView:
+        return P.replica_view(self.state, self.replay, max_timestamp=self.max_timestamp,
+                              leader_epoch=self.leader_epoch)
+
+
+def analyse_replica(replica: ReplicaDir, facts: list[BatchFact], *, hw_checkpoint: Optional[int],
+                    log_start_checkpoint: Optional[int]) -> ReplicaAnalysis:
+    """One replica's batches (log order) and its snapshot and epoch files, through Kafka's
+    per-replica rules; what both drivers compute for every replica."""
+    findings: list[Finding] = []
+    snapshots = read_snapshots(replica)
+    findings.extend(s.finding for s in snapshots if s.finding is not None)
+    seed = snapshot_seed(snapshots, facts[0].base_offset if facts else None)
+    rep = replay(facts, seed)
+    state = replica_state(replica.broker, replica.topic, replica.partition, rep,
+                          first_segment_base=replica.segments[0][0] if replica.segments else None,
+                          last_segment_base=replica.segments[-1][0] if replica.segments else None,
+                          hw_checkpoint=hw_checkpoint, log_start_checkpoint=log_start_checkpoint)
+    return ReplicaAnalysis(state, rep, max((f.max_timestamp for f in facts), default=-1), snapshots,
+                           check_newest_snapshot(snapshots, facts, rep, seed),
+                           latest_leader_epoch(replica, findings), findings)

@@ -9,17 +9,23 @@ milliseconds as Kafka writes them. Only pyarrow is needed here, never Spark.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import pyarrow as pa
 
+from logscan.format.batch import RecordBatch
 from logscan.logdir.segment import Finding
+from logscan.logdir.tree import file_size
 from logscan.state.coordinator import TxnLogRecord
 from logscan.state.facts import BatchFact
 from logscan.state.hanging import OpenTxn, Verdict
-from logscan.state.partition import ReplicaState
+from logscan.state.partition import ClosedTxn, ReplicaAssessment, ReplicaState, ReplicaView
+from logscan.state.plans import AbortPlan
 from logscan.state.producer_state import ProducerStateManager, describe_producers
 from logscan.state.spans import TxnSpan
+
+from .replica import ReplicaRead, SnapshotCheck, SnapshotFile
 
 Row = dict[str, Any]
 
@@ -40,14 +46,18 @@ _REPLICA = (
 )
 _FILE = _f("file", pa.string(), "path of the file as read by the scan")
 
-#: One row per v2 record batch, in log order (segment_base_offset, batch_index).
+#: One row per v2 record batch, in log order (segment_base_offset, position).
 BATCHES = _schema(
     *_REPLICA, _FILE,
     _f("segment_base_offset", pa.int64(), "base offset of the segment, from the file name"),
-    _f("batch_index", pa.int32(), "ordinal of the batch within its segment file (log order)"),
+    _f("position", pa.int64(), "byte position of the batch in the file (kafka-dump-log: position)"),
     _f("base_offset", pa.int64(), "baseOffset of the batch"),
     _f("last_offset", pa.int64(), "baseOffset + lastOffsetDelta"),
-    _f("records_count", pa.int32(), "recordsCount field of the batch header"),
+    _f("records_count", pa.int32(), "recordsCount field of the batch header (kafka-dump-log: count)"),
+    _f("magic", pa.int8(), "magic (message format version): 2 for every row of this table"),
+    _f("compression_type", pa.string(), "codec of the attributes: none, gzip, snappy, lz4, zstd "
+                                        "(kafka-dump-log: compresscodec)"),
+    _f("timestamp_type", pa.string(), "CreateTime or LogAppendTime (timestamp type attribute bit)"),
     _f("producer_id", pa.int64(), "producerId (-1: no idempotent producer)"),
     _f("producer_epoch", pa.int32(), "producerEpoch (-1 when none)"),
     _f("base_sequence", pa.int32(), "baseSequence (-1 when none)"),
@@ -57,10 +67,18 @@ BATCHES = _schema(
     _f("control_type", pa.string(), "control batches: COMMIT, ABORT, another control type, UNREADABLE, or "
                                     "null when the batch is empty (cleaned)"),
     _f("coordinator_epoch", pa.int32(), "end transaction marker's coordinatorEpoch (-1 otherwise)"),
+    _f("partition_leader_epoch", pa.int32(), "partitionLeaderEpoch: the leader epoch the batch was written in"),
+    _f("base_timestamp", pa.int64(), "baseTimestamp (first timestamp of the batch), epoch ms; the "
+                                     "delete horizon instead when delete_horizon_ms is set"),
     _f("max_timestamp", pa.int64(), "maxTimestamp of the batch, epoch ms"),
+    _f("delete_horizon_ms", pa.int64(), "KIP-534 delete horizon the cleaner stored in baseTimestamp; null "
+                                        "when the attribute bit is clear"),
     _f("marker_timestamp", pa.int64(), "timestamp of the control record (what Kafka's lastTimestamp takes), "
                                        "epoch ms, -1 otherwise"),
-    _f("size_in_bytes", pa.int32(), "batch size including the 12-byte log overhead"),
+    _f("size_in_bytes", pa.int32(), "batch size including the 12-byte log overhead (kafka-dump-log: size)"),
+    _f("crc", pa.int64(), "CRC-32C stored in the batch header (unsigned)"),
+    _f("crc_valid", pa.bool_(), "the stored CRC equals the CRC-32C computed over the batch "
+                                "(kafka-dump-log: isvalid)"),
 )
 
 _PARTITIONS = pa.list_(pa.struct([pa.field("topic", pa.string()), pa.field("partition", pa.int32())]))
@@ -80,7 +98,9 @@ _TXN_RECORD = (
                                         "coordinator epoch its markers carry"),
 )
 #: Every `__transaction_state` record of every replica; ``partition`` is the coordinator partition.
-TXN_LOG = _schema(*_REPLICA, _FILE, *_TXN_RECORD)
+TXN_LOG = _schema(*_REPLICA, _FILE,
+                  _f("position", pa.int64(), "byte position in the file of the batch holding the record"),
+                  *_TXN_RECORD)
 #: The latest record per transactional id (tombstones remove it), as the coordinator loads it
 #: from the replica of each coordinator partition whose copy reaches furthest.
 COORDINATOR_STATE = _schema(*_REPLICA, *_TXN_RECORD)
@@ -101,11 +121,15 @@ FILES = _schema(
     _f("size", pa.int64(), "file size in bytes (-1 when not stat'ed)"),
     _f("status", pa.string(), "ok, damaged (has corruptions), unreadable, listed (not read), skipped"),
     _f("error_count", pa.int32(), "number of corruptions rows for this file"),
-    _f("batches", pa.int32(), "v2 batches decoded from the file"),
+    _f("batches", pa.int32(), "v2 batches decoded from a segment; entries of a producer snapshot"),
     _f("detail", pa.string(), "why the file was skipped, when it was"),
 )
 
-#: `kafka-transactions describe-producers` per replica, rebuilt from the batches.
+_SNAPSHOT_OFFSET = _f("snapshot_offset", pa.int64(), "offset in the snapshot's file name: the state after "
+                                                     "every offset below it")
+
+#: `kafka-transactions describe-producers` per replica, rebuilt from the batches, beside the
+#: same producer in the replica's newest loadable producer snapshot.
 PRODUCER_STATE = _schema(
     *_REPLICA,
     _f("producer_id", pa.int64(), "ProducerId"),
@@ -114,6 +138,37 @@ PRODUCER_STATE = _schema(
     _f("last_sequence", pa.int32(), "LastSequence (-1 when the cached batches were dropped by an epoch bump)"),
     _f("last_timestamp", pa.int64(), "LastTimestamp, epoch ms"),
     _f("current_txn_start_offset", pa.int64(), "CurrentTransactionStartOffset; null when no transaction is open"),
+    _f("snapshot_offset", pa.int64(), "offset of the replica's newest loadable producer snapshot (the "
+                                      "state after every offset below it); null when there is none"),
+    _f("snapshot_producer_epoch", pa.int32(), "ProducerEpoch in that snapshot (null: producer not in it)"),
+    _f("snapshot_coordinator_epoch", pa.int32(), "LatestCoordinatorEpoch in that snapshot"),
+    _f("snapshot_last_sequence", pa.int32(), "LastSequence in that snapshot"),
+    _f("snapshot_last_timestamp", pa.int64(), "LastTimestamp in that snapshot, epoch ms"),
+    _f("snapshot_current_txn_start_offset", pa.int64(), "CurrentTransactionStartOffset in that snapshot"),
+    _f("snapshot_agrees", pa.bool_(), "the snapshot's entry equals the state rebuilt from the batches below "
+                                      "snapshot_offset; null when no snapshot or the rebuild starts from it"),
+    _f("snapshot_difference", pa.string(), "what differs when snapshot_agrees is false"),
+)
+
+#: Every entry of every producer-state `.snapshot` file, decoded.
+PRODUCER_SNAPSHOTS = _schema(
+    *_REPLICA, _FILE, _SNAPSHOT_OFFSET,
+    _f("position", pa.int64(), "byte position of the entry in the file"),
+    _f("producer_id", pa.int64(), "producerId"),
+    _f("producer_epoch", pa.int32(), "producerEpoch"),
+    _f("coordinator_epoch", pa.int32(), "coordinatorEpoch"),
+    _f("current_txn_first_offset", pa.int64(), "currentTxnFirstOffset; null when no transaction is open"),
+    _f("last_timestamp", pa.int64(), "lastTimestamp, epoch ms"),
+    _f("first_sequence", pa.int32(), "firstSequence of the retained batch (-1 without batch metadata)"),
+    _f("last_sequence", pa.int32(), "lastSequence of the retained batch"),
+    _f("last_offset", pa.int64(), "lastOffset of the retained batch (-1: none, e.g. only a marker)"),
+    _f("offset_delta", pa.int32(), "offsetDelta of the retained batch"),
+    _f("crc_valid", pa.bool_(), "the file's CRC-32C is valid (Kafka refuses a snapshot whose CRC is not)"),
+    _f("newest", pa.bool_(), "this is the replica's newest loadable snapshot, the one producer_state "
+                             "is compared with"),
+    _f("rebuilt_agrees", pa.bool_(), "newest snapshot only: the entry equals the state rebuilt from the "
+                                     "batches below snapshot_offset (null otherwise)"),
+    _f("rebuilt_difference", pa.string(), "what differs when rebuilt_agrees is false"),
 )
 
 #: One row per transaction per partition replica.
@@ -138,7 +193,8 @@ TXN_SPANS = _schema(
     _f("from_snapshot", pa.bool_(), "opened by a producer snapshot: earlier batches are not in the copy"),
 )
 
-#: Per replica: offsets, LSO and LSO lag the way UnifiedLog derives them on load.
+#: Per replica: offsets, LSO and LSO lag the way UnifiedLog derives them on load, the leader,
+#: and how the replica compares with the other replicas of its partition.
 PARTITION_STATE = _schema(
     *_REPLICA,
     _f("log_start_offset", pa.int64(), "logStartOffset (log-start-offset-checkpoint, else first segment)"),
@@ -151,6 +207,19 @@ PARTITION_STATE = _schema(
     _f("open_transactions", pa.int32(), "transactions still open at the end of the log"),
     _f("producers", pa.int32(), "producers in the rebuilt producer state"),
     _f("max_timestamp", pa.int64(), "newest batch maxTimestamp in the replica, epoch ms"),
+    _f("leader_epoch", pa.int32(), "highest epoch in the replica's leader-epoch-checkpoint; null when empty"),
+    _f("leader", pa.int32(), "broker that led the partition at as_of: the last leader in __cluster_metadata up "
+                             "to as_of, else from leader epochs; null when the copy cannot tell"),
+    _f("leader_source", pa.string(), "where leader comes from: cluster_metadata or leader_epoch_checkpoint"),
+    _f("is_leader", pa.bool_(), "this replica is the leader; null when the copy cannot tell"),
+    _f("replicas", pa.int32(), "replicas of this partition in the copy"),
+    _f("replicas_agree", pa.bool_(), "log end, high watermark, LSO, open transactions and the end markers "
+                                     "both hold equal those of every other replica in the copy"),
+    _f("replica_differences", pa.string(), "what differs, per other broker; null when replicas_agree"),
+    _f("oldest_txn_last_timestamp", pa.int64(), "lastTimestamp of the producer whose open transaction started "
+                                                "first (oldestTxnLastTimestamp), epoch ms; -1 when none is open"),
+    _f("has_late_transaction", pa.bool_(), "as_of - oldest_txn_last_timestamp exceeds the max transaction "
+                                           "timeout + 5 min: counted by PartitionsWithLateTransactionsCount"),
 )
 
 #: find-hanging's candidates (open longer than the max transaction timeout) with a verdict.
@@ -168,6 +237,25 @@ HANGING_CANDIDATES = _schema(
     _f("transactional_id", pa.string(), "transactional id of the coordinator record, when one matched"),
 )
 
+#: One row per hanging transaction per partition: what to run, what the broker checks, what happens.
+ABORT_PLANS = _schema(
+    _REPLICA[1], _REPLICA[2],
+    _f("broker", pa.int32(), "broker whose replica the plan was read from (the one furthest ahead)"),
+    _f("producer_id", pa.int64(), "ProducerId of the hanging transaction"),
+    _f("producer_epoch", pa.int32(), "ProducerEpoch the abort marker must carry"),
+    _f("coordinator_epoch", pa.int32(), "LatestCoordinatorEpoch of the producer (-1: never touched by a marker)"),
+    _f("start_offset", pa.int64(), "first offset of the hanging transaction"),
+    _f("reason", pa.string(), "the hanging_candidates reason the plan rests on"),
+    _f("risk", pa.string(), "low, medium or high"),
+    _f("risk_detail", pa.string(), "why that risk level"),
+    _f("command", pa.string(), "kafka-transactions.sh abort --start-offset form (the broker looks the producer up)"),
+    _f("command_explicit", pa.string(), "the older-broker form with --producer-id, --producer-epoch and "
+                                        "--coordinator-epoch filled from the files"),
+    _f("preconditions", pa.list_(pa.string()), "what the broker will check before writing the marker"),
+    _f("effects", pa.list_(pa.string()), "what the abort does to the LSO, read_committed consumers and the "
+                                         "compacted log"),
+)
+
 #: Open transactions at the end of a replica, in the order find-hanging considers them.
 OPEN_TXNS = _schema(
     *_REPLICA,
@@ -175,12 +263,14 @@ OPEN_TXNS = _schema(
     _f("producer_epoch", pa.int32(), "ProducerEpoch"),
     _f("start_offset", pa.int64(), "currentTxnFirstOffset"),
     _f("last_timestamp", pa.int64(), "LastTimestamp, epoch ms"),
+    _f("coordinator_epoch", pa.int32(), "LatestCoordinatorEpoch"),
 )
 
 TABLES: dict[str, pa.Schema] = {
     "files": FILES, "batches": BATCHES, "corruptions": CORRUPTIONS, "txn_log": TXN_LOG,
-    "coordinator_state": COORDINATOR_STATE, "producer_state": PRODUCER_STATE, "txn_spans": TXN_SPANS,
-    "partition_state": PARTITION_STATE, "hanging_candidates": HANGING_CANDIDATES,
+    "coordinator_state": COORDINATOR_STATE, "producer_snapshots": PRODUCER_SNAPSHOTS,
+    "producer_state": PRODUCER_STATE, "txn_spans": TXN_SPANS, "partition_state": PARTITION_STATE,
+    "hanging_candidates": HANGING_CANDIDATES, "abort_plans": ABORT_PLANS,
 }
 
 
@@ -190,8 +280,11 @@ def replica_key(broker: int, topic: Optional[str], partition: Optional[int]) -> 
 
 # --- objects -> rows -------------------------------------------------------------------------
 
-def batch_row(fact: BatchFact, key: Row, file: str, segment_base_offset: int, batch_index: int) -> Row:
-    return {**key, "file": file, "segment_base_offset": segment_base_offset, "batch_index": batch_index,
+def batch_row(fact: BatchFact, header: RecordBatch, key: Row, file: str, segment_base_offset: int) -> Row:
+    return {**key, "file": file, "segment_base_offset": segment_base_offset, "position": header.position,
+            "magic": header.magic, "compression_type": header.codec, "timestamp_type": header.timestamp_type,
+            "partition_leader_epoch": header.partition_leader_epoch, "base_timestamp": header.base_timestamp,
+            "delete_horizon_ms": header.delete_horizon_ms, "crc": header.crc, "crc_valid": header.crc_valid,
             **fact._asdict()}
 
 
@@ -205,15 +298,73 @@ def txn_record_row(rec: TxnLogRecord) -> Row:
             "start_timestamp_ms": rec.start_timestamp_ms, "coordinator_epoch": rec.coordinator_epoch}
 
 
+def txn_log_rows(read: ReplicaRead, key: Row, file: str) -> Iterable[Row]:
+    for rec, position in zip(read.txn_log, read.txn_log_positions):
+        yield {**key, "file": file, "position": position, **txn_record_row(rec)}
+
+
 def finding_row(finding: Finding, key: Row) -> Row:
     return {**key, "file": finding.path, "position": finding.position, "length": None,
             "reason": finding.reason, "message": finding.message}
 
 
-def producer_rows(psm: ProducerStateManager, key: Row) -> Iterable[Row]:
+def file_status(findings: Iterable[Finding]) -> str:
+    """ok, damaged (has findings) or unreadable (could not be opened at all)."""
+    findings = list(findings)
+    if any(f.reason == "io" and f.position < 0 for f in findings):
+        return "unreadable"
+    return "damaged" if findings else "ok"
+
+
+#: files.status from best to worst: how the statuses of a file's byte ranges combine.
+STATUS_ORDER = ("ok", "damaged", "unreadable")
+
+
+def producer_rows(psm: ProducerStateManager, key: Row, check: Optional[SnapshotCheck] = None) -> Iterable[Row]:
     for pid, epoch, coord, seq, ts, start in describe_producers(psm):
+        held = check.entries.get(pid) if check is not None else None
+        difference = check.differences.get(pid) if check is not None and check.comparable else None
         yield {**key, "producer_id": pid, "producer_epoch": epoch, "coordinator_epoch": coord,
-               "last_sequence": seq, "last_timestamp": ts, "current_txn_start_offset": start}
+               "last_sequence": seq, "last_timestamp": ts, "current_txn_start_offset": start,
+               "snapshot_offset": None if check is None else check.offset,
+               **dict(zip(("snapshot_producer_epoch", "snapshot_coordinator_epoch", "snapshot_last_sequence",
+                           "snapshot_last_timestamp", "snapshot_current_txn_start_offset"),
+                          held or (None,) * 5)),
+               "snapshot_agrees": None if check is None or not check.comparable else difference is None,
+               "snapshot_difference": difference}
+
+
+def snapshot_rows(snapshots: Iterable[SnapshotFile], key: Row, check: Optional[SnapshotCheck]) -> Iterable[Row]:
+    for f in snapshots:
+        if f.snapshot is None:
+            continue
+        newest = check is not None and f.path == check.path
+        for e in f.snapshot.entries:
+            difference = check.differences.get(e.producer_id) if newest and check.comparable else None
+            yield {**key, "file": f.path, "snapshot_offset": f.offset, "position": e.position,
+                   "producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
+                   "coordinator_epoch": e.coordinator_epoch,
+                   "current_txn_first_offset": e.current_txn_first_offset if e.has_ongoing_transaction else None,
+                   "last_timestamp": e.timestamp, "first_sequence": e.first_sequence,
+                   "last_sequence": e.last_sequence, "last_offset": e.last_offset, "offset_delta": e.offset_delta,
+                   "crc_valid": f.snapshot.crc_valid, "newest": newest,
+                   "rebuilt_agrees": difference is None if newest and check.comparable else None,
+                   "rebuilt_difference": difference}
+
+
+def snapshot_file_rows(snapshots: Iterable[SnapshotFile], key: Row) -> Iterable[Row]:
+    for f in snapshots:
+        bad = [f.finding] if f.finding is not None else []
+        yield {**key, "file": f.path, "kind": "producer_snapshot", "size": _size(f.path),
+               "status": file_status(bad), "error_count": len(bad),
+               "batches": len(f.snapshot.entries) if f.snapshot is not None else 0, "detail": None}
+
+
+def _size(path: str) -> int:
+    try:
+        return file_size(Path(path))
+    except OSError:
+        return -1
 
 
 def span_rows(spans: Iterable[TxnSpan], key: Row) -> Iterable[Row]:
@@ -227,23 +378,31 @@ def span_rows(spans: Iterable[TxnSpan], key: Row) -> Iterable[Row]:
                "records": s.records, "bytes": s.bytes, "from_snapshot": s.from_snapshot}
 
 
-def state_row(state: ReplicaState, max_timestamp: int) -> Row:
+_STATE_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "high_watermark_checkpointed",
+                 "first_unstable_offset", "last_stable_offset", "open_transactions", "producers")
+_ASSESSMENT_FIELDS = ("leader", "leader_source", "is_leader", "replicas", "replicas_agree", "replica_differences",
+                      "oldest_txn_last_timestamp", "has_late_transaction")
+
+
+def state_row(state: ReplicaState, max_timestamp: int, leader_epoch: Optional[int] = None,
+              assessment: Optional[ReplicaAssessment] = None) -> Row:
+    """A partition_state row; the cross-replica columns stay null until ``assessment`` is known."""
     return {**replica_key(state.broker, state.topic, state.partition),
-            "log_start_offset": state.log_start_offset, "log_end_offset": state.log_end_offset,
-            "high_watermark": state.high_watermark,
-            "high_watermark_checkpointed": state.high_watermark_checkpointed,
-            "first_unstable_offset": state.first_unstable_offset,
-            "last_stable_offset": state.last_stable_offset, "lso_lag": state.lso_lag,
-            "open_transactions": state.open_transactions, "producers": state.producers,
-            "max_timestamp": max_timestamp}
+            **{name: getattr(state, name) for name in _STATE_FIELDS}, "lso_lag": state.lso_lag,
+            "max_timestamp": max_timestamp, "leader_epoch": leader_epoch,
+            **{name: None if assessment is None else getattr(assessment, name) for name in _ASSESSMENT_FIELDS}}
 
 
-def open_txn_rows(psm: ProducerStateManager, key: Row) -> Iterable[Row]:
+def assessed(row: Row, assessment: ReplicaAssessment) -> Row:
+    return {**row, **{name: getattr(assessment, name) for name in _ASSESSMENT_FIELDS}}
+
+
+def open_txn_rows(view: ReplicaView, key: Row) -> Iterable[Row]:
     """Open transactions by first offset, with the producer's epoch and lastTimestamp."""
-    for pid, first in sorted(psm.ongoing().items(), key=lambda kv: kv[1]):
-        entry = psm.producers[pid]
-        yield {**key, "producer_id": pid, "producer_epoch": entry.producer_epoch, "start_offset": first,
-               "last_timestamp": entry.last_timestamp}
+    for t in view.open_txns:
+        yield {**key, "producer_id": t.producer_id, "producer_epoch": t.producer_epoch,
+               "start_offset": t.start_offset, "last_timestamp": t.last_timestamp,
+               "coordinator_epoch": view.coordinator_epochs.get(t.producer_id, -1)}
 
 
 def candidate_row(key: Row, txn: OpenTxn, age_ms: int, verdict: Verdict) -> Row:
@@ -251,6 +410,14 @@ def candidate_row(key: Row, txn: OpenTxn, age_ms: int, verdict: Verdict) -> Row:
             "start_offset": txn.start_offset, "last_timestamp": txn.last_timestamp, "age_ms": age_ms,
             "hanging": verdict.hanging, "reason": verdict.reason, "evidence": verdict.evidence,
             "transactional_id": verdict.transactional_id}
+
+
+def plan_row(broker: int, plan: AbortPlan) -> Row:
+    return {"topic": plan.topic, "partition": plan.partition, "broker": broker, "producer_id": plan.producer_id,
+            "producer_epoch": plan.producer_epoch, "coordinator_epoch": plan.coordinator_epoch,
+            "start_offset": plan.start_offset, "reason": plan.reason, "risk": plan.risk,
+            "risk_detail": plan.risk_detail, "command": plan.command, "command_explicit": plan.command_explicit,
+            "preconditions": list(plan.preconditions), "effects": list(plan.effects)}
 
 
 # --- rows -> objects -------------------------------------------------------------------------
@@ -275,6 +442,20 @@ def open_txn_from_row(row: Row) -> OpenTxn:
                    row["start_offset"], row["last_timestamp"])
 
 
+def state_from_row(row: Row) -> ReplicaState:
+    return ReplicaState(row["broker"], row["topic"], row["partition"], *(row[n] for n in _STATE_FIELDS))
+
+
+def view_from_rows(state: Row, open_txns: list[Row], spans: list[Row]) -> ReplicaView:
+    """The ReplicaView of one replica out of its partition_state, open-transaction and span rows."""
+    txns = sorted(open_txns, key=lambda r: r["start_offset"])
+    closed = [ClosedTxn(s["producer_id"], s["first_offset"], s["end_marker_offset"], s["outcome"])
+              for s in sorted(spans, key=lambda r: r["span_index"]) if s["end_marker_offset"] is not None]
+    return ReplicaView(state_from_row(state), [open_txn_from_row(r) for r in txns], closed,
+                       {r["producer_id"]: r["coordinator_epoch"] for r in txns},
+                       state["max_timestamp"], state["leader_epoch"])
+
+
 # --- Arrow -----------------------------------------------------------------------------------
 
 def to_batch(rows: list[Row], schema: pa.Schema) -> pa.RecordBatch:
@@ -282,16 +463,22 @@ def to_batch(rows: list[Row], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def tagged_schema(members: dict[str, pa.Schema]) -> pa.Schema:
+def tagged_schema(members: dict[str, pa.Schema], keys: Iterable[pa.Field] = ()) -> pa.Schema:
     """A union of tables in one Arrow schema: ``record_type`` names the member; the struct
     column of that name holds the row, the others are null. Lets one Arrow function emit
-    several tables in one pass."""
-    return pa.schema([pa.field("record_type", pa.string(), False)]
+    several tables in one pass. ``keys`` are top-level columns every row fills (from its own
+    values of those names), for grouping or filtering the union without unpacking it."""
+    return pa.schema([pa.field("record_type", pa.string(), False), *keys]
                      + [pa.field(name, pa.struct(list(s)), True) for name, s in members.items()])
 
 
-def to_tagged_batch(rows: list[tuple[str, Row]], schema: pa.Schema) -> pa.RecordBatch:
-    names = schema.names[1:]
+def to_tagged_batch(rows: list[tuple[str, Row]], schema: pa.Schema, extra: Optional[Row] = None) -> pa.RecordBatch:
+    """Tagged rows as one batch; key columns come from ``extra`` (the same for every row) or
+    else from each row's value of that name."""
+    extra = extra or {}
+    keys = [n for n in schema.names[1:] if not pa.types.is_struct(schema.field(n).type)]
+    names = [n for n in schema.names[1:] if n not in keys]
     return pa.RecordBatch.from_pylist(
-        [{"record_type": kind, **{n: (row if n == kind else None) for n in names}} for kind, row in rows],
+        [{"record_type": kind, **{k: extra[k] if k in extra else row.get(k) for k in keys},
+          **{n: (row if n == kind else None) for n in names}} for kind, row in rows],
         schema=schema)

@@ -39,16 +39,57 @@ class TxnLogRecord:
 def latest_states(records: Iterable[TxnLogRecord]) -> dict[str, TxnLogRecord]:
     """Transactional id -> its last record, as the coordinator would load it.
 
-    Records must come in log order per coordinator partition; a transactional id lives in
-    exactly one coordinator partition, so partitions may be interleaved freely.
+    Records must come in log order per coordinator partition; partitions may be
+    interleaved freely. Each partition is loaded on its own (last record wins, a tombstone
+    removes the id), then the partitions are merged by :func:`merge_partitions`.
     """
-    latest: dict[str, TxnLogRecord] = {}
+    per_partition: dict[tuple[int, str], TxnLogRecord] = {}
     for rec in records:
+        key = (rec.coordinator_partition, rec.transactional_id)
         if rec.state is None:
-            latest.pop(rec.transactional_id, None)
+            per_partition.pop(key, None)
         else:
-            latest[rec.transactional_id] = rec
-    return latest
+            per_partition[key] = rec
+    return merge_partitions(per_partition.values())
+
+
+def merge_partitions(latest: Iterable[TxnLogRecord]) -> dict[str, TxnLogRecord]:
+    """One record per transactional id out of per-partition latest records, keyed in id order.
+
+    A transactional id hashes to exactly one coordinator partition, so it appears in two
+    only in a damaged or mixed-up copy; then the newer TransactionLastUpdateTimestampMs wins
+    and, on a tie, the lower coordinator partition. Both drivers merge with this function, so
+    the Spark job (one task per partition) and the local loop pick the same record.
+    """
+    out: dict[str, TxnLogRecord] = {}
+    for rec in sorted(latest, key=lambda r: (r.transactional_id, -r.last_update_timestamp_ms,
+                                             r.coordinator_partition)):
+        out.setdefault(rec.transactional_id, rec)
+    return out
+
+
+def choose_replicas(replicas: Iterable[tuple[int, int, int]]) -> dict[int, int]:
+    """Partition -> broker whose copy to load, from (partition, broker, log_end_offset) rows.
+
+    The coordinator loads a `__transaction_state` partition up to its log end, and the
+    leader's log reaches furthest; a lagging follower's copy would show an older state. So
+    the replica with the highest log end offset wins, ties the lowest broker id (a rule
+    that depends on nothing but the rows, so every driver picks the same replica). Used for
+    `__cluster_metadata` the same way.
+    """
+    best: dict[int, tuple[int, int]] = {}
+    for partition, broker, log_end in replicas:
+        held = best.get(partition)
+        if held is None or (-log_end, broker) < (-held[1], held[0]):
+            best[partition] = (broker, log_end)
+    return {p: b for p, (b, _) in sorted(best.items())}
+
+
+def is_complete(partitions: Iterable[int]) -> bool:
+    """Every coordinator partition 0..max is in the copy: only then does a missing record
+    prove that the coordinator has none (find-hanging's premise)."""
+    seen = set(partitions)
+    return bool(seen) and seen == set(range(max(seen) + 1))
 
 
 @dataclass(frozen=True, slots=True)

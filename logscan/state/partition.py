@@ -1,10 +1,15 @@
-"""Per-replica partition state: offsets, LSO and LSO lag, the way UnifiedLog derives them."""
+"""Per-replica partition state (offsets, LSO and LSO lag, the way UnifiedLog derives them),
+and what only all replicas of a partition together tell: the leader, whether the copies
+agree, which open transactions hang and how to abort them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
 
+from . import hanging
+from .coordinator import ProducerIdMatch
+from .plans import AbortPlan, plan_abort
 from .producer_state import first_unstable_offset, last_stable_offset
 from .spans import ReplicaReplay
 
@@ -53,3 +58,258 @@ def replica_state(broker: int, topic: str, partition: int, replay: ReplicaReplay
     fuo = first_unstable_offset(ongoing.values(), psm.completed, hw, log_start)
     return ReplicaState(broker, topic, partition, log_start, log_end, hw, hw_checkpoint is not None,
                         fuo, last_stable_offset(fuo, hw), len(ongoing), len(psm.producers))
+
+
+# --- across the replicas of one partition ----------------------------------------------------
+#
+# Everything below looks at all copied replicas of one partition at once: who led it, whether
+# the copies agree, which open transactions hang (find-hanging over every replica) and the
+# abort plans. Both drivers build the same ReplicaViews and call assess_partition, the local
+# loop per partition, the Spark job in a task grouped by (topic, partition).
+
+#: Where `leader` came from.
+CLUSTER_METADATA = "cluster_metadata"
+LEADER_EPOCH_CHECKPOINT = "leader_epoch_checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedTxn:
+    """A transaction an end marker closed on one replica."""
+
+    producer_id: int
+    first_offset: int
+    end_marker_offset: int
+    outcome: str  # COMMIT or ABORT
+
+
+@dataclass(slots=True)
+class ReplicaView:
+    """What the cross-replica rules need of one replica, from either driver."""
+
+    state: ReplicaState
+    open_txns: list[hanging.OpenTxn]  # by start offset, as find-hanging lists them
+    closed: list[ClosedTxn]
+    coordinator_epochs: dict[int, int] = field(default_factory=dict)  # producer id -> its latest
+    max_timestamp: int = -1
+    leader_epoch: Optional[int] = None  # latest epoch of the replica's leader-epoch-checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class HangingCandidate:
+    broker: int
+    topic: str
+    partition: int
+    txn: hanging.OpenTxn
+    age_ms: int
+    verdict: hanging.Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAssessment:
+    """The cross-replica columns of one replica's partition_state row."""
+
+    broker: int
+    leader: Optional[int]
+    leader_source: Optional[str]
+    is_leader: Optional[bool]
+    replicas: int
+    replicas_agree: bool
+    replica_differences: Optional[str]
+    oldest_txn_last_timestamp: int
+    has_late_transaction: bool
+
+
+@dataclass(slots=True)
+class PartitionAssessment:
+    replicas: list[ReplicaAssessment]
+    candidates: list[HangingCandidate]
+    plans: list[tuple[int, AbortPlan]]  # (broker whose replica the plan reads, plan)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataEvent:
+    """A `__cluster_metadata` record that names a topic or moves a partition's leader."""
+
+    offset: int
+    timestamp: int  # record timestamp, epoch ms; -1 for a snapshot's records (older than the log)
+    kind: str  # TOPIC, PARTITION, PARTITION_CHANGE or REMOVE_TOPIC
+    topic_id: str
+    name: Optional[str] = None
+    partition: int = -1
+    leader: int = -2  # -2: PartitionChangeRecord without a leader change; -1: no leader
+
+
+TOPIC, PARTITION, PARTITION_CHANGE, REMOVE_TOPIC = "TOPIC", "PARTITION", "PARTITION_CHANGE", "REMOVE_TOPIC"
+
+
+def partition_leaders(events: Iterable[MetadataEvent], as_of_ms: Optional[int] = None) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the last broker that led it, replaying `__cluster_metadata` in log
+    order up to the first record newer than ``as_of_ms``.
+
+    A leader of -1 (no leader: every replica is down, as at the end of a whole-cluster stop)
+    keeps the previous leader: the replica whose log consumers last read. Replaying only up to
+    the scan's as-of time keeps the leaders of that moment, not the moves of a controlled
+    shutdown that came after it.
+    """
+    names: dict[str, str] = {}
+    leaders: dict[tuple[str, int], int] = {}
+    for e in events:
+        if as_of_ms is not None and e.timestamp > as_of_ms:
+            break
+        if e.kind == TOPIC:
+            names[e.topic_id] = e.name
+        elif e.kind in (PARTITION, PARTITION_CHANGE):
+            if e.leader >= 0:
+                leaders[(e.topic_id, e.partition)] = e.leader
+        elif e.kind == REMOVE_TOPIC:
+            names.pop(e.topic_id, None)
+            for key in [k for k in leaders if k[0] == e.topic_id]:
+                del leaders[key]
+    return {(names[tid], p): leader for (tid, p), leader in sorted(leaders.items()) if tid in names}
+
+
+def leadership(views: list[ReplicaView], metadata_leader: Optional[int]) -> tuple[Optional[int], Optional[str], dict[int, Optional[bool]]]:
+    """(leader, where it came from, broker -> is_leader).
+
+    From `__cluster_metadata` when it names one. Else from leader epochs: a newly elected
+    leader writes its epoch to leader-epoch-checkpoint at once, followers only when data of
+    that epoch reaches them, so a replica whose latest epoch is below another's is not the
+    leader, and a single replica with the highest epoch is. Several at the highest epoch:
+    cannot tell (null)."""
+    brokers = [v.state.broker for v in views]
+    if metadata_leader is not None:
+        return metadata_leader, CLUSTER_METADATA, {b: b == metadata_leader for b in brokers}
+    epochs = {v.state.broker: v.leader_epoch for v in views if v.leader_epoch is not None}
+    if not epochs:
+        return None, None, {b: None for b in brokers}
+    top = max(epochs.values())
+    holders = [b for b, e in epochs.items() if e == top]
+    if len(holders) == 1:
+        return holders[0], LEADER_EPOCH_CHECKPOINT, {b: b == holders[0] for b in brokers}
+    return None, LEADER_EPOCH_CHECKPOINT, {b: None if b in holders else False for b in brokers}
+
+
+def _txns(items, limit: int = 5) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def replica_differences(view: ReplicaView, other: ReplicaView) -> list[str]:
+    """What differs between two replicas of a partition: log end, high watermark and LSO, the
+    open transactions, and the end markers both copies should hold (those between the later
+    log start and the earlier log end: a marker past a replica's log end is lag, shown by
+    the log end offsets)."""
+    a, b = view.state, other.state
+    out = [f"{name} {getattr(a, name)} here, {getattr(b, name)} there"
+           for name in ("log_end_offset", "high_watermark", "last_stable_offset")
+           if getattr(a, name) != getattr(b, name)]
+    open_a = {(t.producer_id, t.start_offset) for t in view.open_txns}
+    open_b = {(t.producer_id, t.start_offset) for t in other.open_txns}
+    for label, diff in (("open here only", open_a - open_b), ("open there only", open_b - open_a)):
+        if diff:
+            out.append(f"{label}: " + _txns([f"producer {p} from offset {o}" for p, o in sorted(diff, key=lambda x: x[1])]))
+    low, high = max(a.log_start_offset, b.log_start_offset), min(a.log_end_offset, b.log_end_offset)
+
+    def markers(v: ReplicaView) -> set[tuple[int, int, int, str]]:
+        return {(c.end_marker_offset, c.producer_id, c.first_offset, c.outcome) for c in v.closed
+                if low <= c.end_marker_offset < high}
+
+    m_a, m_b = markers(view), markers(other)
+    for label, diff in (("end markers here only", m_a - m_b), ("end markers there only", m_b - m_a)):
+        if diff:
+            out.append(f"{label}: " + _txns([f"{kind} at {at} (producer {pid}, from {first})"
+                                             for at, pid, first, kind in sorted(diff)]))
+    return out
+
+
+def find_hanging(views: list[ReplicaView], index: dict[int, list[ProducerIdMatch]], as_of_ms: int,
+                 max_timeout_ms: int, coordinator_complete: bool) -> list[HangingCandidate]:
+    """find-hanging over every replica of one partition: open transactions older than the max
+    timeout, judged against the coordinator records that name the producer id and against
+    the other replicas (a marker they hold, whether this one is behind)."""
+    closed_by = {id(v): {(c.producer_id, c.first_offset): c for c in v.closed} for v in views}
+    out = []
+    for view in views:
+        st = view.state
+        peers = [p for p in views if p is not view]
+        behind = any(p.state.log_end_offset > st.log_end_offset for p in peers)
+        for txn in view.open_txns:
+            if not hanging.is_candidate(txn, as_of_ms, max_timeout_ms):
+                continue
+            verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator_complete)
+            closed = [hanging.ClosedElsewhere(p.state.broker, c.end_marker_offset, c.outcome)
+                      for p in peers
+                      for c in [closed_by[id(p)].get((txn.producer_id, txn.start_offset))] if c is not None]
+            verdict = hanging.with_replicas(verdict, txn, closed, behind)
+            out.append(HangingCandidate(st.broker, st.topic, st.partition, txn, as_of_ms - txn.last_timestamp, verdict))
+    return out
+
+
+def plan_aborts(views: list[ReplicaView], candidates: list[HangingCandidate], is_leader: dict[int, Optional[bool]],
+                bootstrap: str) -> list[tuple[int, AbortPlan]]:
+    """One plan per hanging transaction of the partition, read from the replica furthest
+    ahead (the one the leader's describe-producers agrees with); ties: the leader, then the
+    lowest broker."""
+    by_broker = {v.state.broker: v for v in views}
+
+    def rank(c: HangingCandidate) -> tuple:
+        return (-by_broker[c.broker].state.log_end_offset, is_leader.get(c.broker) is not True, c.broker)
+
+    best: dict[tuple[int, int], HangingCandidate] = {}
+    for c in candidates:
+        if c.verdict.hanging is not True:
+            continue
+        key = (c.txn.producer_id, c.txn.start_offset)
+        if key not in best or rank(c) < rank(best[key]):
+            best[key] = c
+    plans = []
+    for key in sorted(best):
+        c = best[key]
+        view = by_broker[c.broker]
+        others = [t.start_offset for t in view.open_txns if t.producer_id != c.txn.producer_id]
+        # The marker lands at the log end; once replicated the HW passes it.
+        next_lso = min(others) if others else view.state.log_end_offset + 1
+        plan = plan_abort(c.txn, c.verdict, view.coordinator_epochs.get(c.txn.producer_id, -1), bootstrap=bootstrap,
+                          high_watermark=view.state.log_end_offset + 1, next_lso=next_lso)
+        if plan is not None:
+            plans.append((c.broker, plan))
+    return plans
+
+
+def oldest_txn_last_timestamp(view: ReplicaView) -> int:
+    """ProducerStateManager.oldestTxnLastTimestamp: lastTimestamp of the producer whose open
+    transaction started first, -1 when none is open."""
+    if not view.open_txns:
+        return -1
+    return min(view.open_txns, key=lambda t: t.start_offset).last_timestamp
+
+
+def assess_partition(views: list[ReplicaView], *, metadata_leader: Optional[int],
+                     index: dict[int, list[ProducerIdMatch]], as_of_ms: int, max_timeout_ms: int,
+                     coordinator_complete: bool, bootstrap: str) -> PartitionAssessment:
+    """Every cross-replica fact of one partition (views: all its replicas in the copy)."""
+    views = sorted(views, key=lambda v: v.state.broker)
+    leader, source, is_leader = leadership(views, metadata_leader)
+    replicas = []
+    for view in views:
+        diffs = [f"vs broker {p.state.broker}: " + "; ".join(d)
+                 for p in views if p is not view for d in [replica_differences(view, p)] if d]
+        oldest = oldest_txn_last_timestamp(view)
+        replicas.append(ReplicaAssessment(
+            view.state.broker, leader, source, is_leader[view.state.broker], len(views), not diffs,
+            " | ".join(diffs) or None, oldest, hanging.is_late(oldest, as_of_ms, max_timeout_ms)))
+    candidates = find_hanging(views, index, as_of_ms, max_timeout_ms, coordinator_complete)
+    return PartitionAssessment(replicas, candidates, plan_aborts(views, candidates, is_leader, bootstrap))
+
+
+def replica_view(state: ReplicaState, replay: ReplicaReplay, *, max_timestamp: int = -1,
+                 leader_epoch: Optional[int] = None) -> ReplicaView:
+    """The view of a replica the local driver replayed (the Spark job builds it from rows)."""
+    psm = replay.producers
+    ongoing = sorted(psm.ongoing().items(), key=lambda kv: kv[1])
+    open_txns = [hanging.OpenTxn(state.topic, state.partition, pid, psm.producers[pid].producer_epoch, first,
+                                 psm.producers[pid].last_timestamp) for pid, first in ongoing]
+    closed = [ClosedTxn(s.producer_id, s.first_offset, s.end_marker_offset, s.outcome)
+              for s in replay.spans if s.end_marker_offset is not None]
+    return ReplicaView(state, open_txns, closed, {pid: psm.producers[pid].coordinator_epoch for pid, _ in ongoing},
+                       max_timestamp, leader_epoch)

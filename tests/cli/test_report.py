@@ -1,5 +1,10 @@
 """`logscan report`: the HTML page of a scan, checked as a document and as pixels in a real
-headless Chromium (Debian's package; `make test` installs it)."""
+headless Chromium (Debian's package; `make test` installs it).
+
+The pixel checks look at each chart alone (the page with every other section taken out) and
+measure what the browser drew: one red bar per partition whose LSO an open transaction holds
+back, bar lengths in the ratio of the LSO lags Kafka reported, and one open span per partition
+with an open transaction, each running up to the same as-of line."""
 
 from __future__ import annotations
 
@@ -15,15 +20,19 @@ pytest.importorskip("pyspark")
 from logscan.cli import main  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 
-from .conftest import truth  # noqa: E402
+from .conftest import BOOTSTRAP, HANGING, plans, truth  # noqa: E402
 
 pytestmark = [pytest.mark.spark,
               pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
                                  reason="Delta jars missing: run `make delta-jars`")]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None,
+                                    reason="chromium not installed (make test installs Debian's package)")
 RED = (0xD6, 0x28, 0x28)      # open spans, lag bars held back by an open transaction
-GREEN = (0x2E, 0x7D, 0x32)    # committed spans
+INK = (0x1D, 0x24, 0x33)      # the header band, the as-of line
+WIDTH = 1400
+LAG_BAR_PX = 760              # the longest lag bar (logscan/report/html.py _lag_chart)
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +52,7 @@ def _hanging_live() -> set[tuple[str, int, int, int]]:
 def test_page_is_self_contained_and_names_every_hanging_transaction(report):
     html = report.read_text()
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html), "the page must not fetch anything"
+    assert "@import" not in html and "url(" not in html
     live = _hanging_live()
     assert live
     for topic, partition, pid, start in live:
@@ -53,12 +63,45 @@ def test_page_is_self_contained_and_names_every_hanging_transaction(report):
         assert reason in html
     assert html.count('class="span open"') >= len(live)   # every open span drawn and highlighted
     assert "<svg id=lag" in html and "<svg id=timeline" in html
+    # The header says which scan, when and of what.
+    assert re.search(r"<dt>scan id</dt><dd>scan-[0-9a-f]{16}</dd>", html)
+    assert f"<dt>input</dt><dd>{HANGING / 'brokers'}/</dd>" in html
+    assert "<dt>as of</dt><dd>" + _utc(truth()["recorded_at_ms"]) + "</dd>" in html
+
+
+def _utc(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def test_abort_plans_are_logscan_plans_commands_with_copy_buttons(report):
+    html = report.read_text()
+    made = plans()
+    assert len(made) == len(_hanging_live()) and all(BOOTSTRAP in p["command"] for p in made)
+    for p in made:
+        for command in (p["command"], p["command_explicit"]):
+            block = re.search(rf"<pre id=(cmd\d+x?)>{re.escape(command)}</pre>"
+                              rf"<button type=button onclick=\"copyCmd\('(\w+)',this\)\">copy</button>", html)
+            assert block and block.group(1) == block.group(2), command
+        assert p["preconditions"][0] in html and p["effects"][1] in html
 
 
 def test_missing_tables_is_a_usage_error(tmp_path):
     res = CliRunner().invoke(main, ["report", "--tables", str(tmp_path)])
     assert res.exit_code == 2 and "no Delta tables" in res.output
+    res = CliRunner().invoke(main, ["report", "--tables", str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "no such folder" in res.output
 
+
+def test_unknown_scan_id_says_how_to_list_them(tables, tmp_path):
+    res = CliRunner().invoke(main, ["report", "--tables", str(tables), "--scan-id", "nope", "--master", "local[1]",
+                                    "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 2 and "no rows for scan id 'nope'" in res.output and "DISTINCT scan_id" in res.output
+    assert not (tmp_path / "r.html").exists()
+
+
+# --- in the browser --------------------------------------------------------------------------
 
 def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -67,26 +110,99 @@ def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make test installs Debian's package)")
-def test_renders_in_headless_chromium(report, tmp_path):
+def _screenshot(page: Path, tmp_path: Path, height: int = 1300):
     from PIL import Image
 
-    dom = _chromium("--dump-dom", report.as_uri(), cwd=tmp_path)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    # The browser's DOM (after parsing) still holds the candidates and the drawn spans.
-    for topic, partition, pid, _ in _hanging_live():
-        assert f"{topic}-{partition}" in dom.stdout
-    assert dom.stdout.count('class="span open"') >= len(_hanging_live())
-
-    png = tmp_path / "shot.png"
-    shot = _chromium("--window-size=1400,1300", f"--screenshot={png}", "--hide-scrollbars", report.as_uri(),
-                     cwd=tmp_path)
+    png = page.with_suffix(".png")
+    shot = _chromium(f"--window-size={WIDTH},{height}", f"--screenshot={png}", "--hide-scrollbars",
+                     page.as_uri(), cwd=tmp_path)
     assert shot.returncode == 0 and png.is_file(), shot.stderr[-2000:]
     img = Image.open(png).convert("RGB")
-    assert img.size == (1400, 1300)
-    colors = {color: n for n, color in img.getcolors(maxcolors=1 << 24)}
-    # Not blank: a real page has many colors, and the drawn bars/spans are there in quantity.
-    assert len(colors) > 200
-    assert colors.get(RED, 0) > 20_000, "open spans and held-back LSO bars must be drawn in red"
-    # The dark header band is at the top, the page background below it.
-    assert img.getpixel((700, 10)) == (0x1D, 0x24, 0x33)
+    assert img.size == (WIDTH, height)
+    return img
+
+
+def _only(html: str, section: str) -> str:
+    """The page with <main> holding nothing but one section."""
+    kept = re.search(rf"<section id={section}>.*?</section>", html, re.S)
+    assert kept, section
+    return html[:html.index("<main>") + len("<main>")] + kept.group(0) + html[html.index("</main>"):]
+
+
+def _bars(img, color) -> list[tuple[int, int, int]]:
+    """Horizontal bars of ``color``: (first row, x where the longest run starts, its length) per
+    group of adjacent rows holding a run of at least 30 pixels (longer than a legend swatch)."""
+    px = img.load()
+    rows = []
+    for y in range(img.height):
+        best, start, run_start = (0, 0), None, 0
+        for x in range(img.width + 1):
+            inside = x < img.width and px[x, y] == color
+            if inside and start is None:
+                start = x
+            if not inside and start is not None:
+                if x - start > best[0]:
+                    best, run_start = (x - start, start), start
+                start = None
+        rows.append((y, best[1], best[0]) if best[0] >= 30 else None)
+    bars, current = [], None
+    for row in rows + [None]:
+        if row is None:
+            if current:
+                bars.append(max(current, key=lambda r: r[2]))
+            current = None
+        else:
+            current = (current or []) + [row]
+    return bars
+
+
+@needs_chromium
+def test_renders_in_headless_chromium(report, tmp_path):
+    dom = _chromium("--dump-dom", report.as_uri(), cwd=tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # The browser's DOM (after parsing) still holds the candidates, the commands, the spans.
+    for topic, partition, pid, _ in _hanging_live():
+        assert f"<td>{topic}-{partition}</td>" in dom.stdout
+    for p in plans():
+        assert p["command"] in dom.stdout
+    assert dom.stdout.count("copyCmd(") >= 2 * len(_hanging_live())
+    assert dom.stdout.count('class="span open"') >= len(_hanging_live())
+
+    whole = _screenshot(report, tmp_path)
+    assert len(whole.getcolors(maxcolors=1 << 24)) > 200           # a real page, not a blank one
+    assert whole.getpixel((WIDTH // 2, 10)) == INK                 # the header band
+
+
+@needs_chromium
+def test_lag_bars_are_drawn_in_the_ratio_of_kafkas_lso_lags(report, tmp_path):
+    page = tmp_path / "lag.html"
+    page.write_text(_only(report.read_text(), "lag-section"))
+    bars = _bars(_screenshot(page, tmp_path, 700), RED)
+    # Kafka's own numbers, recorded from the live cluster: HW minus read_committed end offset.
+    lags = sorted((p["high_watermark"] - p["last_stable_offset"] for p in truth()["partitions"]
+                   if p["high_watermark"] > p["last_stable_offset"]), reverse=True)
+    assert len(bars) == len(lags), bars
+    assert len({x for _, x, _ in bars}) == 1                       # bars share their left edge
+    widths = [w for _, _, w in bars]                               # drawn top down, largest lag first
+    for width, lag in zip(widths, lags):
+        assert abs(width - LAG_BAR_PX * lag / lags[0]) <= 3, (widths, lags)
+
+
+@needs_chromium
+def test_open_spans_run_to_the_as_of_line(report, tmp_path):
+    page = tmp_path / "timeline.html"
+    page.write_text(_only(report.read_text(), "timeline-section"))
+    img = _screenshot(page, tmp_path, 700)
+    spans = _bars(img, RED)
+    # Kafka's own describe-producers on each leader: partitions with a transaction still open.
+    open_partitions = {(p["topic"], p["partition"]) for p in truth()["partitions"]
+                       if any(r["CurrentTransactionStartOffset"] not in ("-1", "None")
+                              for r in p["producers"][str(p["leader"])]["rows"])}
+    assert open_partitions and len(spans) == len(open_partitions), spans
+    ends = {x + w for _, x, w in spans}
+    assert max(ends) - min(ends) <= 2, spans                       # all open up to the same moment
+    # The dashed as-of line is drawn where they end, in the ink color, across the rows.
+    as_of_x = max(ends)
+    column = [img.getpixel((x, y)) for y in range(spans[0][0] - 30, spans[-1][0] + 30)
+              for x in range(as_of_x - 3, as_of_x + 4)]
+    assert column.count(INK) >= 20

@@ -19,7 +19,7 @@ from logscan.cli import main  # noqa: E402
 from spark_jobs import sql as S  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 
-from .conftest import HANGING, REPO, truth as _truth  # noqa: E402
+from .conftest import REPO, plans, truth as _truth  # noqa: E402
 
 pytestmark = [pytest.mark.spark,
               pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
@@ -59,13 +59,16 @@ def test_readme_queries_answer_from_the_fixture_tables(tables):
                     "lso_lag": lag_leader} .items() <= next(
                 r for r in lag if (r["topic"], r["partition"], r["broker"]) ==
                 (part["topic"], part["partition"], part["leader"])).items()
-    # The hanging transactions find-hanging listed live, on every replica that holds them.
+    # The hanging transactions find-hanging listed live, once each, with `logscan plan`'s command.
     live = {(r["Topic"], int(r["Partition"]), int(r["ProducerId"]), int(r["StartOffset"]))
             for name, rec in truth["find_hanging"].items() for r in rec["rows"]}
-    assert {(r["topic"], r["partition"], r["producer_id"], r["start_offset"]) for r in candidates} >= live
-    assert all(r["reason"] and r["evidence"] for r in candidates)
+    txns = [(r["topic"], r["partition"], r["producer_id"], r["start_offset"]) for r in candidates]
+    assert len(txns) == len(set(txns)) and set(txns) >= live
+    assert all(r["reason"] for r in candidates)
     if hanging is not None:
-        assert hanging <= {(r["topic"], r["partition"], r["producer_id"], r["start_offset"]) for r in candidates}
+        assert hanging <= set(txns)
+    assert sorted(r["command"] for r in candidates) == sorted(p["command"] for p in plans())
+    assert all(r["replicas"] == [0, 1, 2] and r["idle_min"] >= 15 for r in candidates)
     # The oldest hanging producer's spans: all OPEN, on the partition it hangs on.
     pid = min(r["producer_id"] for r in candidates)
     hung = {(r["topic"], r["partition"]) for r in candidates if r["producer_id"] == pid}

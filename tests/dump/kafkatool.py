@@ -12,17 +12,12 @@ import os
 import subprocess
 import sys
 
-
-from tests.kafkajava import DUMP_CLASS, KAFKA_LIBS, REPO, kafka_available, requires_kafka  # noqa: F401
+from tests.kafkajava import (DUMP_CLASS, KAFKA_LIBS, REPO, kafka_available, requires_kafka,  # noqa: F401
+                             run_java, stderr_lines)
 
 
 def run_kafka_dump_log(args: list[str], cwd: str) -> subprocess.CompletedProcess:
-    # C.UTF-8 and file.encoding make the JVM print U+FFFD and non-ASCII text as UTF-8.
-    env = dict(os.environ, LC_ALL="C.UTF-8", LANG="C.UTF-8")
-    return subprocess.run(
-        ["java", "-Dfile.encoding=UTF-8", "-Dstdout.encoding=UTF-8", "-Dstderr.encoding=UTF-8",
-         "-cp", f"{KAFKA_LIBS}/*", DUMP_CLASS, *args],
-        cwd=cwd, env=env, capture_output=True, timeout=300)
+    return run_java(DUMP_CLASS, *args, cwd=cwd)
 
 
 def run_logscan_dump(args: list[str], cwd: str) -> subprocess.CompletedProcess:
@@ -31,10 +26,8 @@ def run_logscan_dump(args: list[str], cwd: str) -> subprocess.CompletedProcess:
                           env=dict(os.environ, PYTHONPATH=str(REPO)))
 
 
-def kafka_stderr_lines(stderr: bytes) -> list[str]:
-    """kafka-dump-log's own stderr lines, without the SLF4J no-binder banner."""
-    return [line for line in stderr.decode("utf-8", "replace").splitlines()
-            if not line.startswith("SLF4J:")]
+#: kafka-dump-log's own stderr lines, without the SLF4J no-binder banner.
+kafka_stderr_lines = stderr_lines
 
 
 def logscan_kafka_stderr_lines(stderr: bytes) -> list[str]:

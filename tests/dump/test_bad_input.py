@@ -89,6 +89,20 @@ def test_zero_filled_tail(tmp_path):
     assert f"byte {len(good)}:" in line and "zero bytes" in line
 
 
+def test_zero_region_between_batches(tmp_path):
+    """A zero-filled hole (a preallocated segment appended to after a crash) is one finding,
+    and the batches after it are dumped at their real positions."""
+    bs = batches()
+    p = write(tmp_path, bs[0] + bytes(1000) + bs[1] + bs[2])
+    status, out, err = dump(p)
+    assert status == EXIT_DATA and offsets(out) == [0, 1, 2]
+    assert f"position: {len(bs[0]) + 1000} " in batch_lines(out)[1]
+    assert not any(line.startswith("Found ") for line in out)
+    (line,) = findings(err, p)
+    assert line == (f"logscan: {p}: byte {len(bs[0])}: 1000 zero bytes where entries should be, "
+                    f"resuming at byte {len(bs[0]) + 1000}")
+
+
 def test_bad_crc_is_printed_invalid_and_dump_goes_on(tmp_path):
     bs = batches()
     middle = bytearray(bs[1])

@@ -162,3 +162,25 @@ def test_json_findings_on_stderr(corpus):
                        "message": "last batch is truncated: 112 bytes left of a longer batch"}
     out = [json.loads(l) for l in r.stdout.splitlines()]
     assert out[-1] == {"type": "invalid_bytes", "file": truncated, "count": 112}
+
+
+def test_dump_imports_only_what_a_batch_dump_needs(corpus):
+    """`logscan dump FILE` is a start-up-bound command (a JVM-free kafka-dump-log): running it
+    must not import the scan, the state rules, Spark, Arrow, rich, the codecs or the crc32c
+    package's version lookup (importlib.metadata). Checked in a fresh interpreter."""
+    import subprocess
+    import sys
+
+    _, files = corpus
+    log = next(f for f in files["plain"] if f.endswith("orders-0/00000000000000000000.log"))
+    probe = ("import sys\nfrom logscan.cli import main\n"
+             "try:\n    main(['dump', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", probe, log], capture_output=True, text=True,
+                          timeout=120)
+    assert "baseOffset: 0 " in proc.stdout
+    loaded = set(proc.stderr.splitlines()[-1].split())
+    forbidden = {"pyarrow", "pyspark", "rich", "crc32c", "importlib.metadata", "tempfile", "json",
+                 "logscan.scan", "logscan.state", "logscan.format.txnlog",
+                 "logscan.format.metadata", "logscan.format.offsets", "logscan.format.control"}
+    assert not loaded & forbidden, sorted(loaded & forbidden)

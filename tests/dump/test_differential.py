@@ -118,3 +118,22 @@ def test_where_kafka_dies(corpus, file, options):
     assert ours.stdout.decode().splitlines()[:len(kafka_lines)] == kafka_lines
     findings = [l for l in ours.stderr.decode().splitlines() if l.startswith("logscan: ")]
     assert findings and all(file in l for l in findings)
+
+
+def test_carriage_returns_in_records_are_printed_as_is(tmp_path):
+    """kafka-dump-log prints a CR inside a key or payload as the byte itself; logscan must
+    too, and the harness's in-process runner (which records the fixtures) must hand it back
+    untranslated."""
+    from logscan.testing.encoder import Rec, encode_batch
+    from tools.kafka.cluster import run_java_tools
+
+    segment = tmp_path / "t-0" / "00000000000000000000.log"
+    segment.parent.mkdir()
+    segment.write_bytes(encode_batch([Rec(b"a\rb\r\nc\n", b"k\r", (), 1_700_000_000_000)]))
+    args = ["--print-data-log", "--files", str(segment)]
+    kafka = run_kafka_dump_log(args, str(tmp_path))
+    ours = run_logscan_dump(args, str(tmp_path))
+    assert kafka.returncode == 0 and b" key: k\r payload: a\rb\r\nc\n\n" in kafka.stdout
+    assert ours.stdout == kafka.stdout
+    (in_process,) = run_java_tools([("kafka-dump-log", args)])
+    assert in_process.stdout.encode("utf-8") == kafka.stdout

@@ -158,7 +158,8 @@ def _logscan(files: list[str], options) -> tuple[int, str, bytes]:
     result = CliRunner().invoke(main, ["dump", "--files", ",".join(files), *options])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
-    return result.exit_code, result.stdout, result.stderr_bytes
+    # Not result.stdout: click's runner turns CRLF into LF there.
+    return result.exit_code, result.stdout_bytes.decode("utf-8", "replace"), result.stderr_bytes
 
 
 def _first_difference(ours: list[str], kafka: list[str]) -> str:
@@ -172,30 +173,28 @@ def _first_difference(ours: list[str], kafka: list[str]) -> str:
     return f"line {n + 1}: only {extra[0]} has {extra[1][n]!r} ({len(kafka)} vs {len(ours)} lines)"
 
 
+def _text_difference(ours: str, kafka: str) -> str:
+    """Where two outputs first differ, character by character (a CR inside a payload is
+    printed as is by both tools, and run_java_tools hands it back untranslated)."""
+    n = next((i for i, (a, b) in enumerate(zip(ours, kafka)) if a != b), min(len(ours), len(kafka)))
+    line = kafka.count("\n", 0, n) + 1
+    start = max(kafka.rfind("\n", 0, n) + 1, n - 80)
+    return (f"line {line}:\n  kafka:   {kafka[start:n + 40]!r}\n"
+            f"  logscan: {ours[start:n + 40]!r}")
+
+
 def _not_a_prefix(ours: str, kafka: str) -> str | None:
-    """Where Kafka's stdout stops being the start of ours, line-wise (run_java_tools reads
-    the tool's output with universal newlines, so a CR inside a payload comes back as LF:
-    lines, not characters, are what both sides agree on). Kafka's last line is unfinished
-    when it died inside a record."""
-    theirs, mine = kafka.splitlines(), ours.splitlines()
-    partial = theirs.pop() if kafka and not kafka.endswith(("\n", "\r")) else None
-    if mine[:len(theirs)] != theirs:
-        return _first_difference(mine[:len(theirs)], theirs)
-    if partial is not None:
-        line = mine[len(theirs)] if len(mine) > len(theirs) else ""
-        if not line.startswith(partial):
-            return (f"line {len(theirs) + 1}:\n  kafka (unfinished): {partial!r}\n"
-                    f"  logscan:            {line!r}")
-    return None
+    """Where Kafka's stdout stops being the start of ours (its last line is unfinished when
+    it died inside a record)."""
+    return None if ours.startswith(kafka) else _text_difference(ours, kafka)
 
 
 def _compare_full(where: str, kafka, files: list[str], options) -> list[str]:
     """kafka-dump-log exited 0: stdout and the Kafka part of stderr must be equal."""
     _, out, err = _logscan(files, options)
     problems = []
-    if out.splitlines() != kafka.stdout.splitlines():
-        problems.append(f"{where}: stdout differs at " +
-                        _first_difference(out.splitlines(), kafka.stdout.splitlines()))
+    if out != kafka.stdout:
+        problems.append(f"{where}: stdout differs at " + _text_difference(out, kafka.stdout))
     ours_err = logscan_kafka_stderr_lines(err)
     kafka_err = kafka_stderr_lines(kafka.stderr.encode())
     if ours_err != kafka_err:
@@ -264,9 +263,8 @@ def test_dotless_names_kafka_dies_logscan_ignores(kafka_runs):
         if kafka.returncode != 1 or "StringIndexOutOfBoundsException" not in kafka.stderr:
             problems.append(f"{rel}: kafka-dump-log did not die as expected: "
                             f"{kafka.stderr[:200]!r}")
-        if out.splitlines() != kafka.stdout.splitlines():
-            problems.append(f"{rel}: stdout differs at " +
-                            _first_difference(out.splitlines(), kafka.stdout.splitlines()))
+        if out != kafka.stdout:
+            problems.append(f"{rel}: stdout differs at " + _text_difference(out, kafka.stdout))
         if code != 0 or err.decode().splitlines() != [f"Ignoring unknown file {f}"]:
             problems.append(f"{rel}: logscan exit {code}, stderr {err.decode()[:200]!r}")
     assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems[:20])

@@ -73,8 +73,10 @@ def test_matches_recorded_kafka_dump_log(cluster, rel, args, exit_code, monkeypa
         pytest.skip(KNOWN_DIFFERENCES[(cluster.name, rel)])
     monkeypatch.chdir(cluster / "brokers")
     result = CliRunner().invoke(main, ["dump", *args, "--files", rel])
-    truth = (cluster / "truth" / "dump" / f"{rel}.txt").read_text()
-    assert result.stdout.splitlines() == truth.splitlines()
+    # Both as bytes decoded without newline translation: a CR in a payload must match too.
+    truth = (cluster / "truth" / "dump" / f"{rel}.txt").read_bytes().decode("utf-8")
+    ours = result.stdout_bytes.decode("utf-8", "replace")
+    assert ours.splitlines(True) == truth.splitlines(True)
     if exit_code == 0:
         err_file = cluster / "truth" / "dump" / f"{rel}.stderr.txt"
         recorded = err_file.read_text().splitlines() if err_file.exists() else []

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from logscan.format.checkpoint import (
     CheckpointError, LeaderEpochEntry, OffsetCheckpointEntry, java_split, parse_clean_shutdown,
     parse_leader_epoch_checkpoint, parse_meta_properties, parse_offset_checkpoint,
     parse_partition_metadata, text_lines)
+from tests.kafkajava import REPO, requires_jdk, run_java_source, text
 
-ROOT = Path(__file__).resolve().parents[2]
-KAFKA_LIBS = ROOT / ".kafka" / "libs"
-FIXTURES = ROOT / "fixtures"
+FIXTURES = REPO / "fixtures"
 
 
 def test_offset_checkpoint_literal():
@@ -66,6 +61,7 @@ def test_java_split_semantics():
     assert java_split("") == [""]
 
 
+@settings(deadline=None)  # a loaded machine must not fail a test: no timed tests
 @given(st.lists(st.tuples(st.from_regex(r"[a-zA-Z0-9._-]{1,40}", fullmatch=True),
                           st.integers(0, 2**31 - 1), st.integers(-2**63, 2**63 - 1)), max_size=8))
 def test_offset_checkpoint_round_trip(rows):
@@ -175,13 +171,8 @@ def ours(kind: str, data: bytes) -> str:
 
 
 @pytest.mark.kafka
-@pytest.mark.skipif(not (KAFKA_LIBS / "kafka-storage-4.1.1.jar").exists() or shutil.which("javac") is None,
-                    reason="Kafka 4.1.1 jars or javac not available")
+@requires_jdk
 def test_accept_and_reject_like_kafka(tmp_path):
-    (tmp_path / "ReadCheckpoints.java").write_text(JAVA_READER)
-    cp = f"{KAFKA_LIBS}/*"
-    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(tmp_path / "ReadCheckpoints.java")],
-                   check=True, capture_output=True, timeout=300)
     args = []
     for i, (kind, data) in enumerate(KAFKA_CASES):
         sub = tmp_path / f"case{i}" / "t-0"
@@ -189,9 +180,9 @@ def test_accept_and_reject_like_kafka(tmp_path):
         (sub / "file").write_bytes(data)
         args.append(f"{kind}:{sub / 'file'}")
     # Kafka logs the rejected files at ERROR; keep its log out of the checked stdout.
-    proc = subprocess.run(["java", "-Dlog4j2.level=OFF", "-cp", f"{tmp_path}:{cp}", "ReadCheckpoints", *args],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.stdout.splitlines() == [ours(kind, data) for kind, data in KAFKA_CASES]
+    proc = run_java_source(tmp_path, JAVA_READER, *args, jvm_opts=["-Dlog4j2.level=OFF"])
+    assert proc.returncode == 0, text(proc.stderr)
+    assert text(proc.stdout).splitlines() == [ours(kind, data) for kind, data in KAFKA_CASES]
 
 
 def test_real_fixture_checkpoints_parse():
@@ -216,6 +207,7 @@ def test_real_fixture_checkpoints_parse():
             parse_offset_checkpoint(data)
 
 
+@settings(deadline=None)
 @given(st.binary(max_size=80) | st.text(alphabet=" \t\r\n0123456789-+:=#!\\abxyz_.", max_size=80))
 def test_fuzz_only_values_or_checkpoint_errors(data):
     """Invariant: every parser returns a value or raises CheckpointError located inside the input."""

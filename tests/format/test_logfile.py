@@ -1,8 +1,5 @@
 import mmap
-import shutil
 import struct
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -10,11 +7,12 @@ from logscan.format.batch import RecordBatch, iter_records
 from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.errors import CorruptRecordError, DecodeError, UnknownMagic
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
-from logscan.format.logfile import SkippedRegion, TruncatedTail, ZeroFilledRegion, walk_batches
+from logscan.format.logfile import (SkippedRegion, TruncatedTail, ZeroFilledRegion, kafka_entries,
+                                    walk_batches)
 from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, legacy_message, legacy_wrapper
+from tests.kafkajava import dump_log, requires_jdk, run_java_source, text
 
 T0 = 1700000000000
-KAFKA_LIBS = Path(__file__).resolve().parents[2] / ".kafka" / "libs"
 
 
 def _v2(base_offset, n=3, **kw):
@@ -164,6 +162,49 @@ def test_garbage_tail_without_later_batch():
     assert _kinds(items) == ["RecordBatch", "TruncatedTail"] and items[1].length == 40
 
 
+def test_seventeen_trailing_bytes_end_the_log_as_in_kafka():
+    # FileLogInputStream stops when at most HEADER_SIZE_UP_TO_MAGIC (17) bytes are left,
+    # whatever they hold: here a size field below 14 that would otherwise be "corrupt".
+    tail = struct.pack(">qi", 7, 3) + b"\x02" * 5
+    items = list(walk_batches(_v2(0) + tail))
+    assert _kinds(items) == ["RecordBatch", "TruncatedTail"] and items[1].length == 17
+
+
+def test_cut_stops_at_an_entry_crossing_the_end():
+    """``cut=True`` (kafka-dump-log --max-bytes): the entry crossing ``end`` ends the walk,
+    even when a valid entry follows inside the cut (here one hidden in a payload)."""
+    inner = _v2(9)
+    outer = encode_batch([Rec(b"x" * 10 + inner + b"y" * 10, None, (), T0)], base_offset=1)
+    buf = _v2(0) + outer
+    end = len(_v2(0)) + len(outer) - 5
+    assert _kinds(walk_batches(buf, 0, end)) == ["RecordBatch", "CorruptRecordError", "SkippedRegion",
+                                                 "RecordBatch", "TruncatedTail"]
+    items = list(walk_batches(buf, 0, end, cut=True))
+    assert _kinds(items) == ["RecordBatch", "TruncatedTail"]
+    assert (items[1].position, items[1].length) == (len(_v2(0)), len(outer) - 5)
+
+
+def test_kafka_entries_frame_like_file_log_input_stream():
+    a, b = _v2(0), _v2(3)
+    assert list(kafka_entries(a + b, 0, len(a + b))) == [(0, len(a)), (len(a), len(b))]
+    assert list(kafka_entries(a + b[:-1], 0, len(a + b) - 1)) == [(0, len(a))]  # truncated: stops
+    assert list(kafka_entries(a + b[:17], 0, len(a) + 17)) == [(0, len(a))]  # <= 17 bytes left
+    bad = bytearray(b)
+    struct.pack_into(">i", bad, 8, 13)
+    entries = kafka_entries(a + bytes(bad), 0, len(a) + len(bad))
+    assert next(entries) == (0, len(a))
+    with pytest.raises(CorruptRecordError) as e:
+        next(entries)
+    assert e.value.position == len(a) + 8 and e.value.found == 13
+
+
+def test_crc32c_is_the_packages_function():
+    import crc32c as package
+
+    from logscan.format.batch import crc32c
+    assert crc32c is package.crc32c and crc32c(b"123456789") == 0xE3069283
+
+
 def test_walk_on_mmap(tmp_path):
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(b"".join(_mixed_segment()) + bytes(100))
@@ -304,21 +345,14 @@ def _dump_lines(buf: bytes) -> list[str]:
     return lines
 
 
-def _kafka_dump(path: Path) -> list[str]:
-    out = subprocess.run(
-        ["java", "-cp", f"{KAFKA_LIBS}/*", "kafka.tools.DumpLogSegments", "--files", str(path),
-         "--deep-iteration", "--print-data-log"],
-        capture_output=True, text=True, timeout=300, check=True).stdout
-    return [line for line in out.splitlines() if line.startswith(("baseOffset:", "offset:", "| "))]
-
-
-requires_kafka = pytest.mark.skipif(
-    not KAFKA_LIBS.is_dir() or shutil.which("java") is None,
-    reason="Kafka 4.1.1 jars (.kafka/libs) or java not available")
+def _kafka_dump(path) -> list[str]:
+    out, err, code = dump_log("--files", str(path), "--deep-iteration", "--print-data-log")
+    assert code == 0, err
+    return [line for line in out.split("\n") if line.startswith(("baseOffset:", "offset:", "| "))]
 
 
 @pytest.mark.kafka
-@requires_kafka
+@requires_jdk
 @pytest.mark.parametrize("source", ["encoder", "kafka"])
 def test_kafka_dump_log_agrees(tmp_path, source):
     """Encoder-made segments read back by kafka-dump-log, and Kafka-made segments read by
@@ -328,9 +362,8 @@ def test_kafka_dump_log_agrees(tmp_path, source):
     if source == "encoder":
         segment.write_bytes(_encoder_segment())
     else:
-        (tmp_path / "GenSegment.java").write_text(KAFKA_GENERATOR)
-        subprocess.run(["java", "-cp", f"{KAFKA_LIBS}/*", str(tmp_path / "GenSegment.java"), str(segment)],
-                       check=True, timeout=300, capture_output=True)
+        proc = run_java_source(tmp_path, KAFKA_GENERATOR, segment)
+        assert proc.returncode == 0, text(proc.stderr)
     expected = _kafka_dump(segment)
     assert len(expected) > 40 and all("isvalid: true" in x for x in expected if not x.startswith("|"))
     assert _dump_lines(segment.read_bytes()) == expected

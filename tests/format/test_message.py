@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import struct
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -18,11 +15,9 @@ from logscan.format.errors import CorruptRecordError, DecodeError, TruncatedInpu
 from logscan.format.message import (F, M, Message, decode_message, encode_message, java_double,
                                     jackson_string, kafka_uuid, message_json, to_kafka_json)
 from logscan.format.txnlog import TRANSACTION_LOG_VALUE
+from tests.kafkajava import DUMP_CLASS, KAFKA_LIBS, requires_kafka, run_java, text
 
-KAFKA_LIBS = Path(__file__).resolve().parents[2] / ".kafka" / "libs"
-needs_kafka = pytest.mark.skipif(
-    not (KAFKA_LIBS.is_dir() and any(KAFKA_LIBS.glob("kafka_2.13-*.jar")) and shutil.which("java")),
-    reason="Kafka 4.1.1 jars (.kafka/libs) or java not available")
+needs_kafka = requires_kafka
 
 
 def kafka_dump_lines(tmp_path: Path, records, decoder_flag: str, *, control: bool = False,
@@ -33,14 +28,9 @@ def kafka_dump_lines(tmp_path: Path, records, decoder_flag: str, *, control: boo
     seg = tmp_path / name
     seg.write_bytes(encode_batch([Rec(key=k, value=v, timestamp=1000) for k, v in records],
                                  control=control))
-    env = dict(os.environ, LC_ALL="C.UTF-8")
-    out = subprocess.run(
-        ["java", "-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-cp",
-         f"{KAFKA_LIBS}/*", "kafka.tools.DumpLogSegments", "--files", str(seg), decoder_flag],
-        capture_output=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr.decode("utf-8", "replace")
-    text = out.stdout.decode("utf-8")
-    return [line for line in text.split("\n") if line.startswith("| offset: ")]
+    out = run_java(DUMP_CLASS, "--files", seg, decoder_flag)
+    assert out.returncode == 0, text(out.stderr)
+    return [line for line in text(out.stdout).split("\n") if line.startswith("| offset: ")]
 
 
 def expected_line(offset: int, key, value, key_text, payload_text) -> str:
@@ -239,13 +229,9 @@ def compare_with_kafka_on_segment(segment: Path, decoder_flag: str, render_recor
     renderers produce; returns the number of record lines checked."""
     from logscan.format.batch import decode_batch_header, iter_records
     data = segment.read_bytes()
-    out = subprocess.run(
-        ["java", "-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-cp",
-         f"{KAFKA_LIBS}/*", "kafka.tools.DumpLogSegments", "--files", str(segment),
-         decoder_flag], capture_output=True, env=dict(os.environ, LC_ALL="C.UTF-8"),
-        timeout=300)
-    assert out.returncode == 0, out.stderr.decode("utf-8", "replace")
-    lines = [x for x in out.stdout.decode("utf-8").split("\n") if x.startswith("| offset: ")]
+    out = run_java(DUMP_CLASS, "--files", segment, decoder_flag)
+    assert out.returncode == 0, text(out.stderr)
+    lines = [x for x in text(out.stdout).split("\n") if x.startswith("| offset: ")]
     expected, pos = [], 0
     while pos + 61 <= len(data):
         batch, nxt = decode_batch_header(data, pos)
@@ -304,8 +290,8 @@ def _jar_specs(jar: str, folder: str) -> dict:
     with zipfile.ZipFile(KAFKA_LIBS / jar) as z:
         for name in z.namelist():
             if name.startswith(folder) and name.endswith(".json"):
-                text = re.sub(r"^\s*//.*$", "", z.read(name).decode(), flags=re.M)
-                spec = json.loads(text)
+                spec_text = re.sub(r"^\s*//.*$", "", z.read(name).decode(), flags=re.M)
+                spec = json.loads(spec_text)
                 out[spec["name"]] = spec
     return out
 

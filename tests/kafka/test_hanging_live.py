@@ -8,6 +8,10 @@ logscan plan the aborts from the copy alone, runs exactly the planned command
 asserts that the partition's last stable offset (read_committed end offset) moves up to the
 high watermark, i.e. read_committed consumers are unblocked.
 
+A second live test crashes a node so that a PrepareCommit and a PrepareAbort cannot write
+their markers, checks that logscan calls them markers_pending and plans nothing, starts the
+node again and watches the coordinator finish both transactions by itself.
+
 The file-only tests check the recorded fixtures (when built): KIP-890 TV2 markers carry the
 data epoch + 1 on the ``tv2`` cluster and the same epoch on ``tv1``; the hanging cluster's
 truth agrees with what was created; the truncated follower really lost its marker.
@@ -130,6 +134,65 @@ def test_planned_abort_clears_each_kind_of_hang(live_cluster, tmp_path):
 
     rows, raw = find_hanging(c, 0)
     assert not any(matches(r, t) for r in rows for t in txns), raw
+
+
+@pytest.mark.kafka
+@needs_jars
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(live_cluster, tmp_path):
+    """PrepareCommit/PrepareAbort whose markers a node crash blocked (SIGKILL, partition
+    under its min.insync.replicas): logscan, from a copy, calls both markers_pending and
+    plans no abort; the crashed node is started again and the coordinator finishes both by
+    itself (COMMIT and ABORT markers, LSO up to the high watermark), with no abort sent by
+    anyone: letting it roll forward was the right plan."""
+    from logscan.scan.local import plan_aborts, scan
+    from tools.kafka.hanging import (HANG_AGE_MS, create_pending_markers, end_offsets,
+                                     find_hanging, start_node, tool_rows,
+                                     wait_transaction_states)
+
+    c = live_cluster
+    commit_id, abort_id, topic = "live-prepare-commit", "live-prepare-abort", "live-pending"
+    made = create_pending_markers(c, commit_id, abort_id, topic, "live-pending-done",
+                                  int(time.time() * 1000) - HANG_AGE_MS, hard=True)
+    crashed, blocked = made["stopped_broker"], made["blocked_offsets"]
+    assert not c.running()[crashed]
+    assert {t: d["TransactionState"] for t, d in made["describe"].items()} == {
+        commit_id: "PrepareCommit", abort_id: "PrepareAbort"}
+    opened = {t["producer_id"]: t for t in made["open"]}
+
+    copy = tmp_path / "copy"
+    for node, log_dir in c.log_dirs.items():
+        shutil.copytree(log_dir, copy / f"broker-{node}")
+    result = scan([copy])
+    mine = [x for x in result.candidates if x.topic == topic]
+    assert {(x.broker, x.txn.producer_id) for x in mine} == {
+        (b, pid) for b in range(c.nodes) for pid in opened}
+    assert {(x.verdict.reason, x.verdict.hanging) for x in mine} == {("markers_pending", False)}
+    assert not [p for p in plan_aborts(result, c.bootstrap) if p.topic == topic]
+
+    start_node(c, crashed)
+    wait_transaction_states(c, {commit_id: ("CompleteCommit", ""), abort_id: ("CompleteAbort", "")},
+                            timeout=120)
+    deadline = time.monotonic() + 60
+    while (after := end_offsets(c, topic, 0))["last_stable_offset"] != after["high_watermark"]:
+        assert time.monotonic() < deadline, after
+        time.sleep(0.5)
+    # one marker per transaction, written by the coordinator
+    assert after["high_watermark"] == blocked["high_watermark"] + 2, (blocked, after)
+    producers, raw = tool_rows(c, "describe-producers", "--topic", topic, "--partition", 0)
+    assert {int(r["ProducerId"]) for r in producers} == set(opened), raw
+    assert {r["CurrentTransactionStartOffset"] for r in producers} == {"None"}, raw
+    rows, raw = find_hanging(c, made["leader"])
+    assert not [r for r in rows if r["Topic"] == topic], raw
+
+    healed = tmp_path / "healed"
+    for node, log_dir in c.log_dirs.items():
+        shutil.copytree(log_dir, healed / f"broker-{node}")
+    leader = next(r for r in scan([healed]).replicas
+                  if (r.state.broker, r.state.topic, r.state.partition) == (made["leader"], topic, 0))
+    outcomes = {s.producer_id: s.outcome for s in leader.spans}
+    assert outcomes == {pid: "COMMIT" if t["kind"] == "prepare_commit" else "ABORT"
+                        for pid, t in opened.items()}
 
 
 # ---- recorded fixtures (no cluster needed) ---------------------------------------------

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from logscan.logdir.naming import (
     InternalTopicDecoder, Kind, PartitionDir, base_offset_from_name, classify,
     decoder_for_partition_dir, dump_log_suffix, parse_partition_dir, segment_file_name)
+from tests.kafkajava import REPO, requires_jdk, run_java_source, text
 
-ROOT = Path(__file__).resolve().parents[2]
-KAFKA_LIBS = ROOT / ".kafka" / "libs"
-FIXTURES = ROOT / "fixtures"
+FIXTURES = REPO / "fixtures"
 
 
 @pytest.mark.parametrize("name, kind, state, base", [
@@ -152,20 +147,15 @@ DIR_NAMES = [
 
 
 @pytest.mark.kafka
-@pytest.mark.skipif(not (KAFKA_LIBS / "kafka-storage-4.1.1.jar").exists() or shutil.which("javac") is None,
-                    reason="Kafka 4.1.1 jars or javac not available")
+@requires_jdk
 def test_partition_dirs_like_kafka(tmp_path):
-    (tmp_path / "ParseDirs.java").write_text(JAVA_PARSER)
-    cp = f"{KAFKA_LIBS}/*"
-    subprocess.run(["javac", "-cp", cp, "-d", str(tmp_path), str(tmp_path / "ParseDirs.java")],
-                   check=True, capture_output=True, timeout=300)
-    proc = subprocess.run(["java", "-cp", f"{tmp_path}:{cp}", "ParseDirs", *DIR_NAMES],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_java_source(tmp_path, JAVA_PARSER, *DIR_NAMES)
+    assert proc.returncode == 0, text(proc.stderr)
     ours = []
     for name in DIR_NAMES:
         parsed = parse_partition_dir(name)
         ours.append("error" if parsed is None else f"{parsed.topic}|{parsed.partition}")
-    assert proc.stdout.splitlines() == ours
+    assert text(proc.stdout).splitlines() == ours
 
 
 def test_real_fixture_names():

@@ -96,3 +96,141 @@ def test_follower_cut_before_its_marker_is_a_replica_disagreement_not_a_hang(clu
     for c in found:
         assert (c.verdict.reason, c.verdict.hanging) == ("replicas_disagree", False)
         assert f"marker at offset {truth['post_copy']['replica_truncation']['cut_offset']}" in c.verdict.evidence
+
+
+# --- the scan's table rows against Kafka's own tools -------------------------------------------
+
+import re  # noqa: E402
+
+from logscan.scan.local import tables  # noqa: E402
+
+_FIELD = re.compile(r"(\w+): (\S+)")
+
+
+def _fields(line: str) -> dict[str, str]:
+    return dict(_FIELD.findall(line))
+
+
+def _optional_long(text: str):
+    return None if text == "OptionalLong.empty" else int(text[len("OptionalLong["):-1])
+
+
+@pytest.fixture(scope="module")
+def rows(cluster):
+    truth, _, _ = cluster
+    root = next(c for c in CLUSTERS if c.name == truth["cluster_name"])
+    result = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"], keep_batches=True)
+    return root, tables(result)
+
+
+def _cut_file(truth):
+    cut = truth.get("post_copy", {}).get("replica_truncation")
+    return None if cut is None else cut["file"]
+
+
+def test_batches_equal_kafka_dump_log(cluster, rows):
+    """Every batch line kafka-dump-log printed for every copied segment, field by field."""
+    truth, _, _ = cluster
+    root, t = rows
+    by_file: dict[str, list[dict]] = {}
+    for r in t["batches"]:
+        by_file.setdefault(str(Path(r["file"]).relative_to(root / "brokers")), []).append(r)
+    compared = 0
+    for dump in sorted((root / "truth" / "dump").glob("*/*/*.log.txt")):
+        rel = str(dump.relative_to(root / "truth" / "dump"))[:-len(".txt")]
+        if rel == _cut_file(truth):
+            continue  # dumped before the harness cut it
+        want = []
+        for line in dump.read_text().splitlines():
+            if not line.startswith("baseOffset:"):
+                continue
+            f = _fields(line)
+            ts_type = "LogAppendTime" if "LogAppendTime" in f else "CreateTime"
+            want.append((int(f["baseOffset"]), int(f["lastOffset"]), int(f["count"]), int(f["baseSequence"]),
+                         int(f["lastSequence"]), int(f["producerId"]), int(f["producerEpoch"]),
+                         int(f["partitionLeaderEpoch"]), f["isTransactional"] == "true", f["isControl"] == "true",
+                         _optional_long(f["deleteHorizonMs"]), int(f["position"]), ts_type, int(f[ts_type]),
+                         int(f["size"]), int(f["magic"]), f["compresscodec"], int(f["crc"]), f["isvalid"] == "true"))
+        got = [(r["base_offset"], r["last_offset"], r["records_count"], r["base_sequence"], r["last_sequence"],
+                r["producer_id"], r["producer_epoch"], r["partition_leader_epoch"], r["is_transactional"],
+                r["is_control"], r["delete_horizon_ms"], r["position"], r["timestamp_type"], r["max_timestamp"],
+                r["size_in_bytes"], r["magic"], r["compression_type"], r["crc"], r["crc_valid"])
+               for r in sorted(by_file.get(rel, []), key=lambda r: r["position"])]
+        assert got == want, rel
+        compared += len(want)
+    assert compared > 0
+
+
+def test_producer_snapshots_equal_kafka_dump_log(rows):
+    root, t = rows
+    by_file: dict[str, list[dict]] = {}
+    for r in t["producer_snapshots"]:
+        by_file.setdefault(str(Path(r["file"]).relative_to(root / "brokers")), []).append(r)
+    compared = 0
+    for dump in sorted((root / "truth" / "dump").glob("*/*/*.snapshot.txt")):
+        rel = str(dump.relative_to(root / "truth" / "dump"))[:-len(".txt")]
+        want = []
+        for line in dump.read_text().splitlines():
+            if not line.startswith("producerId:"):
+                continue
+            f = _fields(line)
+            batch = "lastOffset" in f
+            want.append((int(f["producerId"]), int(f["producerEpoch"]), int(f["coordinatorEpoch"]),
+                         _optional_long(f["currentTxnFirstOffset"]), int(f["lastTimestamp"]),
+                         int(f["firstSequence"]) if batch else -1, int(f["lastSequence"]) if batch else None,
+                         int(f["lastOffset"]) if batch else -1, int(f["offsetDelta"]) if batch else None))
+        got = [(r["producer_id"], r["producer_epoch"], r["coordinator_epoch"], r["current_txn_first_offset"],
+                r["last_timestamp"], r["first_sequence"], r["last_sequence"] if r["last_offset"] >= 0 else None,
+                r["last_offset"], r["offset_delta"] if r["last_offset"] >= 0 else None)
+               for r in sorted(by_file.get(rel, []), key=lambda r: r["position"])]
+        assert got == want, rel
+        compared += len(want)
+    assert compared > 0
+
+
+def test_leader_equals_kafka_topics_describe(cluster, rows):
+    """partition_state.leader and is_leader, from __cluster_metadata up to the recording time,
+    against the leader kafka-topics --describe reported then."""
+    truth, _, _ = cluster
+    _, t = rows
+    states = {(r["topic"], r["partition"], r["broker"]): r for r in t["partition_state"]}
+    for part in truth["partitions"]:
+        for broker in part["replicas"]:
+            row = states[(part["topic"], part["partition"], broker)]
+            assert (row["leader"], row["leader_source"], row["is_leader"]) == (
+                part["leader"], "cluster_metadata", broker == part["leader"]), (part["topic"], part["partition"])
+
+
+def test_newest_snapshot_agrees_with_the_rebuilt_state_except_on_the_cut_follower(cluster, rows):
+    truth, _, _ = cluster
+    _, t = rows
+    cut = _cut_replica(truth)
+    disagree = {(r["broker"], r["topic"], r["partition"]) for r in t["producer_state"] if r["snapshot_agrees"] is False}
+    assert disagree == ({cut} if cut else set())
+    assert any(r["snapshot_agrees"] for r in t["producer_state"])
+
+
+def test_replicas_disagree_only_with_a_lagging_copy(cluster, rows):
+    """Replicas of a partition agree, but for the follower the harness cut and the node it
+    stopped before the copy (truth: replica_truncation, stopped_brokers): a replica that
+    disagrees is one of those or names only those. __cluster_metadata is left out: the nodes
+    stopped one after the other, and each node's metadata log ends where that node stopped."""
+    truth, _, _ = cluster
+    _, t = rows
+    cut = _cut_replica(truth)
+    lagging = set(truth.get("stopped_brokers", [])) | ({cut[0]} if cut else set())
+    states = [r for r in t["partition_state"] if r["topic"] != "__cluster_metadata"]
+    for r in states:
+        if r["replicas_agree"]:
+            assert r["replica_differences"] is None
+            continue
+        named = {int(b) for b in re.findall(r"vs broker (\d+)", r["replica_differences"])}
+        assert r["broker"] in lagging or named <= lagging, r
+    if cut is not None:
+        row = next(r for r in states if (r["broker"], r["topic"], r["partition"]) == cut)
+        assert not row["replicas_agree"]
+        assert "log_end_offset" in row["replica_differences"] and "open here only" in row["replica_differences"]
+    if lagging:
+        assert any(not r["replicas_agree"] for r in states)
+    else:
+        assert all(r["replicas_agree"] for r in states)

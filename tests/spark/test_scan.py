@@ -1,11 +1,13 @@
 """The Spark scan against the single-process driver on the real-broker fixture clusters.
 
 One implementation of the rules, two drivers: every table the Spark job writes to Delta must
-hold exactly the rows logscan.scan.local.scan computes, converted by logscan.scan.rows.
+hold exactly the rows logscan.scan.local.tables computes from logscan.scan.local.scan. The
+local driver itself is checked against Kafka's tools in tests/scan/test_local_vs_kafka.py.
 One SparkSession for the module (a start costs seconds); each cluster is scanned once into a
 shared output, one scan_id per cluster.
 """
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -14,17 +16,21 @@ import pytest
 
 pytest.importorskip("pyspark")
 from pyspark.sql import functions as F  # noqa: E402
-from pyspark.sql.types import StructType  # noqa: E402
 from pyspark.testing import assertDataFrameEqual  # noqa: E402
 
 from logscan.scan import rows as R  # noqa: E402
+from logscan.scan import summary as summary_text  # noqa: E402
 from logscan.scan.local import scan as local_scan  # noqa: E402
+from logscan.scan.local import tables as local_tables  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
-from spark_jobs.schemas import spark_schema  # noqa: E402
+from spark_jobs.schemas import TAGS, spark_schema  # noqa: E402
 from spark_jobs.session import DELTA_LIBS, build_session  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CLUSTERS = sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json"))
+#: Tables a fixture cluster always has rows in.
+NEVER_EMPTY = {"files", "batches", "txn_log", "coordinator_state", "producer_snapshots", "producer_state",
+               "txn_spans", "partition_state"}
 
 pytestmark = pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
                                 reason="Delta jars missing: run `make delta-jars`")
@@ -33,8 +39,8 @@ pytestmark = pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
 @pytest.fixture(scope="module")
 def spark():
     session = build_session("logscan-tests", master="local[2]", conf={
-        "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2"})
+        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -55,7 +61,8 @@ def cluster(request, spark, output):
     as_of = _as_of(root)
     scan_id, as_of_ms = spark_scan.run(spark, [root / "brokers"], output, scan_id=root.name, as_of_ms=as_of)
     assert (scan_id, as_of_ms) == (root.name, as_of)
-    return root.name, local_scan([root / "brokers"], as_of_ms=as_of)
+    result = local_scan([root / "brokers"], as_of_ms=as_of, keep_batches=True)
+    return root.name, result, local_tables(result)
 
 
 def table(spark, output, name, scan_id):
@@ -63,80 +70,82 @@ def table(spark, output, name, scan_id):
 
 
 def expected(spark, rows, schema):
-    return spark.createDataFrame([tuple(r[n] for n in schema.names) for r in rows], spark_schema(schema))
+    return spark.createDataFrame([tuple(r.get(n) for n in schema.names) for r in rows], spark_schema(schema))
 
 
-def local_rows(result):
-    out = {"producer_state": [], "txn_spans": [], "partition_state": [], "hanging_candidates": []}
-    for rep in result.replicas:
-        key = R.replica_key(rep.state.broker, rep.state.topic, rep.state.partition)
-        out["producer_state"].extend(R.producer_rows(rep.producers, key))
-        out["txn_spans"].extend(R.span_rows(rep.spans, key))
-        out["partition_state"].append(R.state_row(rep.state, rep.max_timestamp))
-    for c in result.candidates:
-        key = R.replica_key(c.broker, c.topic, c.partition)
-        out["hanging_candidates"].append(R.candidate_row(key, c.txn, c.age_ms, c.verdict))
-    return out
+def assert_tables_equal(spark, output, scan_id, want: dict, names=tuple(R.TABLES)):
+    for name in names:
+        schema = R.TABLES[name]
+        assertDataFrameEqual(table(spark, output, name, scan_id).select(*schema.names),
+                             expected(spark, want[name], schema))
 
 
-@pytest.mark.parametrize("name", ["producer_state", "txn_spans", "partition_state", "hanging_candidates"])
+@pytest.mark.parametrize("name", list(R.TABLES))
 def test_tables_equal_the_local_driver(spark, output, cluster, name):
-    scan_id, result = cluster
-    schema = R.TABLES[name]
-    want = expected(spark, local_rows(result)[name], schema)
-    got = table(spark, output, name, scan_id).select(*schema.names)
-    if name != "hanging_candidates":
-        assert want.count() > 0
-    assertDataFrameEqual(got, want)
-
-
-def test_coordinator_state_equals_the_local_driver(spark, output, cluster):
-    scan_id, result = cluster
-    cols = [n for n in R.COORDINATOR_STATE.names if n not in ("broker", "topic")]
-    rows = [{"partition": rec.coordinator_partition, **R.txn_record_row(rec)} for rec in result.coordinator.values()]
-    schema = StructType([f for f in spark_schema(R.COORDINATOR_STATE).fields if f.name in cols])
-    want = spark.createDataFrame([tuple(r[c] for c in cols) for r in rows], schema)
-    assert want.count() > 0
-    assertDataFrameEqual(table(spark, output, "coordinator_state", scan_id).select(*cols), want)
+    scan_id, _, want = cluster
+    if name in NEVER_EMPTY:
+        assert want[name], name
+    assert_tables_equal(spark, output, scan_id, want, [name])
 
 
 def test_every_batch_and_segment_is_accounted_for(spark, output, cluster):
-    scan_id, result = cluster
+    scan_id, result, _ = cluster
     files = table(spark, output, "files", scan_id)
     segments = files.where("kind = 'log_segment'")
     assert segments.where("status != 'ok'").count() == 0
     assert table(spark, output, "corruptions", scan_id).count() == len(result.findings) == 0
     batches = table(spark, output, "batches", scan_id)
     assert batches.count() == segments.agg(F.sum("batches")).first()[0] > 0
-    # Every replica's newest batch timestamp, as the local driver saw it.
-    newest = {(r.broker, r.topic, r.partition): r.t for r in
-              batches.groupBy("broker", "topic", "partition").agg(F.max("max_timestamp").alias("t")).collect()}
-    assert newest == {(r.state.broker, r.state.topic, r.state.partition): r.max_timestamp
-                      for r in result.replicas if r.max_timestamp >= 0}
+    assert batches.where("NOT crc_valid OR magic != 2").count() == 0
+    assert files.where("kind = 'producer_snapshot' AND status != 'ok'").count() == 0
 
 
-def test_rows_carry_scan_id_and_comments(spark, output, cluster):
-    scan_id, _ = cluster
-    df = spark.read.format("delta").load(f"{output}/partition_state")
-    comments = {f.name: f.metadata.get("comment") for f in df.schema.fields}
-    assert all(comments.values()), comments
-    assert set(R.PARTITION_STATE.names) | {"scan_id", "as_of"} == set(comments)
-    assert df.where(F.col("scan_id") == scan_id).select("as_of").distinct().count() == 1
+def test_leaders_equal_kafka_topics_describe(spark, output, cluster):
+    scan_id, _, _ = cluster
+    truth = json.loads((FIXTURES / scan_id / "truth" / "truth.json").read_text())
+    leaders = {(r.topic, r.partition): r.broker
+               for r in table(spark, output, "partition_state", scan_id).where("is_leader").collect()}
+    assert {(p["topic"], p["partition"]): p["leader"] for p in truth["partitions"]}.items() <= leaders.items()
 
 
-def test_rerun_is_idempotent_and_keeps_other_scans(spark, output, cluster):
-    scan_id, _ = cluster
+def test_summary_is_the_local_summary_from_spark_aggregates(spark, output, cluster):
+    scan_id, result, _ = cluster
+    got = spark_scan.figures(spark, output, scan_id, result.as_of_ms)
+    assert got.tables == output
+    got.tables = None
+    assert got == summary_text.figures(result)
+    text = spark_scan.summary(spark, output, scan_id, result.as_of_ms, 1.0)
+    local = io.StringIO()
+    summary_text.write_summary(result, local, max_transaction_timeout_ms=900_000)
+    assert local.getvalue().rstrip("\n") in text and f"Tables: {output}" in text
+
+
+def test_every_column_is_commented_and_every_row_tagged(spark, output, cluster):
+    scan_id, result, _ = cluster
+    for name, schema in R.TABLES.items():
+        df = spark.read.format("delta").load(f"{output}/{name}")
+        comments = {f.name: f.metadata.get("comment") for f in df.schema.fields}
+        assert list(comments) == schema.names + list(TAGS), name
+        assert all(comments.values()), (name, comments)
+        tags = df.where(F.col("scan_id") == scan_id).select(F.unix_millis("as_of").alias("ms")).distinct().collect()
+        assert [t.ms for t in tags] in ([], [result.as_of_ms]), name
+
+
+def test_rerun_split_into_byte_ranges_replaces_the_scan_with_the_same_rows(spark, output, cluster):
+    """Re-running a scan into the same output adds a Delta version, keeps other scans, and
+    gives the same rows, here with every segment larger than 256 bytes read as byte ranges
+    by several tasks (ranges starting inside batches everywhere)."""
+    scan_id, _, want = cluster
     if scan_id != CLUSTERS[-1].name:
         pytest.skip("one re-run is enough (of the last cluster, so other scans are in the tables)")
     root = FIXTURES / scan_id
-    before = {t: sorted(table(spark, output, t, scan_id).drop("as_of").collect())
-              for t in ("partition_state", "txn_spans")}
+    listing = spark_scan.list_inputs([root / "brokers"], split_bytes=256)
+    assert sum(u["ranges"] > 1 for u in listing.units) > 50
     others = spark.read.format("delta").load(f"{output}/partition_state").where(F.col("scan_id") != scan_id).count()
     assert others > 0 or len(CLUSTERS) == 1
     version = spark.sql(f"DESCRIBE HISTORY delta.`{output}/partition_state`").agg(F.max("version")).first()[0]
-    spark_scan.run(spark, [root / "brokers"], output, scan_id=scan_id, as_of_ms=_as_of(root))
-    after = {t: sorted(table(spark, output, t, scan_id).drop("as_of").collect()) for t in before}
-    assert after == before
+    spark_scan.run(spark, [root / "brokers"], output, scan_id=scan_id, as_of_ms=_as_of(root), split_bytes=256)
+    assert_tables_equal(spark, output, scan_id, want)
     assert spark.sql(f"DESCRIBE HISTORY delta.`{output}/partition_state`").agg(
         F.max("version")).first()[0] == version + 1
     assert spark.read.format("delta").load(f"{output}/partition_state").where(
@@ -151,8 +160,8 @@ def _damage(path: Path) -> None:
 
 
 def test_a_corrupt_file_only_adds_corruptions(spark, tmp_path):
-    """One broker's copy with one damaged segment: the findings name that file only, and the
-    replica tables equal the local driver's on the same damaged copy."""
+    """One broker's copy with one damaged segment: the findings name that file only, and every
+    table equals the local driver's on the same damaged copy."""
     root = CLUSTERS[0]
     broker = sorted(p for p in (root / "brokers").iterdir() if p.is_dir())[0]
     copy = tmp_path / "brokers" / broker.name
@@ -163,16 +172,11 @@ def test_a_corrupt_file_only_adds_corruptions(spark, tmp_path):
     out = str(tmp_path / "delta")
     as_of = _as_of(root)
     spark_scan.run(spark, [tmp_path / "brokers"], out, scan_id="damaged", as_of_ms=as_of)
-    result = local_scan([tmp_path / "brokers"], as_of_ms=as_of)
+    result = local_scan([tmp_path / "brokers"], as_of_ms=as_of, keep_batches=True)
     assert result.findings, "the damage went unnoticed by the local driver"
     corruptions = table(spark, out, "corruptions", "damaged")
     assert {r.file for r in corruptions.select("file").distinct().collect()} == {str(victim)}
-    assert corruptions.count() == len(result.findings)
     files = table(spark, out, "files", "damaged").where("kind = 'log_segment'")
     assert {r.file for r in files.where("status != 'ok'").collect()} == {str(victim)}
     assert files.count() == len(list(copy.glob("*/*.log")))
-    rows = local_rows(result)
-    for name in ("producer_state", "txn_spans", "partition_state"):
-        schema = R.TABLES[name]
-        assertDataFrameEqual(table(spark, out, name, "damaged").select(*schema.names),
-                             expected(spark, rows[name], schema))
+    assert_tables_equal(spark, out, "damaged", local_tables(result))

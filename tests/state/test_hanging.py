@@ -2,7 +2,7 @@
 
 import pytest
 
-from logscan.state.coordinator import TxnLogRecord, index_by_producer_id, latest_states
+from logscan.state.coordinator import TxnLogRecord, index_by_producer_id, latest_states, merge_partitions
 from logscan.state import hanging as h
 
 T = h.OpenTxn("orders", 1, producer_id=5, producer_epoch=2, start_offset=40, last_timestamp=1_000)
@@ -21,6 +21,20 @@ def test_last_record_wins_and_tombstone_removes():
     latest = latest_states([rec(0, "Ongoing"), rec(1, "CompleteCommit"), rec(2, "Empty", tid="b"),
                             TxnLogRecord(0, 3, "b")])
     assert list(latest) == ["app-1"] and latest["app-1"].state == "CompleteCommit"
+
+
+def test_an_id_in_two_partitions_newest_then_lowest_partition_wins_in_any_order():
+    """The Spark job loads each coordinator partition in its own task and merges with
+    merge_partitions; the local driver loads all at once with latest_states: same winner."""
+    a = TxnLogRecord(2, 7, "dup", "Ongoing", 5, last_update_timestamp_ms=100)
+    b = TxnLogRecord(1, 9, "dup", "Empty", 6, last_update_timestamp_ms=100)
+    c = TxnLogRecord(0, 1, "dup", "Empty", 7, last_update_timestamp_ms=50)
+    for order in ([a, b, c], [c, b, a], [b, a, c]):
+        assert latest_states(order)["dup"] == b
+        per_partition = [latest_states([r])["dup"] for r in order]
+        assert merge_partitions(per_partition)["dup"] == b
+    newer = TxnLogRecord(3, 0, "dup", "Ongoing", 8, last_update_timestamp_ms=101)
+    assert latest_states([a, b, newer])["dup"] == newer
 
 
 def test_candidate_rule_is_strict_like_find_hanging():

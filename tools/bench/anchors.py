@@ -7,6 +7,7 @@ numbers from another day, carry the claim.
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import time
 from pathlib import Path
@@ -49,12 +50,41 @@ def page_cache_read_crc32c(path: Path) -> int:
     return crc
 
 
-def kafka_dump_log(jars: Path, path: Path, *options: str, check: bool = True) -> float:
-    """Wall time of Kafka's own kafka-dump-log (4.1.1 still ships the Scala tool) on ``path``, output discarded."""
-    cmd = ["java", "-cp", f"{jars}/*", "kafka.tools.DumpLogSegments", "--files", str(path), *options]
+def command_times(cmd: list[str], check: bool = False) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of it and its children) of one command,
+    output discarded. On a machine others load, the CPU time is the steadier figure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=check)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def kafka_dump_log_times(jars: Path, path: Path, *options: str, check: bool = True) -> tuple[float, float]:
+    """(wall, CPU) seconds of Kafka's own kafka-dump-log (4.1.1 still ships the Scala tool) on
+    ``path``, output discarded."""
+    cmd = ["java", "-cp", f"{jars}/*", "kafka.tools.DumpLogSegments", "--files", str(path), *options]
+    return command_times(cmd, check=check)
+
+
+def kafka_dump_log(jars: Path, path: Path, *options: str, check: bool = True) -> float:
+    """Wall time of kafka-dump-log on ``path``, output discarded."""
+    return kafka_dump_log_times(jars, path, *options, check=check)[0]
+
+
+def kafka_dump_log_output(jars: Path, path: Path, *options: str) -> bytes:
+    """What kafka-dump-log prints on stdout for ``path`` (the same command as timed)."""
+    cmd = ["java", "-cp", f"{jars}/*", "kafka.tools.DumpLogSegments", "--files", str(path), *options]
+    return subprocess.run(cmd, capture_output=True, check=True).stdout
+
+
+def empty_segment() -> Path:
+    """An empty segment file: dumping it costs a tool's start-up and nothing else."""
+    empty = Path(os.environ.get("TMPDIR", "/tmp")) / "logscan-bench-empty" / "00000000000000000000.log"
+    empty.parent.mkdir(parents=True, exist_ok=True)
+    empty.write_bytes(b"")
+    return empty
 
 
 def jvm_startup(jars: Path) -> float:
@@ -62,10 +92,7 @@ def jvm_startup(jars: Path) -> float:
 
     (Kafka 4.1.1's tool exits 1 on an empty file after printing its header; the time is
     still the start-up cost.)"""
-    empty = Path(os.environ.get("TMPDIR", "/tmp")) / "logscan-bench-empty" / "00000000000000000000.log"
-    empty.parent.mkdir(parents=True, exist_ok=True)
-    empty.write_bytes(b"")
-    return kafka_dump_log(jars, empty, check=False)
+    return kafka_dump_log(jars, empty_segment(), check=False)
 
 
 def kafka_python_records(batches: list[bytes]) -> int:

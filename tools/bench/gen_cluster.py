@@ -2,6 +2,7 @@
 
     python -m tools.bench.gen_cluster --out DIR --size-mb 1024 [--brokers 3] [--partitions 1000]
         [--replication 3] [--segment-mb 64] [--hanging 4] [--seed 1]
+        [--batch-kib K] [--codecs none,lz4,...] [--reuse]
 
 What a busy cluster's copy looks like: one folder per broker (meta.properties with node.id),
 topics of 10 partitions replicated on --replication brokers (the same bytes on every replica,
@@ -23,6 +24,11 @@ Data batches are written from a few templates per codec and size, restamped (off
 id, epoch, sequence, timestamps) with a fresh CRC: the generator runs at disk speed, and the
 bytes are what logscan's test encoder writes (checked against kafka-dump-log in the tests).
 The output is deterministic for a given seed and options.
+
+For the benchmarks' controlled inputs: ``--batch-kib`` writes every data batch at one on-disk
+size instead of the 1 KiB-1 MiB mix, ``--codecs`` narrows the producers' codecs (``none``
+for batches whose bytes are all header and records), and ``--reuse`` keeps an output whose
+manifest records the same options instead of writing it again.
 """
 
 from __future__ import annotations
@@ -88,18 +94,25 @@ def _values(rng: random.Random, n: int) -> list[bytes]:
             for _ in range(n)]
 
 
-def build_templates(seed: int) -> dict[tuple[int, int], Template]:
-    """(codec, size class) -> a batch of about that many bytes on disk."""
+def build_templates(seed: int, size_classes=SIZE_CLASSES, codec_mix=CODEC_MIX, *,
+                    exact: bool = False) -> dict[tuple[int, int], Template]:
+    """(codec, size class) -> a batch of about that many bytes on disk (with ``exact``,
+    uncompressed batches too are grown to 90-100% of the class)."""
     rng = random.Random(seed)
     out = {}
-    for codec, _ in CODEC_MIX:
-        for size, _ in SIZE_CLASSES:
+    for codec, _ in codec_mix:
+        for size, _ in size_classes:
             n = max(1, size // 110)
             for _ in range(8):   # grow compressed batches towards the on-disk size class
                 values = _values(rng, n)
                 recs = [Rec(v, key=b"k-%06d" % i, timestamp=T0 + i) for i, v in enumerate(values)]
                 data = encode_batch(recs, codec=codec, producer_id=1, producer_epoch=0, base_sequence=0,
                                     partition_leader_epoch=LEADER_EPOCH)
+                if exact and codec == compression.NONE:
+                    if size * 0.9 <= len(data) <= size or n == 1:
+                        break
+                    n = max(1, int(n * size * 0.95 / len(data)))
+                    continue
                 if len(data) >= size * 0.8 or codec == compression.NONE:
                     break
                 n = int(n * min(8.0, size / len(data)))
@@ -202,9 +215,14 @@ class Generator:
     def __init__(self, args):
         self.args = args
         self.rng = random.Random(args.seed)
-        self.templates = build_templates(args.seed)
+        self.size_classes = [(args.batch_kib * 1024, 1)] if args.batch_kib else SIZE_CLASSES
+        self.codec_mix = [(c, w) for c, w in CODEC_MIX if compression.codec_name(c) in args.codecs]
+        # Planted batches are uncompressed, unless the codecs asked for exclude that.
+        self.plain = compression.NONE if compression.NONE in dict(self.codec_mix) else self.codec_mix[0][0]
+        self.templates = build_templates(args.seed, self.size_classes, self.codec_mix,
+                                         exact=bool(args.batch_kib))
         self.next_pid = 1000
-        self.manifest = {"options": {k: v for k, v in vars(args).items() if k != "out"},
+        self.manifest = {"options": manifest_options(args),
                          "hanging": [], "young_open": [], "partitions": {}}
         self.totals = {"bytes": 0, "log_files": 0, "batches": 0, "records": 0, "transactions": 0,
                        "markers": 0}
@@ -215,7 +233,7 @@ class Generator:
         pid = self.next_pid
         self.next_pid += 1
         tid = f"bench-txn-{pid}" if transactional else None
-        p = Producer(pid, self.rng.randrange(0, 5), _pick(self.rng, CODEC_MIX), tid)
+        p = Producer(pid, self.rng.randrange(0, 5), _pick(self.rng, self.codec_mix), tid)
         if transactional:
             self.txn_producers.append(p)
         return p
@@ -270,7 +288,7 @@ class Generator:
         first.mkdir()
         w = SegmentWriter(first, int(self.args.segment_mb * MIB))
         producers = [self.new_producer(transactional=rng.random() < 0.6) for _ in range(rng.randint(2, 6))]
-        sizes = [(s, wgt) for s, wgt in SIZE_CLASSES if s <= max(1024, plan.budget // 4)]
+        sizes = [(s, wgt) for s, wgt in self.size_classes if s <= max(1024, plan.budget // 4)] or self.size_classes
         est_batches = max(1, plan.budget // (sum(s * wgt for s, wgt in sizes) // sum(wgt for _, wgt in sizes)))
         step = max(1, SPAN_MS // (est_batches + 4))
         ts = T0
@@ -309,10 +327,11 @@ class Generator:
                 if young and not any(o["partition"] == plan.partition and o["topic"] == plan.topic
                                      for o in self.manifest["young_open"]):
                     seq = p.sequences.get(key, 0)
-                    t = self.templates[(p.codec, SIZE_CLASSES[0][0])]
+                    t = self.templates[(p.codec, self.size_classes[0][0])]
                     w.append(restamp(t, base_offset=w.offset, producer_id=p.producer_id,
                                      producer_epoch=p.epoch, base_sequence=seq, base_timestamp=end_ts,
                                      transactional=True), t.records)
+                    self.totals["batches"] += 1
                     p.sequences[key] = seq + t.records
                     p.last_state = (1, [key], started, end_ts)   # Ongoing, this partition
                     self.manifest["young_open"].append({"topic": plan.topic, "partition": plan.partition,
@@ -349,9 +368,10 @@ class Generator:
         """One transactional batch that no marker will ever end."""
         n = len(self.manifest["hanging"])
         p = self.new_producer(transactional=n % 2 == 1)
-        t = self.templates[(compression.NONE, SIZE_CLASSES[0][0])]
+        t = self.templates[(self.plain, self.size_classes[0][0])]
         start = w.append(restamp(t, base_offset=w.offset, producer_id=p.producer_id, producer_epoch=p.epoch,
                                  base_sequence=0, base_timestamp=ts, transactional=True), t.records)
+        self.totals["batches"] += 1
         if p.transactional_id is None:
             reason = "no_coordinator_record"
         else:
@@ -392,6 +412,29 @@ class Generator:
             self.totals["log_files"] += len(w.files) * len(replicas)
 
 
+def manifest_options(args: argparse.Namespace) -> dict:
+    """The options that decide the output's bytes, as the manifest records them."""
+    return {k: v for k, v in vars(args).items() if k not in ("out", "reuse")}
+
+
+def is_current(out: Path, args: argparse.Namespace) -> bool:
+    """True when ``out`` already holds a complete copy written with these options (the
+    manifest is written last, so its presence means the copy is whole)."""
+    try:
+        manifest = json.loads((Path(out) / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return manifest.get("options") == json.loads(json.dumps(manifest_options(args)))
+
+
+def _codecs(text: str) -> list[str]:
+    names = sorted({n.strip().lower() for n in text.split(",") if n.strip()})
+    known = {compression.codec_name(c) for c, _ in CODEC_MIX}
+    if not names or set(names) - known:
+        raise argparse.ArgumentTypeError(f"codecs: a comma-separated subset of {', '.join(sorted(known))}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.bench.gen_cluster", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
@@ -402,7 +445,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--segment-mb", type=float, default=64, help="segment roll size (log.segment.bytes)")
     ap.add_argument("--hanging", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batch-kib", type=int, choices=[s // 1024 for s, _ in SIZE_CLASSES],
+                    help="every data batch of this on-disk size (default: the 1 KiB-1 MiB mix)")
+    ap.add_argument("--codecs", type=_codecs, default=_codecs("none,gzip,snappy,lz4,zstd"),
+                    help="producers' codecs, comma-separated (default: all five)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="leave --out alone if its manifest records the same options")
     args = ap.parse_args(argv)
+    if args.reuse and is_current(Path(args.out), args):
+        print(f"{args.out}: up to date", file=sys.stderr)
+        return 0
     started = time.perf_counter()
     manifest = Generator(args).run()
     t = manifest["totals"]

@@ -184,9 +184,11 @@ def run_java_tools(jobs, libs: Path = LIBS, timeout: float = 1800) -> list[subpr
         codes = [int(ln.split()[1]) for ln in cp.stdout.splitlines() if ln.startswith("exit ")]
         if cp.returncode != 0 or len(codes) != len(jobs):
             raise KafkaHarnessError(f"in-process tool runner failed ({cp.returncode}): {cp.stderr}")
+        # Bytes decoded without newline translation: read_text would turn a CR printed
+        # inside a record payload into a LF, and the recorded dump would no longer be Kafka's.
         return [subprocess.CompletedProcess([main, *args], code,
-                                            Path(f"{tmp}/{n}.out").read_text(),
-                                            Path(f"{tmp}/{n}.err").read_text())
+                                            Path(f"{tmp}/{n}.out").read_bytes().decode("utf-8"),
+                                            Path(f"{tmp}/{n}.err").read_bytes().decode("utf-8"))
                 for n, ((main, args), code) in enumerate(zip(jobs, codes))]
 
 

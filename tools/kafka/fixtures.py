@@ -149,7 +149,9 @@ describe-producers` (every replica of every partition, `--broker-id`), `find-han
 log start offset, high watermark and read_committed end offset (LSO) of every partition
 (ListOffsets) and the scenarios' own notes. Then the cluster was stopped cleanly (SIGTERM) and
 each node's log dir copied with a plain recursive copy to `brokers/broker-<id>/`
-(`truth.json` `copy.mode`). `truth/dump/<same path>.txt` is kafka-dump-log's stdout for every
+(`truth.json` `copy.mode`); a node a scenario stopped earlier (`truth.json` `stopped_brokers`)
+was not asked by the per-broker tools and its log dir is copied as it was left.
+`truth/dump/<same path>.txt` is kafka-dump-log's stdout for every
 copied segment, index, time index, txn index, producer snapshot and metadata checkpoint
 (`--deep-iteration --print-data-log`, plus `--transaction-log-decoder`, `--offsets-decoder` or
 `--cluster-metadata-decoder` for internal topics; indexes plain), `.stderr.txt` its stderr,
@@ -170,6 +172,12 @@ Clusters:
 
 
 def write_readme(out_root: Path, timings: dict[str, dict]) -> None:
+    """``timings``: the clusters just built; the others' come from their truth.json, so a
+    ``--only`` rebuild keeps the full build's time."""
+    for name in CLUSTERS:
+        truth_json = out_root / name / "truth" / "truth.json"
+        if name not in timings and truth_json.exists():
+            timings[name] = json.loads(truth_json.read_text()).get("timings", {})
     minutes = max(1, round(sum(t.get("total_s", 0) for t in timings.values()) / 60))
     clusters = "\n".join(
         f"- `{name}`: transaction.version={spec.transaction_version}"

@@ -1,5 +1,5 @@
-"""Hard fixture scenarios: genuinely hanging transactions, KIP-890 TV2 from the Java client,
-and a follower replica that missed an end marker.
+"""Hard fixture scenarios: genuinely hanging transactions, transactions whose markers are
+stuck, KIP-890 TV2 from the Java client, and a follower replica that missed an end marker.
 
 Why these need their own module: none of them can come from a well-behaved client.
 
@@ -10,14 +10,21 @@ Why these need their own module: none of them can come from a well-behaved clien
   ``tools.kafka.rawclient`` writes the batch without AddPartitionsToTxn. Each batch carries a
   CreateTime one hour in the past: find-hanging's rule is ``now - lastTimestamp > 15 min``
   with lastTimestamp = the batch's max timestamp, so the hang is reported at once.
-  Three kinds, one per reason logscan must give (issue 6):
+  Four kinds, one per reason logscan must give (issue 6):
     - ``unknown_producer``: an idempotent producer id (InitProducerId without a transactional
       id) writes a transactional batch; the coordinator has no record of the id at all;
     - ``never_added``: a real transactional id's producer id writes to a partition it never
       added; the coordinator state is Empty;
     - ``missed_marker``: the same, but the transaction also has a properly added partition and
       is then committed; the coordinator is CompleteCommit and wrote its marker only to the
-      added partition, so the other one hangs behind a transaction that "already finished".
+      added partition, so the other one hangs behind a transaction that "already finished";
+    - ``ongoing_not_added`` (KIP-890's case): the transaction is still Ongoing and lists one
+      partition, while the same producer id and epoch also wrote to another it never added.
+* Transactions the coordinator has decided but cannot finish (PrepareCommit/PrepareAbort,
+  the ``pending`` cluster): their markers are blocked on a partition whose ISR fell below
+  its ``min.insync.replicas`` because a node went down (:func:`create_pending_markers`).
+  They look like hanging transactions on disk but are not: the coordinator retries until
+  the partition is healthy and then completes them (tests/kafka/test_hanging_live.py).
 * KIP-890 part 2 (transaction.version 2) is negotiated by the Java client of the same jars
   (librdkafka stays on TV1 rules): the coordinator bumps the epoch at EndTxn and the markers
   carry e+1 while the data carries e (``tools/kafka/java/TxnProducer.java``).
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -45,7 +53,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tools.kafka.cluster import LIBS, REPO, Cluster, run_java_tool
-from tools.kafka.rawclient import RawClient
+from tools.kafka.rawclient import CONCURRENT_TRANSACTIONS, RawClient
 from tools.kafka.scenarios import CLUSTERS, ClusterSpec, ScenarioContext, scenario, send
 from tools.kafka.truth import _drop_slf4j_noise, parse_table
 
@@ -62,17 +70,29 @@ CLUSTERS.setdefault(HANGING_CLUSTER, ClusterSpec(
     transaction_version=2,
     broker_config={"transaction.partition.verification.enable": "false"}))
 
+PENDING_CLUSTER = "pending"
+# TV2, default broker settings (verification on): the stuck markers come from a well-behaved
+# client and an unhealthy partition, nothing is switched off.
+CLUSTERS.setdefault(PENDING_CLUSTER, ClusterSpec(transaction_version=2))
+
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 HANG_AGE_MS = 3_600_000  # CreateTime one hour back: past find-hanging's default 15 minutes
 HANG_TOPIC = "hang"
+ONGOING_TOPIC = "hang-ongoing"
 REPLICA_TOPIC = "replica"
 JAVA_TOPIC = "java-txn"
+PENDING_TOPIC = "pending"
+PENDING_DONE_TOPIC = "pending-done"
+# transaction.max.timeout.ms (default): the coordinator's timeout sweep leaves such a
+# transaction Ongoing for 15 minutes after its first AddPartitionsToTxn, longer than a build.
+MAX_TRANSACTION_TIMEOUT_MS = 900_000
 
 
 @dataclass(frozen=True, slots=True)
 class HangingTxn:
-    """One hanging transaction as find-hanging must report it (its primary key is
-    topic, partition, producer_id, producer_epoch, start_offset)."""
+    """One open transaction written on purpose, keyed as find-hanging reports one (topic,
+    partition, producer_id, producer_epoch, start_offset); ``kind`` says which case it is,
+    hanging or not (``ongoing_added``, ``prepare_commit`` and ``prepare_abort`` are not)."""
 
     kind: str
     topic: str
@@ -126,6 +146,182 @@ def create_missed_marker_hang(client: RawClient, transactional_id: str, topic: s
                        hung.producer_epoch, hung.base_offset, timestamp_ms, transactional_id,
                        hung.leader_id),
             {"topic": topic, "partition": added_partition, "base_offset": committed.base_offset})
+
+
+def create_ongoing_not_added_hang(client: RawClient, transactional_id: str, topic: str,
+                                 added_partition: int, hanging_partition: int,
+                                 timestamp_ms: int) -> tuple[HangingTxn, HangingTxn]:
+    """KIP-890's case: an Ongoing transaction that added ``added_partition`` and wrote there,
+    and also wrote to ``hanging_partition`` without adding it. The coordinator's transaction
+    lists only the added partition, so its marker will never reach the other one.
+
+    Returns (the hanging write, the legitimately open one)."""
+    producer = client.init_producer_id(transactional_id, MAX_TRANSACTION_TIMEOUT_MS)
+    client.add_partitions_to_txn(transactional_id, producer, [(topic, added_partition)])
+    added = client.produce_transactional(transactional_id, producer, topic, added_partition,
+                                         [b"ongoing-added-0", b"ongoing-added-1"], timestamp_ms)
+    hung = client.produce_transactional(transactional_id, producer, topic, hanging_partition,
+                                        [b"ongoing-not-added-0"], timestamp_ms)
+    return tuple(HangingTxn(kind, b.topic, b.partition, b.producer_id, b.producer_epoch,
+                            b.base_offset, timestamp_ms, transactional_id, b.leader_id)
+                 for kind, b in (("ongoing_not_added", hung), ("ongoing_added", added)))
+
+
+# ---- one node down: markers the coordinator cannot write --------------------------------
+
+def stop_node(cluster: Cluster, node: int, hard: bool = False, timeout: float = 90) -> None:
+    """Stop one node of a running cluster: SIGTERM (clean, controlled shutdown) or SIGKILL.
+
+    The dead Popen stays in ``cluster.procs``, so ``running()`` reports the node down and
+    ``stop()`` skips it."""
+    proc = cluster.procs[node]
+    proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
+    proc.wait(timeout)
+
+
+def start_node(cluster: Cluster, node: int, timeout: float = 120) -> None:
+    """Start a stopped node again with its own config and log dir (log recovery if it was
+    killed), and wait until the cluster lists every broker."""
+    from tools.kafka.cluster import BROKER_JVM_OPTS, _java, _jmx_opts
+
+    if cluster.running().get(node):
+        raise RuntimeError(f"node {node} is running")
+    d = cluster.node_dir(node)
+    cmd = _java("kafka.Kafka", [d / "server.properties"],
+                jvm_opts=[*BROKER_JVM_OPTS, *_jmx_opts(cluster.jmx_ports[node])],
+                log4j=d / "log4j2.properties", libs=cluster.libs)
+    with open(d / "stdout.log", "ab") as out:
+        cluster.procs[node] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                               start_new_session=True)
+    cluster._save_state()
+    cluster.wait_ready(timeout)
+
+
+def create_topic_on(cluster: Cluster, name: str, assignment: list[list[int]],
+                    config: dict | None = None, timeout: float = 30) -> None:
+    """Create a topic with an explicit replica assignment (first replica = leader) and wait
+    until every partition is led by it with the full ISR."""
+    from confluent_kafka.admin import NewTopic
+
+    admin = cluster.admin()
+    admin.create_topics([NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
+                                  config={k: str(v) for k, v in (config or {}).items()})])[name].result(30)
+    deadline = time.monotonic() + timeout
+    while True:
+        t = admin.list_topics(name, timeout=5).topics.get(name)
+        if t and t.error is None and all(
+                t.partitions[p].leader == replicas[0] and sorted(t.partitions[p].isrs) == sorted(replicas)
+                for p, replicas in enumerate(assignment) if p in t.partitions):
+            if len(t.partitions) == len(assignment):
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {name} not led as assigned {assignment}")
+        time.sleep(0.2)
+
+
+def wait_isr(cluster: Cluster, topic: str, partition: int, isr: set[int],
+             timeout: float = 60) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        pm = cluster.admin().list_topics(topic, timeout=5).topics[topic].partitions[partition]
+        if set(pm.isrs) == isr:
+            return sorted(pm.isrs)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}-{partition} ISR {pm.isrs}, waited for {sorted(isr)}")
+        time.sleep(0.5)
+
+
+def describe_transactions(cluster: Cluster, transactional_ids: list[str]) -> dict[str, dict]:
+    """``kafka-transactions describe`` of each id (one JVM): {id: {"row": ..., "stdout": ...}}."""
+    runs = cluster.run_tools([("kafka-transactions", ["describe", "--transactional-id", tid])
+                              for tid in transactional_ids])
+    out = {}
+    for tid, cp in zip(transactional_ids, runs):
+        if cp.returncode != 0:
+            raise RuntimeError(f"describe {tid} failed: {_drop_slf4j_noise(cp.stderr)}")
+        (row,) = parse_table(cp.stdout)
+        out[tid] = {"row": row, "stdout": cp.stdout}
+    return out
+
+
+def wait_transaction_states(cluster: Cluster, want: dict[str, tuple[str, str]],
+                            timeout: float = 60) -> dict[str, dict]:
+    """Poll describe until each id shows (TransactionState, TopicPartitions) as in ``want``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        described = describe_transactions(cluster, list(want))
+        got = {tid: (d["row"]["TransactionState"], d["row"]["TopicPartitions"])
+               for tid, d in described.items()}
+        if got == want:
+            return described
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"transactions did not reach {want}: {got}")
+        time.sleep(1)
+
+
+def create_pending_markers(cluster: Cluster, commit_id: str, abort_id: str, topic: str,
+                           done_topic: str, timestamp_ms: int, hard: bool = False) -> dict:
+    """Two transactions the coordinator has decided but cannot finish: PrepareCommit and
+    PrepareAbort, their markers blocked on one partition by a node that went down.
+
+    ``topic`` (1 partition, replication factor 3, ``min.insync.replicas=3``) and
+    ``done_topic`` (1 partition, RF 3, the cluster's min ISR 2) are both written by
+    ``commit_id`` and ``abort_id`` (AddPartitionsToTxn first: a well-behaved client). Then one
+    node that is neither coordinator nor leader is stopped (``hard``: SIGKILL), the ISR of
+    both partitions shrinks to two, ``commit_id`` sends EndTxn(commit) and ``abort_id`` a
+    restarted producer's InitProducerId, which makes the coordinator bump the epoch and
+    abort. Both coordinators write PrepareCommit/PrepareAbort to ``__transaction_state`` and
+    their markers land on ``done_topic``; on ``topic`` every WriteTxnMarkers append fails
+    with NOT_ENOUGH_REPLICAS (acks=all, ISR 2 < 3), a retriable error: the coordinator
+    retries until the partition has three in-sync replicas again, and its state stays
+    Prepare* (TransactionMarkerRequestCompletionHandler; the timeout sweep only aborts
+    Ongoing transactions). ``describe`` lists only ``topic``'s partition as still pending.
+    """
+    nodes = list(range(cluster.nodes))
+    with RawClient(cluster.bootstrap) as client:
+        coordinators = {tid: client.find_transaction_coordinator(tid) for tid in (commit_id, abort_id)}
+        stopped = next(n for n in reversed(nodes) if n not in coordinators.values())
+        leader = coordinators[commit_id]
+        other = next(n for n in nodes if n not in (leader, stopped))
+        create_topic_on(cluster, topic, [[leader, other, stopped]], {"min.insync.replicas": 3})
+        create_topic_on(cluster, done_topic, [[other, leader, stopped]])
+        producers, txns, done = {}, [], {}
+        for tid, kind in ((commit_id, "prepare_commit"), (abort_id, "prepare_abort")):
+            producers[tid] = producer = client.init_producer_id(tid, MAX_TRANSACTION_TIMEOUT_MS)
+            client.add_partitions_to_txn(tid, producer, [(topic, 0), (done_topic, 0)])
+            b = client.produce_transactional(tid, producer, topic, 0,
+                                             [f"{kind}-0".encode(), f"{kind}-1".encode()], timestamp_ms)
+            d = client.produce_transactional(tid, producer, done_topic, 0, [f"{kind}-done".encode()],
+                                             timestamp_ms)
+            txns.append(HangingTxn(kind, topic, 0, b.producer_id, b.producer_epoch, b.base_offset,
+                                   timestamp_ms, tid, b.leader_id))
+            done[tid] = {"topic": done_topic, "partition": 0, "base_offset": d.base_offset}
+    before = end_offsets(cluster, topic, 0)
+    stop_node(cluster, stopped, hard=hard)
+    isr = {t: wait_isr(cluster, t, 0, {leader, other}) for t in (topic, done_topic)}
+    live = f"127.0.0.1:{cluster.broker_ports[leader]}"
+    with RawClient(live) as client:
+        client.end_txn(commit_id, producers[commit_id], committed=True)
+        fence_error = client.init_producer_id_once(abort_id, MAX_TRANSACTION_TIMEOUT_MS)
+    if fence_error != CONCURRENT_TRANSACTIONS:
+        raise RuntimeError(f"InitProducerId({abort_id}) answered {fence_error}, expected "
+                           f"CONCURRENT_TRANSACTIONS while the coordinator aborts")
+    described = wait_transaction_states(cluster, {commit_id: ("PrepareCommit", f"{topic}-0"),
+                                                  abort_id: ("PrepareAbort", f"{topic}-0")})
+    done_offsets = _wait_offsets_settled(cluster, done_topic, 0)
+    blocked = end_offsets(cluster, topic, 0)
+    if blocked != before or blocked["last_stable_offset"] != min(t.start_offset for t in txns):
+        raise RuntimeError(f"{topic}-0 moved while its markers should be blocked: {before} -> {blocked}")
+    listed, list_stdout = tool_rows(cluster, "list")
+    return {"stopped_broker": stopped, "stop": "SIGKILL" if hard else "SIGTERM",
+            "leader": leader, "coordinators": coordinators,
+            "min_insync_replicas": {topic: 3}, "isr_after_stop": isr,
+            "open": [asdict(t) for t in txns], "done": done, "done_offsets": done_offsets,
+            "blocked_offsets": blocked, "fence_error": fence_error,
+            "describe": {tid: d["row"] for tid, d in described.items()},
+            "describe_stdout": {tid: d["stdout"] for tid, d in described.items()},
+            "list": [r for r in listed if r["TransactionalId"] in (commit_id, abort_id)],
+            "list_stdout": list_stdout}
 
 
 def tool_rows(cluster: Cluster, *args) -> tuple[list[dict[str, str]], str]:
@@ -281,6 +477,60 @@ def java_tv2(ctx: ScenarioContext) -> None:
              transactional_ids=["java-txn", "java-open"],
              expect_marker_epoch_bump=ctx.cluster.transaction_version >= 2,
              output={k: v for k, v in runs.items()})
+
+
+@scenario("ongoing_not_added", clusters=(HANGING_CLUSTER,))
+def ongoing_not_added(ctx: ScenarioContext) -> None:
+    """Topic ``hang-ongoing`` (2 partitions, RF 3) on the ``hanging`` cluster: the raw client's
+    ``hang-ongoing`` (transaction timeout 15 min, the maximum) calls AddPartitionsToTxn for
+    ``hang-ongoing``/0 only, then writes transactional batches (CreateTime one hour back) to
+    ``hang-ongoing``/0 and ``hang-ongoing``/1 under the same producer id and epoch, and never
+    ends the transaction. The coordinator stays Ongoing with ``hang-ongoing-0`` as its only
+    partition (KIP-890's case: a write to a partition never added): find-hanging on every
+    broker was confirmed to list ``hang-ongoing``/1 (``ongoing_not_added``) and not
+    ``hang-ongoing``/0 (``ongoing_added``), which the coordinator will end with the
+    transaction."""
+    ctx.create_topic(ONGOING_TOPIC, 2)
+    old = int(time.time() * 1000) - HANG_AGE_MS
+    with RawClient(ctx.cluster.bootstrap) as client:
+        hung, added = create_ongoing_not_added_hang(client, "hang-ongoing", ONGOING_TOPIC, 0, 1, old)
+    confirmed = {}
+    for broker in range(ctx.cluster.nodes):
+        rows, raw = wait_until_found(ctx.cluster, [hung], broker)
+        if any(matches(r, added) for r in rows):
+            raise RuntimeError(f"find-hanging on broker {broker} listed the added partition: {raw}")
+        confirmed[str(broker)] = {"rows": rows, "stdout": raw}
+    described = describe_transactions(ctx.cluster, ["hang-ongoing"])["hang-ongoing"]
+    ctx.note("ongoing_not_added", topic=ONGOING_TOPIC, transactional_id="hang-ongoing",
+             hanging=asdict(hung), not_hanging=asdict(added), describe=described["row"],
+             find_hanging_at_creation=confirmed)
+
+
+@scenario("markers_pending", clusters=(PENDING_CLUSTER,))
+def markers_pending(ctx: ScenarioContext) -> None:
+    """The ``pending`` cluster (TV2, default settings): the raw client's ``prepare-commit`` and
+    ``prepare-abort`` (AddPartitionsToTxn first, CreateTime one hour back, timeout 15 min)
+    each write to ``pending``/0 (replication factor 3, ``min.insync.replicas=3``) and
+    ``pending-done``/0. Then one node, neither coordinator nor leader, is stopped cleanly
+    (SIGTERM) and stays down until the copy: the ISR of every partition drops to the other
+    two. ``prepare-commit`` sends EndTxn(commit); ``prepare-abort`` is restarted
+    (InitProducerId answered CONCURRENT_TRANSACTIONS: the coordinator bumped the epoch and
+    aborts). The coordinators write PrepareCommit/PrepareAbort, their markers land on
+    ``pending-done``/0, and on ``pending``/0 every marker append fails with
+    NOT_ENOUGH_REPLICAS, which the coordinator retries until the ISR is whole again: live,
+    ``list``/``describe`` showed PrepareCommit and PrepareAbort with ``pending-0`` still
+    pending, find-hanging listed nothing, and the LSO of ``pending``/0 stayed at the first
+    transaction's start. Both are decided transactions, never to be aborted by hand.
+    ``prepare-commit`` lives in ``__transaction_state-2``, the last partition, and
+    ``prepare-abort`` in ``__transaction_state-0``. truth.json ``stopped_brokers`` names the
+    stopped node: it was not asked for describe-producers, find-hanging or its log end
+    offsets, and its copy lacks what was written after it stopped (the markers on
+    ``pending-done``/0, the coordinator's Prepare records)."""
+    old = int(time.time() * 1000) - HANG_AGE_MS
+    ctx.note("markers_pending", commit_id="prepare-commit", abort_id="prepare-abort",
+             topic=PENDING_TOPIC, done_topic=PENDING_DONE_TOPIC,
+             **create_pending_markers(ctx.cluster, "prepare-commit", "prepare-abort",
+                                      PENDING_TOPIC, PENDING_DONE_TOPIC, old))
 
 
 def _wait_offsets_settled(cluster: Cluster, topic: str, partition: int,

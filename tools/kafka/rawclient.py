@@ -63,11 +63,12 @@ CODEC_NONE = 0
 
 # Errors a fresh cluster returns while __transaction_state is being created or loaded, or
 # while the previous transaction's markers are still being written: retry, do not fail.
+CONCURRENT_TRANSACTIONS = 51
 RETRIABLE = {
     14: "COORDINATOR_LOAD_IN_PROGRESS",
     15: "COORDINATOR_NOT_AVAILABLE",
     16: "NOT_COORDINATOR",
-    51: "CONCURRENT_TRANSACTIONS",
+    CONCURRENT_TRANSACTIONS: "CONCURRENT_TRANSACTIONS",
 }
 RETRY_BACKOFF_S = 0.5
 RETRY_DEADLINE_S = 60.0
@@ -258,6 +259,18 @@ class RawClient:
         producer id the transaction coordinator has no record of (used for the "unknown
         producer id" hanging case)."""
         return _retrying(lambda: self._init_producer_id(transactional_id, transaction_timeout_ms))
+
+    def init_producer_id_once(self, transactional_id: str, transaction_timeout_ms: int = 60000) -> int:
+        """One InitProducerId, as a restarted producer sends it, and its error code.
+
+        When the id still has an Ongoing transaction the coordinator bumps the epoch, starts
+        aborting that transaction (PrepareAbort) and answers CONCURRENT_TRANSACTIONS; a real
+        client retries until the abort is complete, this method does not."""
+        try:
+            self._init_producer_id(transactional_id, transaction_timeout_ms)
+        except KafkaProtocolError as e:
+            return e.error_code
+        return 0
 
     def _init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int) -> ProducerIdAndEpoch:
         node = None if transactional_id is None else self.find_transaction_coordinator(transactional_id)

@@ -69,6 +69,11 @@ class Recorder:
         return result
 
     def record(self, notes: dict) -> dict:
+        # A node a scenario stopped on purpose cannot answer: asking it would only time out
+        # (describe-producers --broker-id, find-hanging --broker-id, JMX, log-dirs), so it is
+        # left out and named in ``stopped_brokers``; its replicas are still in the copy.
+        live = [b for b, up in sorted(self.cluster.running().items()) if up]
+        stopped = sorted(set(range(self.cluster.nodes)) - set(live))
         admin = self.cluster.admin()
         md = admin.list_topics(timeout=10)
         partitions = []
@@ -83,16 +88,16 @@ class Recorder:
         offsets = self._offsets(admin, partitions)
         jobs = {}
         for pa in partitions:
-            for b in pa["replicas"]:
+            for b in (r for r in pa["replicas"] if r in live):
                 jobs[f"describe-producers.{pa['topic']}-{pa['partition']}.broker-{b}"] = (
                     "kafka-transactions", "describe-producers", "--topic", pa["topic"],
                     "--partition", pa["partition"], "--broker-id", b)
-        for b in range(self.cluster.nodes):
+        for b in live:
             for minutes in (0, 15):
                 jobs[f"find-hanging.broker-{b}.max-timeout-{minutes}"] = (
                     "kafka-transactions", "find-hanging", "--broker-id", b,
                     "--max-transaction-timeout", minutes)
-        for b in range(self.cluster.nodes):
+        for b in live:
             jobs[f"jmx-log-end-offset.broker-{b}"] = (
                 "kafka-jmx", "--jmx-url", self.cluster.jmx_url(b), "--one-time", "true",
                 "--report-format", "properties",
@@ -102,7 +107,7 @@ class Recorder:
         jobs["topics-describe-internal"] = ("kafka-topics", "--describe", "--topic",
                                             "__consumer_offsets|__transaction_state")
         jobs["log-dirs"] = ("kafka-log-dirs", "--describe", "--broker-list",
-                            ",".join(map(str, range(self.cluster.nodes))))
+                            ",".join(map(str, live)))
         runs = self.tools(jobs)
         txn_list = parse_table(runs["list"]["stdout"])
         described = self.tools({f"describe.{r['TransactionalId']}": (
@@ -110,14 +115,14 @@ class Recorder:
             for r in txn_list})
 
         leo = {b: parse_log_end_offsets(runs[f"jmx-log-end-offset.broker-{b}"]["stdout"])
-               for b in range(self.cluster.nodes)}
+               for b in live}
         for pa in partitions:
             key = f"{pa['topic']}-{pa['partition']}"
             pa.update(offsets[key])
             pa["log_end_offsets"] = {str(b): leo[b].get((pa["topic"], pa["partition"]))
-                                     for b in pa["replicas"]}
+                                     for b in pa["replicas"] if b in live}
             pa["producers"] = {}
-            for b in pa["replicas"]:
+            for b in (r for r in pa["replicas"] if r in live):
                 run = runs[f"describe-producers.{key}.broker-{b}"]
                 pa["producers"][str(b)] = {"file": run["file"], "exit_code": run["exit_code"],
                                           "rows": parse_table(run["stdout"])}
@@ -126,6 +131,7 @@ class Recorder:
             "recorded_at_ms": recorded_at_ms,
             "transaction_version": self.cluster.transaction_version,
             "cluster_id": self.cluster.cluster_id,
+            "stopped_brokers": stopped,
             "partitions": partitions,
             "find_hanging": {k.split(".", 1)[1]: {"file": r["file"], "exit_code": r["exit_code"],
                                                   "args": r["args"][1:],

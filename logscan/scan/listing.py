@@ -1,0 +1,69 @@
+"""What a scan learns from directory listings and checkpoint files alone, for both drivers.
+
+The single-process driver walks this listing replica by replica; the Spark job turns it into
+work units (one per segment or byte range) and per-replica rows. Either way the `files`
+rows of skipped folders, checkpoint files and transaction indexes, and the findings of bad
+checkpoints, come from here, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from logscan.logdir.segment import Finding
+from logscan.logdir.tree import BrokerDir, ReplicaDir, file_size, iter_brokers, read_offset_checkpoint
+
+from . import rows as R
+
+CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint")
+
+
+@dataclass(slots=True)
+class ListedReplica:
+    replica: ReplicaDir
+    hw_checkpoint: Optional[int]
+    log_start_checkpoint: Optional[int]
+
+    @property
+    def key(self) -> R.Row:
+        return R.replica_key(self.replica.broker, self.replica.topic, self.replica.partition)
+
+
+@dataclass(slots=True)
+class Listing:
+    brokers: list[BrokerDir] = field(default_factory=list)
+    replicas: list[ListedReplica] = field(default_factory=list)
+    files: list[R.Row] = field(default_factory=list)        # files rows of what is not decoded
+    findings: list[tuple[R.Row, Finding]] = field(default_factory=list)  # (key, finding)
+
+
+def list_copy(roots: list[Path], *, include_superseded: bool = False) -> Listing:
+    out = Listing()
+    for broker in iter_brokers(roots, include_superseded=include_superseded):
+        out.brokers.append(broker)
+        bkey = R.replica_key(broker.broker, None, None)
+        for s in broker.skipped:
+            out.files.append({**bkey, "file": s.path, "kind": "skipped", "size": -1, "status": "skipped",
+                              "error_count": 0, "batches": 0, "detail": s.reason})
+        errors = list(broker.errors)
+        checkpoints = {}
+        for name in CHECKPOINTS:
+            before = len(errors)
+            checkpoints[name] = read_offset_checkpoint(broker.path / name, errors)
+            if (broker.path / name).is_file():
+                bad = len(errors) - before
+                out.files.append({**bkey, "file": str(broker.path / name), "kind": "checkpoint",
+                                  "size": file_size(broker.path / name), "status": "damaged" if bad else "ok",
+                                  "error_count": bad, "batches": 0, "detail": None})
+        out.findings.extend((bkey, Finding(str(broker.path), -1, "corrupt", e)) for e in errors)
+        hws, starts = checkpoints[CHECKPOINTS[0]], checkpoints[CHECKPOINTS[1]]
+        for r in broker.replicas:
+            key = R.replica_key(r.broker, r.topic, r.partition)
+            out.files.extend({**key, "file": str(p), "kind": "txn_index", "size": file_size(p),
+                              "status": "listed", "error_count": 0, "batches": 0, "detail": None}
+                             for _, p in r.txn_indexes)
+            tp = (r.topic, r.partition)
+            out.replicas.append(ListedReplica(r, hws.get(tp), starts.get(tp)))
+    return out

@@ -1,0 +1,61 @@
+"""A Spark session for a person at a terminal (`logscan scan --output`, `logscan sql`,
+`logscan report`): Delta configured by spark_jobs.session, no web UI, and a quiet JVM.
+
+Spark's own start-up chatter (its default log4j profile, the loopback-hostname and
+native-hadoop warnings, "Setting default log level") would bury the one line that matters,
+so the driver JVM starts with a log4j2 configuration that prints errors only; Spark's stage
+progress bar is drawn only when asked (a terminal is watching stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .session import BASE_CONF, build_session
+
+LOG4J2_ERRORS_ONLY = """\
+# written by logscan (spark_jobs/console.py): Spark's log on stderr, errors only
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+# A "shell" (pyspark-shell) prints "Setting default log level" unless Spark's own logger has
+# a level of its own equal to the root's (org.apache.spark.internal.Logging)
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+"""
+
+
+def _log4j2_file() -> Path:
+    """The configuration as a file the JVM can read (log4j2 takes a path, not text)."""
+    path = Path(tempfile.gettempdir()) / f"logscan-log4j2-errors-{os.getuid()}.properties"
+    if not path.is_file() or path.read_text() != LOG4J2_ERRORS_ONLY:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, text=True)
+        with os.fdopen(fd, "w") as f:
+            f.write(LOG4J2_ERRORS_ONLY)
+        os.replace(tmp, path)
+    return path
+
+
+class SetupFailed(Exception):
+    """Spark with Delta cannot start here; the message says how to fix it."""
+
+
+def session(app_name: str, *, master: str, progress: bool = False):
+    """A quiet Delta-enabled session; ``progress``: Spark's console stage bar on stderr."""
+    java = f"{BASE_CONF['spark.driver.extraJavaOptions']} -Dlog4j2.configurationFile={_log4j2_file().as_uri()}"
+    try:
+        spark = build_session(app_name, master=master, conf={
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "true" if progress else "false",
+            "spark.driver.extraJavaOptions": java,
+        })
+    except (FileNotFoundError, RuntimeError) as e:   # no Delta jars / not on the class path
+        raise SetupFailed(str(e)) from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,86 @@
+"""`logscan scan COPY --output DIR`: the Spark job (spark_jobs.scan) on a local Spark, for a person.
+
+The same job and the same tables as ``python -m spark_jobs.scan``, and the same summary as the
+single-process scan (logscan.scan.summary over the tables' figures); around it, this driver
+refuses an output inside the copy before Spark starts, keeps Spark's log quiet
+(spark_jobs.console), lets Spark draw its stage progress only on a terminal, says what to run
+next, and exits like the single-process scan: 4 hanging transactions, 1 damage, else 0.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import sys
+import time
+from pathlib import Path
+from typing import Optional, TextIO
+
+EXIT_DAMAGE = 1
+EXIT_HANGING = 4
+
+
+class BadRequest(ValueError):
+    """What was asked cannot run (one sentence, with the fix)."""
+
+
+def check_request(inputs: list[Path], output: Path, scan_id: Optional[str]) -> None:
+    """Before Spark starts: the tables go outside the copy, and the scan id can name a partition."""
+    from .scan import _SCAN_ID
+
+    out = output.resolve()
+    for root in inputs:
+        root = root.resolve()
+        if out == root or root in out.parents:
+            raise BadRequest(f"--output {output} is inside the input {root}: the scan never writes into "
+                             "the copied log dirs; give a folder outside them")
+    if scan_id is not None and not _SCAN_ID.match(scan_id):
+        raise BadRequest(f"scan id {scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
+
+
+def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], max_transaction_timeout_ms: int,
+                   include_superseded: bool, scan_id: Optional[str], bootstrap: str, master: str, json: bool,
+                   no_progress: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Runs the job into ``output``, prints what it found; returns the exit status.
+
+    Raises BadRequest (one sentence) for an output inside an input or a bad scan id, and
+    console.SetupFailed when Spark with Delta cannot start (Delta's jars missing)."""
+    from logscan import progress
+    from logscan.scan import summary as summary_text
+
+    from . import scan as job
+    from .console import session
+
+    roots = [Path(p) for p in inputs]
+    check_request(roots, Path(output), scan_id)
+    started = time.monotonic()
+    spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress))
+    try:
+        scan_id, as_of_ms = job.run(spark, roots, output, scan_id=scan_id, as_of_ms=as_of_ms,
+                                    max_transaction_timeout_ms=max_transaction_timeout_ms,
+                                    include_superseded=include_superseded, bootstrap=bootstrap)
+        figures = job.figures(spark, output, scan_id, as_of_ms)
+        candidates = _candidates(spark, output, scan_id) if json else []
+    finally:
+        spark.stop()
+
+    text = out if not json else err
+    text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
+    summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms)
+    text.write(f"  logscan sql --tables {output} \"SELECT * FROM abort_plans\"\n"
+               f"  logscan report --tables {output} --out report.html\n")
+    for c in candidates:
+        out.write(jsonlib.dumps(c) + "\n")
+    if any(hanging is True for _, hanging, _ in figures.reasons):
+        return EXIT_HANGING
+    return EXIT_DAMAGE if figures.findings else 0
+
+
+def _candidates(spark, output: str, scan_id: str) -> list[dict]:
+    """Every hanging candidate of the scan, hanging ones first, without the scan tags: the
+    objects `logscan scan --format json` prints (plus any column the table has besides)."""
+    from pyspark.sql import functions as F
+
+    verdict = F.when(F.col("hanging"), 0).when(F.col("hanging").isNull(), 1).otherwise(2)
+    rows = (spark.read.format("delta").load(f"{output}/hanging_candidates").where(F.col("scan_id") == scan_id)
+            .drop("scan_id", "as_of").orderBy(verdict, "topic", "partition", "broker", "producer_id").collect())
+    return [r.asDict(recursive=True) for r in rows]

@@ -1,0 +1,52 @@
+"""The batch-size curve (tools/bench/curve.py) on tiny segments: each size's segment is what it
+says (batches of that size, every one counted by both of logscan's walks), and the report
+prints a row per size and the 16 KiB target. No timing is asserted: speed is `make bench`'s."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tools.bench import curve
+
+
+def test_segments_have_the_asked_batch_size(tmp_path):
+    for kib in (1, 16, 256):
+        seg = curve.curve_segment(kib, 2, tmp_path)
+        manifest = json.loads((seg.parents[2] / "manifest.json").read_text())
+        batches = curve.walk(seg)
+        assert batches == curve.scan_unit(seg)
+        assert batches == manifest["totals"]["batches"] + manifest["totals"]["markers"]
+        data = seg.read_bytes()
+        sizes, codecs, pos = [], set(), 0
+        while pos < len(data):
+            size = int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+            codecs.add(data[pos + 22] & 7)
+            if not data[pos + 22] & 0x20:  # markers are small control batches
+                sizes.append(size)
+            pos += size
+        assert codecs == {0}
+        assert all(0.85 * kib * 1024 <= s <= kib * 1024 for s in sizes), (kib, min(sizes), max(sizes))
+
+
+def test_segments_are_cached(tmp_path, capsys):
+    seg = curve.curve_segment(4, 1, tmp_path)
+    stamp = seg.stat().st_mtime_ns
+    assert curve.curve_segment(4, 1, tmp_path) == seg
+    assert seg.stat().st_mtime_ns == stamp
+    assert "up to date" in capsys.readouterr().err
+
+
+def test_report_has_every_size_and_the_target(tmp_path, capsys):
+    assert curve.main(["--size-mb", "1", "--sizes-kib", "1,16,1024", "--runs", "1", "--work", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for label in ("1 KiB", "16 KiB", "1 MiB"):
+        assert re.search(rf"^\s+{label}\s+\d+ \|", out, re.M), label
+    targets = [line for line in out.splitlines() if "16 KiB batches >= 70%" in line]
+    assert len(targets) == 2
+    assert all(re.match(r"\s+\[(    met|NOT met)\]", line) for line in targets)
+
+
+def test_report_without_the_target_size_says_so(tmp_path, capsys):
+    curve.main(["--size-mb", "1", "--sizes-kib", "4", "--runs", "1", "--work", str(tmp_path)])
+    assert "[    n/a] 16 KiB batches not in this run" in capsys.readouterr().out

@@ -1,0 +1,108 @@
+"""`logscan scan COPY --output DIR`: the Spark job from the CLI, on the real-broker fixture
+cluster with three hanging transactions; what it prints is checked against the
+single-process `logscan scan` of the same copy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("pyspark")
+from logscan.cli import main  # noqa: E402
+from spark_jobs.session import DELTA_LIBS  # noqa: E402
+
+from .conftest import HANGING, scan_args, truth  # noqa: E402
+
+BROKERS = HANGING / "brokers"
+TABLES = ("files", "batches", "corruptions", "txn_log", "coordinator_state", "producer_state", "txn_spans",
+          "partition_state", "hanging_candidates")
+needs_delta = pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
+                                 reason="Delta jars missing: run `make delta-jars`")
+
+
+def _local_json() -> list[dict]:
+    res = CliRunner().invoke(main, ["scan", str(BROKERS), "--format", "json", "--as-of",
+                                    str(truth()["recorded_at_ms"])])
+    assert res.exit_code == 4, res.output
+    return [json.loads(line) for line in res.stdout.splitlines()]
+
+
+def _key(c: dict) -> tuple:
+    return (c["broker"], c["topic"], c["partition"], c["producer_id"], c["start_offset"])
+
+
+@pytest.mark.spark
+@needs_delta
+def test_summary_says_what_hangs_and_where_the_tables_are(scan_run):
+    out, res = scan_run
+    assert res.exit_code == 4, res.output                  # as the single-process scan: hanging found
+    text = res.stdout
+    assert f"into {out} " in text and f"Delta tables in {out}/: " in text
+    listed = text.split(f"Delta tables in {out}/: ")[1].splitlines()[0].split(", ")
+    assert set(TABLES) <= set(listed) and all((out / t / "_delta_log").is_dir() for t in listed)
+    assert f"logscan sql --tables {out} " in text and f"logscan report --tables {out} " in text
+    local = _local_json()
+    hanging = [c for c in local if c["hanging"]]
+    assert f"judged against __transaction_state: {len(local)}, hanging: {len(hanging)}" in text
+    # One printed row per candidate, with its reason, hanging ones first.
+    rows = [line.split() for line in text.splitlines()
+            if line.split()[:1] and line.split()[0] in {c["topic"] for c in local}]
+    assert sorted((r[0], int(r[1]), int(r[2]), int(r[3]), r[8]) for r in rows) == sorted(
+        (c["topic"], c["partition"], c["broker"], c["producer_id"], c["reason"]) for c in local)
+    assert res.stderr == ""                                 # Spark kept quiet
+
+
+@pytest.mark.spark
+@needs_delta
+def test_json_rerun_prints_the_local_scans_objects_and_keeps_the_rows(scan_run, tmp_path):
+    out, _ = scan_run
+    from spark_jobs.console import session
+
+    def rows(spark):
+        return sorted(tuple(r) for r in spark.read.format("delta").load(str(out / "hanging_candidates"))
+                      .drop("as_of").collect())
+
+    # Re-running the same command (same default scan id) replaces that scan's rows with the same rows.
+    res = CliRunner().invoke(main, scan_args(out, "--format", "json"))
+    assert res.exit_code == 4, res.output
+    printed = [json.loads(line) for line in res.stdout.splitlines()]
+    local = _local_json()
+    # The same objects (the table's columns include the local scan's keys; it may have more).
+    assert sorted(({k: p[k] for k in local[0]} for p in printed), key=_key) == sorted(local, key=_key)
+    assert "scan scan-" in res.stderr and f"hanging_candidates: {len(local)}" in res.stderr
+    spark = session("logscan-test", master="local[1]")
+    try:
+        after = rows(spark)
+        history = spark.sql(f"DESCRIBE HISTORY delta.`{out / 'hanging_candidates'}`").count()
+    finally:
+        spark.stop()
+    assert len(after) == len(printed) and history >= 2
+
+
+def test_refusals_come_before_spark_starts(tmp_path):
+    inside = CliRunner().invoke(main, ["scan", str(BROKERS), "--output", str(BROKERS / "broker-0" / "tables")])
+    assert inside.exit_code == 2 and "never writes into the copied log dirs" in inside.output
+    assert not (BROKERS / "broker-0" / "tables").exists()
+    bad_id = CliRunner().invoke(main, ["scan", str(BROKERS), "--output", str(tmp_path / "t"), "--scan-id", "a b"])
+    assert bad_id.exit_code == 2 and "scan id 'a b'" in bad_id.output
+    no_output = CliRunner().invoke(main, ["scan", str(BROKERS), "--scan-id", "x"])
+    assert no_output.exit_code == 2 and "--output DIR" in no_output.output
+    assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("command", ["scan", "sql"])
+def test_missing_delta_jars_is_one_sentence_with_the_fix(tmp_path, command):
+    (tmp_path / "tables" / "files" / "_delta_log").mkdir(parents=True)
+    argv = {"scan": ["scan", str(BROKERS), "--output", str(tmp_path / "t")],
+            "sql": ["sql", "--tables", str(tmp_path / "tables"), "SELECT 1"]}[command]
+    res = subprocess.run([sys.executable, "-m", "logscan.cli", *argv], capture_output=True, text=True,
+                         env={**os.environ, "LOGSCAN_DELTA_LIBS": str(tmp_path / "no-jars")}, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip().splitlines() == [f"Error: no delta-spark jar in {tmp_path / 'no-jars'}: "
+                                               "run `make delta-jars`"]
+    assert not (tmp_path / "t").exists()

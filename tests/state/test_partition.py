@@ -1,0 +1,123 @@
+"""Cross-replica rules on tiny inputs: leaders, agreement, the late flag, plans per partition,
+and the coordinator's replica choice and merge that both drivers share."""
+
+from logscan.state import hanging as h
+from logscan.state import partition as P
+from logscan.state.coordinator import TxnLogRecord, choose_replicas, is_complete, latest_states, merge_partitions
+from logscan.state.snapshots import compare_producers
+
+
+def ev(offset, kind, tid="T1", ts=100, **kw):
+    return P.MetadataEvent(offset, ts, kind, tid, **kw)
+
+
+def test_leaders_replay_up_to_as_of_and_keep_the_last_real_leader():
+    events = [ev(0, P.TOPIC, name="orders"), ev(1, P.PARTITION, partition=0, leader=1),
+              ev(2, P.PARTITION, partition=1, leader=-1),
+              ev(3, P.PARTITION_CHANGE, partition=0, leader=-2, ts=200),   # ISR change only
+              ev(4, P.PARTITION_CHANGE, partition=1, leader=2, ts=200),
+              ev(5, P.PARTITION_CHANGE, partition=0, leader=2, ts=300),    # controlled shutdown of 1
+              ev(6, P.PARTITION_CHANGE, partition=0, leader=-1, ts=400)]   # whole cluster down
+    assert P.partition_leaders(events, 250) == {("orders", 0): 1, ("orders", 1): 2}
+    assert P.partition_leaders(events, None) == {("orders", 0): 2, ("orders", 1): 2}
+    assert P.partition_leaders(events, 50) == {}
+
+
+def test_a_removed_topic_has_no_leader_and_a_recreated_one_has_its_own():
+    events = [ev(0, P.TOPIC, name="t"), ev(1, P.PARTITION, partition=0, leader=1), ev(2, P.REMOVE_TOPIC),
+              ev(3, P.TOPIC, tid="T2", name="t"), ev(4, P.PARTITION, tid="T2", partition=0, leader=0)]
+    assert P.partition_leaders(events[:3]) == {}
+    assert P.partition_leaders(events) == {("t", 0): 0}
+
+
+def state(broker, leo=10, hw=10, lso=10, start=0, topic="t", partition=0, open_txns=0):
+    return P.ReplicaState(broker, topic, partition, start, leo, hw, True, None if lso == hw else lso, lso,
+                          open_txns, 1)
+
+
+def view(broker, leo=10, epoch=None, open_=(), closed=(), hw=None, lso=None):
+    hw = leo if hw is None else hw
+    lso = hw if lso is None else lso
+    txns = [h.OpenTxn("t", 0, pid, 0, first, ts) for pid, first, ts in open_]
+    return P.ReplicaView(state(broker, leo, hw, lso, open_txns=len(txns)), txns,
+                         [P.ClosedTxn(pid, first, at, kind) for pid, first, at, kind in closed],
+                         {t.producer_id: 3 for t in txns}, leader_epoch=epoch)
+
+
+def test_leadership_from_metadata_else_from_a_single_highest_epoch():
+    views = [view(0, epoch=4), view(1, epoch=5), view(2, epoch=None)]
+    assert P.leadership(views, 0) == (0, P.CLUSTER_METADATA, {0: True, 1: False, 2: False})
+    assert P.leadership(views, None) == (1, P.LEADER_EPOCH_CHECKPOINT, {0: False, 1: True, 2: False})
+    tied = [view(0, epoch=5), view(1, epoch=5), view(2, epoch=3)]
+    assert P.leadership(tied, None) == (None, P.LEADER_EPOCH_CHECKPOINT, {0: None, 1: None, 2: False})
+    assert P.leadership([view(0), view(1)], None) == (None, None, {0: None, 1: None})
+
+
+def test_differences_name_offsets_open_transactions_and_markers_both_should_hold():
+    leader = view(1, leo=20, closed=[(7, 0, 5, "COMMIT"), (8, 6, 12, "ABORT"), (9, 13, 19, "COMMIT")])
+    lagging = view(2, leo=15, lso=13, open_=[(9, 13, 50)], closed=[(7, 0, 5, "COMMIT"), (8, 6, 12, "ABORT")])
+    assert P.replica_differences(lagging, leader) == [
+        "log_end_offset 15 here, 20 there", "high_watermark 15 here, 20 there",
+        "last_stable_offset 13 here, 20 there", "open here only: producer 9 from offset 13"]
+    diverged = view(2, leo=20, closed=[(7, 0, 5, "ABORT"), (8, 6, 12, "ABORT"), (9, 13, 19, "COMMIT")])
+    assert P.replica_differences(diverged, leader) == [
+        "end markers here only: ABORT at 5 (producer 7, from 0)",
+        "end markers there only: COMMIT at 5 (producer 7, from 0)"]
+    assert P.replica_differences(leader, view(0, leo=20, closed=[(c.producer_id, c.first_offset, c.end_marker_offset, c.outcome) for c in leader.closed])) == []
+
+
+def test_assess_partition_flags_late_transactions_and_plans_from_the_replica_ahead():
+    # Both replicas hold producer 5's transaction open since offset 3 (last written at t=1000);
+    # broker 2 is further ahead, so the plan reads it.
+    a = view(1, leo=8, lso=3, open_=[(5, 3, 1_000)])
+    b = view(2, leo=9, lso=3, open_=[(5, 3, 1_000), (6, 8, 5_000)])
+    out = P.assess_partition([b, a], metadata_leader=1, index={}, as_of_ms=1_000 + 900_000 + 300_001,
+                             max_timeout_ms=900_000, coordinator_complete=True, bootstrap="k:9092")
+    assert [(r.broker, r.is_leader, r.oldest_txn_last_timestamp, r.has_late_transaction) for r in out.replicas] == [
+        (1, True, 1_000, True), (2, False, 1_000, True)]
+    assert not any(r.replicas_agree for r in out.replicas)
+    assert {(c.broker, c.txn.producer_id, c.verdict.reason) for c in out.candidates} == {
+        (1, 5, h.NO_COORDINATOR_RECORD), (2, 5, h.NO_COORDINATOR_RECORD), (2, 6, h.NO_COORDINATOR_RECORD)}
+    assert [(broker, p.producer_id, p.start_offset) for broker, p in out.plans] == [(2, 5, 3), (2, 6, 8)]
+    assert "from 3 to 8" in " ".join(out.plans[0][1].effects)  # the next open transaction holds the LSO
+    assert out.plans[0][1].command.startswith("kafka-transactions.sh --bootstrap-server k:9092 abort")
+    on_time = P.assess_partition([a], metadata_leader=None, index={}, as_of_ms=1_000 + 900_000 + 300_000,
+                                 max_timeout_ms=900_000, coordinator_complete=True, bootstrap="k:9092")
+    assert not on_time.replicas[0].has_late_transaction and on_time.replicas[0].replicas_agree
+
+
+def test_plans_tie_break_on_the_leader_then_the_lowest_broker():
+    views = [view(b, leo=9, open_=[(5, 3, 1_000)]) for b in (0, 1, 2)]
+    common = dict(index={}, as_of_ms=10**7, max_timeout_ms=1, coordinator_complete=True, bootstrap="b")
+    assert [b for b, _ in P.assess_partition(views, metadata_leader=2, **common).plans] == [2]
+    assert [b for b, _ in P.assess_partition(views, metadata_leader=None, **common).plans] == [0]
+
+
+def rec(partition, offset, tid, state="Ongoing", ts=1_000):
+    return TxnLogRecord(partition, offset, tid, state, 5, last_update_timestamp_ms=ts)
+
+
+def test_replica_choice_is_furthest_log_end_then_lowest_broker():
+    assert choose_replicas([(0, 2, 10), (0, 1, 10), (0, 0, 9), (1, 2, 4), (1, 0, 5)]) == {0: 1, 1: 0}
+    assert choose_replicas([]) == {}
+    assert is_complete([0, 1, 2]) and not is_complete([0, 2]) and not is_complete([])
+
+
+def test_a_transactional_id_in_two_partitions_resolves_the_same_in_any_order():
+    records = [rec(0, 0, "a", ts=5), rec(1, 0, "a", "CompleteCommit", ts=9), rec(2, 0, "a", "Empty", ts=9),
+               rec(1, 1, "b"), TxnLogRecord(1, 2, "b"), rec(0, 1, "b", ts=3)]
+    forward = latest_states(records)
+    assert (forward["a"].coordinator_partition, forward["a"].state) == (1, "CompleteCommit")
+    assert forward["b"].coordinator_partition == 0  # the tombstone removed it from partition 1 only
+    per_partition = [r for p in (2, 1, 0) for r in latest_states(x for x in records if x.coordinator_partition == p).values()]
+    assert merge_partitions(per_partition) == forward
+
+
+def test_snapshot_comparison_names_each_difference():
+    held = {1: (0, 2, 4, 1_000, None), 2: (1, 0, 9, 2_000, 40), 3: (0, 0, 0, 10, None)}
+    rebuilt = {1: (0, 2, 4, 1_000, None), 2: (1, 0, 9, 2_000, None), 4: (0, -1, 0, 20, None)}
+    diffs = compare_producers(held, rebuilt)
+    assert diffs[1] is None
+    assert diffs[2] == "current_txn_start_offset None rebuilt, 40 in the snapshot"
+    assert diffs[3].startswith("in the snapshot, but the log")
+    assert diffs[4].startswith("not in the snapshot")

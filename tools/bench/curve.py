@@ -1,0 +1,186 @@
+"""`make bench` (curve): batch-level decode with CRC per batch size, next to the machine's limit.
+
+    python -m tools.bench.curve [--size-mb 256] [--sizes-kib 1,4,16,64,256,1024] [--runs 3] [--quick] [--work DIR]
+
+For each batch size a segment of --size-mb is generated once (tools/bench/gen_cluster.py: one
+partition, one segment, uncompressed batches of that on-disk size from transactional and
+idempotent producers, with their COMMIT/ABORT markers) and cached under .work/bench/curve/.
+On the same bytes, in the same run, one core, best of --runs, it measures:
+
+- the machine's limits: reading the file from page cache into a reused buffer, the same plus
+  CRC32C over every byte with the ``crc32c`` library, and CRC32C over an mmap of the file
+  (the scan maps its segments); the page-cache+CRC32C limit is the faster of the last two;
+- ``logscan.format.logfile.walk_batches`` over an mmap with CRC checks (what ``logscan dump``
+  walks);
+- ``logscan.scan.replica.read_segment``: the scan's own unit of work (the same walk, plus one
+  BatchFact per batch and the control records of markers), as a Spark task runs it.
+
+and prints GB/s, batches/s and the ratio to the limit per size, then the target of issue 7:
+batch-level decode with CRC at 16 KiB batches >= 70% of the page-cache+CRC32C limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import crc32c
+
+from logscan.format.logfile import walk_batches
+from logscan.scan.replica import read_segment
+
+from . import anchors, gen_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+CURVE_DIR = ROOT / ".work" / "bench" / "curve"
+SIZES_KIB = [1, 4, 16, 64, 256, 1024]
+TARGET_KIB = 16
+TARGET_RATIO = 0.70
+MMAP_CHUNK = 8 << 20
+GB = 1e9
+
+
+def curve_segment(kib: int, size_mb: int, base: Path = CURVE_DIR) -> Path:
+    """The one data segment of a generated single-partition copy of ``kib`` KiB batches."""
+    out = base / f"{size_mb}m-{kib}k"
+    gen_cluster.main(["--out", str(out), "--size-mb", str(size_mb), "--partitions", "1", "--brokers", "1",
+                      "--replication", "1", "--segment-mb", str(2 * size_mb + 1), "--hanging", "0",
+                      "--batch-kib", str(kib), "--codecs", "none", "--reuse"])
+    (segment,) = (out / "broker-1" / "bench-000-0").glob("*.log")
+    return segment
+
+
+def mmap_crc32c(path: Path) -> int:
+    """CRC32C over an mmap of the file, a few MiB per call: the limit for a mapped reader."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        view = memoryview(mm)
+        crc = 0
+        for pos in range(0, len(view), MMAP_CHUNK):
+            crc = crc32c.crc32c(view[pos:pos + MMAP_CHUNK], crc)
+        view.release()
+    return crc
+
+
+def walk(path: Path) -> int:
+    """logscan's batch walk with CRC32C checks over an mmap: the number of batches."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        view = memoryview(mm)
+        n = 0
+        bad = None
+        for entry in walk_batches(view, verify_crc=True):
+            if not getattr(entry, "crc_valid", False):
+                bad = entry
+            n += 1
+        entry = None
+        view.release()
+    if bad is not None:
+        raise SystemExit(f"{path}: the generated segment does not walk clean: {bad!r}")
+    return n
+
+
+def scan_unit(path: Path) -> int:
+    """The scan's unit of work on one segment: the number of batch facts."""
+    read = read_segment(str(path), 0, is_txn_log=False)
+    if read.findings:
+        raise SystemExit(f"{path}: the generated segment has findings: {read.findings[0].line()}")
+    return len(read.facts)
+
+
+@dataclass
+class Point:
+    kib: int
+    nbytes: int
+    batches: int
+    t_read: float
+    t_read_crc: float
+    t_mmap_crc: float
+    t_walk: float
+    t_scan: float
+
+    @property
+    def t_limit(self) -> float:
+        return min(self.t_read_crc, self.t_mmap_crc)
+
+    def gbs(self, t: float) -> float:
+        return self.nbytes / t / GB
+
+    def ratio(self, t: float) -> float:
+        return self.t_limit / t
+
+
+def measure(kib: int, size_mb: int, runs: int, base: Path = CURVE_DIR) -> Point:
+    seg = curve_segment(kib, size_mb, base)
+    anchors.page_cache_read(seg)  # into the page cache
+    t_read, nbytes = anchors.best_of(runs, lambda: anchors.page_cache_read(seg))
+    t_read_crc, _ = anchors.best_of(runs, lambda: anchors.page_cache_read_crc32c(seg))
+    t_mmap_crc, _ = anchors.best_of(runs, lambda: mmap_crc32c(seg))
+    t_walk, batches = anchors.best_of(runs, lambda: walk(seg))
+    t_scan, facts = anchors.best_of(runs, lambda: scan_unit(seg))
+    if facts != batches:
+        raise SystemExit(f"{seg}: read_segment saw {facts} batches, walk_batches {batches}")
+    return Point(kib, nbytes, batches, t_read, t_read_crc, t_mmap_crc, t_walk, t_scan)
+
+
+def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
+    lines = [f"Batch-size curve: a {size_mb} MiB segment per size (uncompressed batches, markers "
+             f"included), best of {runs}, one core, page cache warm",
+             "limit = page cache + CRC32C over every byte, the faster of readinto and mmap",
+             "",
+             f"  {'batch':>7} {'mean B':>8} | {'read':>6} {'+CRC':>6} {'mmap+CRC':>8} | "
+             f"{'walk_batches':>12} {'M b/s':>6} {'limit':>6} | {'read_segment':>12} {'M b/s':>6} {'limit':>6}",
+             f"  {'':>7} {'':>8} | {'GB/s':>6} {'GB/s':>6} {'GB/s':>8} | {'GB/s':>12} {'':>6} {'':>6} | "
+             f"{'GB/s':>12} {'':>6} {'':>6}"]
+    for p in points:
+        lines.append(
+            f"  {_kib(p.kib):>7} {p.nbytes / p.batches:8.0f} | {p.gbs(p.t_read):6.2f} {p.gbs(p.t_read_crc):6.2f} "
+            f"{p.gbs(p.t_mmap_crc):8.2f} | {p.gbs(p.t_walk):12.2f} {p.batches / p.t_walk / 1e6:6.3f} "
+            f"{p.ratio(p.t_walk):6.0%} | {p.gbs(p.t_scan):12.2f} {p.batches / p.t_scan / 1e6:6.3f} "
+            f"{p.ratio(p.t_scan):6.0%}")
+    lines += ["", "Targets (issue 7):"]
+    at = [p for p in points if p.kib == TARGET_KIB]
+    if not at:
+        lines.append(f"  [    n/a] {TARGET_KIB} KiB batches not in this run")
+    for p in at:
+        for name, t in (("read_segment, the scan's path", p.t_scan), ("walk_batches, the dump's walk", p.t_walk)):
+            ok = p.ratio(t) >= TARGET_RATIO
+            lines.append(f"  [{'met' if ok else 'NOT met':>7}] batch-level decode with CRC ({name}) at "
+                         f"{TARGET_KIB} KiB batches >= {TARGET_RATIO:.0%} of the page-cache+CRC32C limit: "
+                         f"{p.ratio(t):.0%} ({p.gbs(t):.2f} of {p.gbs(p.t_limit):.2f} GB/s)")
+    return lines
+
+
+def _kib(kib: int) -> str:
+    return f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
+
+
+def _sizes(text: str) -> list[int]:
+    sizes = [int(s) for s in text.split(",") if s.strip()]
+    allowed = set(SIZES_KIB)
+    if not sizes or set(sizes) - allowed:
+        raise argparse.ArgumentTypeError(f"sizes: a comma-separated subset of {sorted(allowed)}")
+    return sizes
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.bench.curve", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
+                    help="32 MiB segments, one run each (also: BENCH_QUICK=1)")
+    ap.add_argument("--size-mb", type=int, help="segment size per batch size (default 256, quick 32)")
+    ap.add_argument("--sizes-kib", type=_sizes, default=SIZES_KIB, help="batch sizes in KiB")
+    ap.add_argument("--runs", type=int, help="best of this many (default 3, quick 1)")
+    ap.add_argument("--work", type=Path, default=CURVE_DIR, help="where the segments are cached")
+    args = ap.parse_args(argv)
+    size_mb = args.size_mb or (32 if args.quick else 256)
+    runs = args.runs or (1 if args.quick else 3)
+    points = [measure(kib, size_mb, runs, args.work) for kib in args.sizes_kib]
+    print("\n".join(report(points, size_mb, runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

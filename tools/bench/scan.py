@@ -1,0 +1,685 @@
+"""`make bench` (scan): the Spark scan end to end, next to the single-process scan of the same copies.
+
+    python -m tools.bench.scan [--quick] [--cores 1,2] [--bench 1000:1000] [--sizes-mb 100,1000,10000]
+        [--partitions-at 100] [--partition-counts 100,1000,10000] [--size-at-mb 1000]
+        [--files-mb 256] [--memory-mb 1024,3072] [--memory-limit 1g] [--work DIR]
+
+Every copy is written once by tools/bench/gen_cluster.py (cached under .work/bench/scan/) and
+read from a warm page cache. Figures, each from the same run:
+
+1. End to end on the bench copy (--bench SIZE_MB:PARTITIONS): the single-process scan
+   (``logscan.scan.local.scan``) and its decode alone (``read_segment`` over every segment),
+   then ``spark_jobs.scan.run`` in a fresh process per core count (``local[N]``), which
+   separates the JVM and session start, the first scan (Python workers start, imports), the
+   fixed cost of a scan (a warm scan of a tiny copy: jobs and nine Delta commits) and the
+   scan of the bench copy: bytes/s, files/s, peak memory of the Python workers.
+2. Per-file overhead: the same bytes as few large segments and as many small ones; the
+   extra time over the extra files.
+3. Scaling: time against the copy's size (three sizes 10x apart, fixed partition count) and
+   against the partition count (fixed size), with a linear fit (fixed + per-unit cost).
+4. Memory: a partition whose single segment is larger than the Python worker's memory limit
+   (``spark.executor.pyspark.memory``: in local mode it sets RLIMIT_AS, the address space
+   an mmap counts against), and the peak anonymous memory of a worker against file size.
+
+Peak worker memory is sampled from /proc/<pid>/status of the pyspark daemon and workers under
+the Spark process: VmHWM (peak resident set, which counts the mapped file's pages: page
+cache, not the task's own memory) and a sampled peak of RssAnon (the task's own memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORK = ROOT / ".work" / "bench" / "scan"
+MIB = 1 << 20
+GB = 1e9
+
+TARGET_FILE_OVERHEAD_S = 0.050
+TARGET_SPARK_VS_LOCAL = 2.0     # Spark per core at most 2x slower than the single process
+TARGET_CORE_SPEEDUP = 1.6       # "near-linear" on 2 cores: 80% parallel efficiency
+LINEAR_SLACK = 1.5              # upper decade's per-unit cost at most 1.5x the lower one's
+MEMORY_SLACK = 16 * MIB         # allocator noise allowed on top of the largest batch
+
+
+# --- the copies ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DataSet:
+    name: str
+    size_mb: int
+    partitions: int
+    segment_mb: float = 64
+    brokers: int = 3
+    replication: int = 3
+    batch_kib: int = 0   # 0: gen_cluster's 1 KiB-1 MiB mix
+
+    def gen_args(self, base: Path) -> list[str]:
+        args = ["--out", str(base / self.name), "--size-mb", str(self.size_mb),
+                "--partitions", str(self.partitions), "--brokers", str(self.brokers),
+                "--replication", str(self.replication), "--segment-mb", str(self.segment_mb), "--reuse"]
+        return args + (["--batch-kib", str(self.batch_kib)] if self.batch_kib else [])
+
+
+def copy_set(size_mb: int, partitions: int, **kw) -> DataSet:
+    """A copy named by its size, partitions and the options that differ from the defaults
+    (equal copies get equal names, so a copy in several series is made and scanned once)."""
+    defaults = DataSet("", size_mb, partitions)
+    suffix = "".join(f"-{k.replace('_', '')}{v:g}" for k, v in sorted(kw.items()) if getattr(defaults, k) != v)
+    return DataSet(f"{size_mb}m-{partitions}p{suffix}", size_mb, partitions, **kw)
+
+
+def memory_set(size_mb: int) -> DataSet:
+    """One broker, one partition, one segment of 16 KiB batches (the issue's reference size)."""
+    return DataSet(f"mem-{size_mb}m", size_mb, 1, segment_mb=2 * size_mb + 1, brokers=1,
+                   replication=1, batch_kib=16)
+
+
+@dataclass
+class Copy:
+    """A generated copy and what its manifest says about it."""
+
+    ds: DataSet
+    path: Path
+    bytes: int
+    files: int
+    batches: int
+    replicas: int
+
+    @classmethod
+    def make(cls, ds: DataSet, base: Path) -> "Copy":
+        from . import gen_cluster
+
+        gen_cluster.main(ds.gen_args(base))
+        path = base / ds.name
+        manifest = json.loads((path / "manifest.json").read_text())
+        t = manifest["totals"]
+        replicas = sum(len(p["replicas"]) for p in manifest["partitions"].values())
+        return cls(ds, path, t["bytes"], t["log_files"],
+                   (t["batches"] + t["markers"]) * min(ds.replication, ds.brokers), replicas)
+
+
+def warm(path: Path) -> int:
+    """Every .log file of a copy into the page cache (the figures are page-cache figures)."""
+    from . import anchors
+
+    return sum(anchors.page_cache_read(p) for p in sorted(path.rglob("*.log")))
+
+
+def largest_batch(path: Path) -> tuple[int, int]:
+    """(largest batch in bytes, batches) over a copy's data segments, headers only."""
+    import mmap
+
+    from logscan.format.logfile import walk_batches
+
+    biggest = n = 0
+    for seg in path.rglob("bench-*/*.log"):
+        with open(seg, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            for entry in walk_batches(view, verify_crc=False):
+                size = getattr(entry, "size_in_bytes", 0)
+                biggest = max(biggest, size)
+                n += 1
+            entry = None
+            view.release()
+    return biggest, n
+
+
+# --- the single process -------------------------------------------------------------------
+
+def local_scan(copy: Copy) -> float:
+    from logscan.scan.local import scan
+
+    warm(copy.path)
+    t0 = time.perf_counter()
+    result = scan([copy.path])
+    seconds = time.perf_counter() - t0
+    if result.findings:
+        raise SystemExit(f"{copy.path}: the single-process scan found damage: {result.findings[0].line()}")
+    return seconds
+
+
+def local_decode(copy: Copy) -> float:
+    """``read_segment`` over every segment of the copy: the decode alone, no rules."""
+    from logscan.logdir.tree import iter_brokers
+    from logscan.scan.replica import TRANSACTION_STATE_TOPIC, read_segment
+
+    units = [(str(p), r.partition, r.topic == TRANSACTION_STATE_TOPIC)
+             for b in iter_brokers([copy.path]) for r in b.replicas for _, p in r.segments]
+    warm(copy.path)
+    t0 = time.perf_counter()
+    for path, partition, is_txn_log in units:
+        read_segment(path, partition, is_txn_log=is_txn_log)
+    return time.perf_counter() - t0
+
+
+# --- Spark, in a child process per session ------------------------------------------------
+
+class WorkerSampler(threading.Thread):
+    """Peak memory of the pyspark Python processes (daemon and forked workers) under ``root``
+    and of the JVM, from /proc/<pid>/status."""
+
+    def __init__(self, root: int, interval: float = 0.02, discover_every: int = 10):
+        super().__init__(daemon=True)
+        self.root, self.interval, self.discover_every = root, interval, discover_every
+        self.workers: set[int] = set()
+        self.jvms: set[int] = set()
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.peak_anon = self.peak_hwm = self.jvm_hwm = 0
+        self.seen: set[int] = set()
+
+    def run(self) -> None:
+        i = 0
+        while not self.stopped.is_set():
+            if i % self.discover_every == 0:
+                self._discover()
+            self._sample()
+            i += 1
+            time.sleep(self.interval)
+
+    def _discover(self) -> None:
+        children: dict[int, list[int]] = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+        todo, found = [self.root], []
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                found.append(child)
+                todo.append(child)
+        with self.lock:
+            for pid in found:
+                if pid in self.workers or pid in self.jvms:
+                    continue
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmd = f.read()
+                except OSError:
+                    continue
+                # Only positive matches are kept: spark-submit's bash script (whose arguments
+                # name pyspark) becomes the JVM by exec, under the same pid.
+                argv = cmd.split(b"\0")
+                if argv[0].rsplit(b"/", 1)[-1] == b"java":
+                    self.jvms.add(pid)
+                elif any(a == b"-m" and b.startswith(b"pyspark.") for a, b in zip(argv, argv[1:])):
+                    self.workers.add(pid)
+
+    @staticmethod
+    def _status(pid: int) -> dict[str, int] | None:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return {k: int(v.split()[0]) * 1024 for k, _, v in (line.partition(":") for line in f)
+                        if k in ("VmHWM", "RssAnon")}
+        except (OSError, ValueError):
+            return None
+
+    def _sample(self) -> None:
+        with self.lock:
+            for pid in list(self.workers):
+                st = self._status(pid)
+                if st is None:
+                    self.workers.discard(pid)
+                    continue
+                self.seen.add(pid)
+                self.peak_anon = max(self.peak_anon, st.get("RssAnon", 0))
+                self.peak_hwm = max(self.peak_hwm, st.get("VmHWM", 0))
+            for pid in list(self.jvms):
+                st = self._status(pid)
+                if st is not None:
+                    self.jvm_hwm = max(self.jvm_hwm, st.get("VmHWM", 0))
+
+    def start_window(self) -> None:
+        """Forget the peaks so far; reset the kernel's VmHWM of known processes to now."""
+        self._discover()
+        with self.lock:
+            for pid in self.workers | self.jvms:
+                try:
+                    with open(f"/proc/{pid}/clear_refs", "w") as f:
+                        f.write("5")  # 5: reset the peak RSS (VmHWM) to the current RSS
+                except OSError:
+                    pass
+            self._reset()
+
+    def end_window(self) -> dict:
+        self._discover()
+        self._sample()
+        with self.lock:
+            return {"worker_rss_anon": self.peak_anon, "worker_vm_hwm": self.peak_hwm,
+                    "workers": len(self.seen), "jvm_vm_hwm": self.jvm_hwm}
+
+
+def _check_output(spark, output: Path, expect_files: int) -> dict:
+    """Did the scan read every segment? (files table, outside the timing)."""
+    from pyspark.sql import functions as F
+
+    files = (spark.read.format("delta").load(str(output / "files"))
+             .where(F.col("kind") == "log_segment"))
+    status = {r["status"]: r["n"] for r in files.groupBy("status").agg(F.countDistinct("file").alias("n")).collect()}
+    bad = (spark.read.format("delta").load(str(output / "corruptions"))
+           .select("file", "position", "reason", "message").limit(3).collect())
+    ok = status.get("ok", 0) == expect_files and sum(status.values()) == expect_files and not bad
+    return {"ok": ok, "status": status,
+            "findings": [f"{r['file']}: byte {r['position']}: {r['reason']}: {r['message']}" for r in bad]}
+
+
+def child(spec_path: str) -> int:
+    """One Spark session (one core count, one configuration): scan each listed copy."""
+    spec = json.loads(Path(spec_path).read_text())
+    sampler = WorkerSampler(os.getpid())
+    sampler.start()
+    t0 = time.perf_counter()
+    from spark_jobs.scan import run
+    from spark_jobs.session import build_session
+
+    spark = build_session("logscan-bench", master=spec["master"], conf={
+        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **spec["conf"]})
+    spark.sparkContext.setLogLevel("ERROR")
+    result = {"session_start": time.perf_counter() - t0, "runs": []}
+    output = Path(spec["output"])
+    try:
+        for item in spec["runs"]:
+            shutil.rmtree(output, ignore_errors=True)
+            warm(Path(item["path"]))
+            sampler.start_window()
+            t1 = time.perf_counter()
+            error = None
+            try:
+                run(spark, [Path(item["path"])], str(output), scan_id="bench")
+            except Exception as e:  # a failed Spark job is a figure too (e.g. a memory limit)
+                error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
+            seconds = time.perf_counter() - t1
+            mem = sampler.end_window()
+            check = {"ok": False, "status": {}, "findings": []} if error else _check_output(
+                spark, output, item["files"])
+            result["runs"].append({"label": item["label"], "seconds": seconds, "error": error, **mem, **check})
+            Path(spec["result"]).write_text(json.dumps(result))
+            print(f"{item['label']}: {seconds:.1f} s {'' if check['ok'] else 'NOT OK'} {error or ''}",
+                  file=sys.stderr, flush=True)
+    finally:
+        spark.stop()
+        sampler.stopped.set()
+        shutil.rmtree(output, ignore_errors=True)
+    return 0
+
+
+@dataclass
+class SparkRun:
+    label: str
+    seconds: float
+    error: str | None
+    worker_rss_anon: int
+    worker_vm_hwm: int
+    workers: int
+    jvm_vm_hwm: int
+    ok: bool
+    status: dict
+    findings: list
+
+
+@dataclass
+class Session:
+    master: str
+    conf: dict
+    session_start: float = float("nan")
+    runs: dict = None
+    failed: str | None = None
+
+    def run(self, label: str) -> SparkRun | None:
+        return (self.runs or {}).get(label)
+
+
+def spark_session(work: Path, name: str, master: str, conf: dict, runs: list[tuple[str, Copy]]) -> Session:
+    """Run a child process with one Spark session over ``runs``; its figures."""
+    work.mkdir(parents=True, exist_ok=True)
+    spec = {"master": master, "conf": conf, "output": str(work / f"out-{name}"),
+            "result": str(work / f"result-{name}.json"),
+            "runs": [{"label": label, "path": str(c.path), "files": c.files} for label, c in runs]}
+    spec_path = work / f"spec-{name}.json"
+    spec_path.write_text(json.dumps(spec))
+    Path(spec["result"]).unlink(missing_ok=True)
+    log = work / f"spark-{name}.log"
+    print(f"  spark {master} {' '.join(f'{k}={v}' for k, v in conf.items())}: "
+          f"{len(runs)} scans (log: {log.relative_to(ROOT) if log.is_relative_to(ROOT) else log})",
+          file=sys.stderr, flush=True)
+    with open(log, "w") as out:
+        proc = subprocess.run([sys.executable, "-m", "tools.bench.scan", "--child", str(spec_path)],
+                              cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+    session = Session(master, conf)
+    try:
+        result = json.loads(Path(spec["result"]).read_text())
+    except (OSError, ValueError):
+        session.failed = f"the Spark process exited {proc.returncode} before any scan (see {log})"
+        return session
+    session.session_start = result["session_start"]
+    session.runs = {r["label"]: SparkRun(**r) for r in result["runs"]}
+    if proc.returncode != 0:
+        session.failed = f"the Spark process exited {proc.returncode} (see {log})"
+    return session
+
+
+# --- figures ------------------------------------------------------------------------------
+
+def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
+    """Least squares y = a + b x: (a, b, r2)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    a = my - b * mx
+    ss = sum((y - my) ** 2 for y in ys)
+    r2 = 1 - sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / ss if ss else 1.0
+    return a, b, r2
+
+
+def growth(xs: list[float], ys: list[float]) -> tuple[bool, str]:
+    """Is time at most linear in x? The per-unit cost of the upper step against the lower
+    one's (when the lower step is flat, fixed costs dominate: then time must not grow faster
+    than x over the upper step)."""
+    lo = (ys[1] - ys[0]) / (xs[1] - xs[0])
+    hi = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+    if lo > 0:
+        ratio = hi / lo
+        return ratio <= LINEAR_SLACK, f"per-unit cost upper/lower step {ratio:.2f}"
+    ratio = (ys[-1] / ys[-2]) / (xs[-1] / xs[-2])
+    return ratio <= 1.0, f"lower step flat (fixed cost); upper step time ratio / input ratio {ratio:.2f}"
+
+
+def verdict(ok: bool | None, text: str) -> str:
+    mark = "n/a" if ok is None else ("met" if ok else "NOT met")
+    return f"  [{mark:>7}] {text}"
+
+
+def mib(n: float) -> str:
+    return f"{n / MIB:.0f} MiB"
+
+
+@dataclass
+class Plan:
+    quick: bool
+    cores: list[int]
+    tiny: DataSet
+    bench: DataSet
+    files_few: DataSet
+    files_many: DataSet
+    sizes: list[DataSet]
+    partitions: list[DataSet]
+    memory: list[DataSet]
+    memory_limit: str
+
+
+def make_plan(args) -> Plan:
+    q = args.quick
+    bench_mb, bench_p = args.bench or ((100, 100) if q else (1000, 1000))
+    sizes = args.sizes_mb or ([10, 100, 1000] if q else [100, 1000, 10000])
+    at_p = args.partitions_at or (10 if q else 100)
+    counts = args.partition_counts or ([10, 100, 1000] if q else [100, 1000, 10000])
+    at_mb = args.size_at_mb or (100 if q else 1000)
+    files_mb = args.files_mb or (32 if q else 256)
+    files_p = max(1, min(100, files_mb // 2))
+    memory = args.memory_mb or ([400, 1200] if q else [1024, 3072])
+    return Plan(q, args.cores, copy_set(4, 10), copy_set(bench_mb, bench_p),
+                copy_set(files_mb, files_p, segment_mb=64),
+                copy_set(files_mb, files_p, segment_mb=0.0625),
+                [copy_set(s, at_p) for s in sizes], [copy_set(at_mb, p) for p in counts],
+                [memory_set(m) for m in memory], args.memory_limit)
+
+
+def parse_size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    text = text.strip().lower()
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
+
+
+def main_bench(args) -> int:
+    plan = make_plan(args)
+    work = Path(args.work)
+    data = work / "data"
+    started = time.perf_counter()
+    print(f"Generating copies under {data} (cached):", file=sys.stderr, flush=True)
+    every = [plan.tiny, plan.bench, plan.files_few, plan.files_many, *plan.sizes, *plan.partitions, *plan.memory]
+    copies: dict[str, Copy] = {}
+    for ds in every:
+        if ds.name not in copies:
+            copies[ds.name] = Copy.make(ds, data)
+    c = copies.__getitem__
+    bench, tiny = c(plan.bench.name), c(plan.tiny.name)
+
+    print("Single-process scans:", file=sys.stderr, flush=True)
+    local = {name: local_scan(cp) for name, cp in copies.items() if not name.startswith("mem-")}
+    decode_only = local_decode(bench)
+
+    low, high = min(plan.cores), max(plan.cores)
+    mem_small, mem_big = (c(plan.memory[0].name), c(plan.memory[-1].name))
+    sessions: dict[int, Session] = {}
+    for cores in sorted(set(plan.cores)):
+        # A scan is keyed by its copy: a copy in several series is scanned once per session.
+        # "first" is the session's first scan (Python workers start), on the tiny copy.
+        wanted = [plan.tiny, plan.tiny, plan.bench]
+        if cores == high:
+            wanted += [plan.files_few, plan.files_many, *plan.sizes, *plan.partitions]
+        if cores == low:
+            wanted += plan.memory
+        runs = [("first", tiny)]
+        for ds in wanted:
+            if ds.name not in dict(runs):
+                runs.append((ds.name, c(ds.name)))
+        sessions[cores] = spark_session(work, f"local{cores}", f"local[{cores}]", {}, runs)
+    limit = parse_size(plan.memory_limit)
+    limited = None
+    if mem_big.bytes > limit:
+        limited = spark_session(work, "limited", "local[1]", {"spark.executor.pyspark.memory": plan.memory_limit},
+                                [(mem_big.ds.name, mem_big)])
+    mem_batch, _ = largest_batch(mem_big.path)
+
+    lines = report(plan, copies, local, decode_only, sessions, limited, mem_batch, limit)
+    lines.append(f"\n(total {time.perf_counter() - started:.0f} s; Spark logs under {work})")
+    print("\n".join(lines))
+    return 0
+
+
+def report(plan: Plan, copies: dict[str, Copy], local: dict[str, float], decode_only: float,
+           sessions: dict[int, Session], limited: Session | None, mem_batch: int, limit: int) -> list[str]:
+    c = copies.__getitem__
+    bench = c(plan.bench.name)
+    low, high = min(plan.cores), max(plan.cores)
+    out = [f"Spark scan benchmarks ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores"
+           f"{', quick' if plan.quick else ''}; page cache warm; one run per figure)", ""]
+    out.append("Copies (tools/bench/gen_cluster.py):")
+    for cp in copies.values():
+        out.append(f"  {cp.ds.name:<24} {cp.bytes / MIB:8.0f} MiB {cp.files:7d} segment files {cp.replicas:7d} replicas "
+                   f"{cp.batches:9d} batches")
+    for cores, s in sessions.items():
+        if s.failed:
+            out.append(f"  !! spark local[{cores}]: {s.failed}")
+    if limited and limited.failed:
+        out.append(f"  !! spark limited: {limited.failed}")
+
+    def srun(cores: int, label: str) -> SparkRun | None:
+        s = sessions.get(cores)
+        return s.run(label) if s else None
+
+    def rate(cp: Copy, seconds: float) -> str:
+        return f"{cp.bytes / seconds / GB:6.3f} GB/s {cp.files / seconds:8.0f} files/s"
+
+    def bad(r: SparkRun | None) -> str:
+        if r is None:
+            return "  (no figure: the run did not happen)"
+        if r.error:
+            return f"  FAILED: {r.error}"
+        return "" if r.ok else f"  INVALID: segments {r.status}, {'; '.join(r.findings) or 'files missing'}"
+
+    # 1. End to end
+    t_local = local[bench.ds.name]
+    out += ["", f"1. End to end on {bench.ds.name} ({bench.bytes / MIB:.0f} MiB, {bench.files} segment files, "
+                f"{bench.replicas} replicas)",
+            f"  single process, logscan.scan.local.scan      {t_local:8.2f} s  {rate(bench, t_local)}",
+            f"  single process, read_segment only (decode)   {decode_only:8.2f} s  {rate(bench, decode_only)}"]
+    for cores, s in sessions.items():
+        first, tiny_run, run = srun(cores, "first"), srun(cores, plan.tiny.name), srun(cores, bench.ds.name)
+        out.append(f"  spark local[{cores}]: JVM + session start {s.session_start:.1f} s; first scan (tiny copy, "
+                   f"workers start) {first.seconds if first else float('nan'):.1f} s; fixed cost of a scan (tiny copy, "
+                   f"warm) {tiny_run.seconds if tiny_run else float('nan'):.1f} s")
+        if run:
+            out.append(f"  spark local[{cores}], scan of the copy            {run.seconds:8.2f} s  {rate(bench, run.seconds)}"
+                       f"  workers: peak RssAnon {mib(run.worker_rss_anon)}, VmHWM {mib(run.worker_vm_hwm)}; "
+                       f"JVM VmHWM {mib(run.jvm_vm_hwm)}{bad(run)}")
+            if first and tiny_run:
+                one_shot = s.session_start + first.seconds - tiny_run.seconds + run.seconds
+                out.append(f"  spark local[{cores}], as one command (start + first-scan extra + scan) ~{one_shot:.1f} s")
+
+    # 2. Per-file overhead
+    few, many = c(plan.files_few.name), c(plan.files_many.name)
+    rf, rm = srun(high, few.ds.name), srun(high, many.ds.name)
+    out += ["", f"2. Per-file overhead: {few.bytes / MIB:.0f} MiB as {few.files} and as {many.files} segment files "
+                f"(same batches)"]
+    lf, lm = local[few.ds.name], local[many.ds.name]
+    local_overhead = (lm - lf) / (many.files - few.files)
+    out.append(f"  single process: {lf:.2f} s / {lm:.2f} s  -> {local_overhead * 1e3:.2f} ms per extra file")
+    spark_overhead = None
+    if rf and rm and not rf.error and not rm.error:
+        spark_overhead = (rm.seconds - rf.seconds) / (many.files - few.files)
+        out.append(f"  spark local[{high}]: {rf.seconds:.2f} s / {rm.seconds:.2f} s  -> {spark_overhead * 1e3:.2f} ms "
+                   f"per extra file ({many.files / rm.seconds:.0f} files/s){bad(rf)}{bad(rm)}")
+
+    # 3. Scaling
+    out += ["", f"3. Scaling (spark local[{high}] and the single process)"]
+    fits = {}
+    for key, dss, unit, xf in (("size", plan.sizes, "GB", lambda cp: cp.bytes / GB),
+                               ("partitions", plan.partitions, "partition", lambda cp: cp.ds.partitions)):
+        cps = [c(d.name) for d in dss]
+        runs = [srun(high, d.name) for d in dss]
+        xs = [xf(cp) for cp in cps]
+        out.append(f"  time against {key} ({', '.join(d.name for d in dss)}):")
+        for cp, r, x in zip(cps, runs, xs):
+            out.append(f"    {cp.ds.name:<22} x={x:<10.4g} single {local[cp.ds.name]:7.2f} s   spark "
+                       f"{r.seconds if r else float('nan'):7.2f} s   ({cp.files} files, {cp.replicas} replicas, "
+                       f"{cp.batches} batches){bad(r)}")
+        for who, ys in (("single", [local[cp.ds.name] for cp in cps]),
+                        ("spark", [r.seconds if r and not r.error else None for r in runs])):
+            if None in ys or len(set(xs)) < 3:
+                fits[(key, who)] = None
+                continue
+            a, b, r2 = linear_fit(xs, ys)
+            ok, why = growth(xs, ys)
+            fits[(key, who)] = (ok, why, a, b)
+            per = f"{b:.3g} s per {unit}" + (f" ({1 / b:.3g} {unit}/s marginal)" if b > 0 and unit == "GB" else "")
+            out.append(f"    {who:<6} fit: {a:.2f} s + {per}, R^2 {r2:.3f}; {why}")
+
+    # 4. Memory
+    small, big = c(plan.memory[0].name), c(plan.memory[-1].name)
+    ms, mb = srun(low, small.ds.name), srun(low, big.ds.name)
+    out += ["", f"4. Memory: one partition, one segment of {small.bytes / MIB:.0f} MiB and of {big.bytes / MIB:.0f} MiB "
+                f"(16 KiB batches, largest batch {mem_batch} B), spark local[{low}]"]
+    for cp, r in ((small, ms), (big, mb)):
+        if r:
+            out.append(f"  {cp.bytes / MIB:6.0f} MiB file, no limit: {r.seconds:6.2f} s, worker peak RssAnon "
+                       f"{mib(r.worker_rss_anon)}, VmHWM {mib(r.worker_vm_hwm)} (mapped file pages count in VmHWM)"
+                       f"{bad(r)}")
+    lr = limited.run(big.ds.name) if limited else None
+    if limited is None:
+        out.append(f"  limit run skipped: the file ({mib(big.bytes)}) is not larger than the limit ({mib(limit)})")
+    elif lr:
+        out.append(f"  {big.bytes / MIB:6.0f} MiB file, spark.executor.pyspark.memory={plan.memory_limit} "
+                   f"(RLIMIT_AS {mib(limit)}): {lr.seconds:6.2f} s, "
+                   f"{'every segment read' if lr.ok else 'NOT read whole'}{bad(lr)}")
+
+    # Targets
+    out += ["", "Targets (issue 7):"]
+    out.append(verdict(None if spark_overhead is None else spark_overhead < TARGET_FILE_OVERHEAD_S,
+                       f"Spark scan overhead per file < {TARGET_FILE_OVERHEAD_S * 1e3:.0f} ms: "
+                       + ("n/a" if spark_overhead is None else f"{spark_overhead * 1e3:.1f} ms")))
+    r1 = srun(low, bench.ds.name)
+    if r1 and not r1.error:
+        ratio = r1.seconds * low / t_local
+        out.append(verdict(ratio <= TARGET_SPARK_VS_LOCAL,
+                           f"Spark throughput within {TARGET_SPARK_VS_LOCAL:.0f}x of the single-process scan per core: "
+                           f"local[{low}] {bench.bytes / r1.seconds / low / GB:.3f} GB/s per core vs "
+                           f"{bench.bytes / t_local / GB:.3f} GB/s = {ratio:.1f}x slower "
+                           f"(the decode alone: {bench.bytes / decode_only / GB:.3f} GB/s)"))
+    else:
+        out.append(verdict(None, f"Spark throughput within {TARGET_SPARK_VS_LOCAL:.0f}x of the single-process scan "
+                                 "per core: no Spark figure"))
+    r2 = srun(high, bench.ds.name)
+    if r1 and r2 and high > low and not r1.error and not r2.error:
+        speedup = r1.seconds / r2.seconds
+        target = TARGET_CORE_SPEEDUP / 2 * high / low   # 80% parallel efficiency
+        out.append(verdict(speedup >= target,
+                           f"near-linear with cores: local[{high}] is {speedup:.2f}x local[{low}] on the bench copy "
+                           f"(target >= {target:.2f}x; this machine has {os.cpu_count()} cores)"))
+    else:
+        out.append(verdict(None, "near-linear with cores: one core count in this run"))
+    for key in ("size", "partitions"):
+        for who in ("spark", "single"):
+            f = fits.get((key, who))
+            out.append(verdict(None if f is None else f[0],
+                               f"{who} time linear in {key} (upper step per-unit cost <= {LINEAR_SLACK}x the lower): "
+                               + ("n/a" if f is None else f[1])))
+    if ms and mb and not ms.error and not mb.error:
+        grew = mb.worker_rss_anon - ms.worker_rss_anon
+        bound = 2 * mem_batch + MEMORY_SLACK
+        bounded = grew <= bound
+        read_whole = bool(lr and lr.ok)
+        out.append(verdict(bounded and read_whole,
+                           f"peak memory per task bounded by the largest batch plus a constant, on a file larger than "
+                           f"the worker's memory: peak RssAnon grew {mib(grew)} from the {mib(small.bytes)} to the "
+                           f"{mib(big.bytes)} file (bound: 2 x {mem_batch} B + {mib(MEMORY_SLACK)}: "
+                           f"{'within' if bounded else 'exceeded'}); under a {mib(limit)} limit the file was "
+                           + ("read whole" if read_whole else "NOT read whole" if lr else "not tried")))
+    else:
+        out.append(verdict(None, "peak memory per task: no figure (a memory run failed)"))
+    return out
+
+
+def _ints(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
+def _pair(text: str) -> tuple[int, int]:
+    size, _, parts = text.partition(":")
+    return int(size), int(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.bench.scan", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
+                    help="copies 10x smaller (also: BENCH_QUICK=1)")
+    ap.add_argument("--cores", type=_ints, default=[1, 2], help="Spark local[N] core counts (default 1,2)")
+    ap.add_argument("--bench", type=_pair, help="SIZE_MB:PARTITIONS of the end-to-end copy (default 1000:1000)")
+    ap.add_argument("--sizes-mb", type=_ints, help="copy sizes for the size scaling (default 100,1000,10000)")
+    ap.add_argument("--partitions-at", type=int, help="partition count for the size scaling (default 100)")
+    ap.add_argument("--partition-counts", type=_ints, help="partition counts (default 100,1000,10000)")
+    ap.add_argument("--size-at-mb", type=int, help="copy size for the partition scaling (default 1000)")
+    ap.add_argument("--files-mb", type=int, help="copy size for the per-file overhead (default 256)")
+    ap.add_argument("--memory-mb", type=_ints, help="two single-segment sizes for memory (default 1024,3072)")
+    ap.add_argument("--memory-limit", default="1g", help="spark.executor.pyspark.memory of the limit run")
+    ap.add_argument("--work", default=str(WORK), help="where copies, logs and outputs go")
+    args = ap.parse_args(argv)
+    if args.child:
+        return child(args.child)
+    return main_bench(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,245 @@
+"""One fuzz target per decoder of ``logscan.format``, each stating its invariant.
+
+A target takes arbitrary bytes and feeds them to its decoders the way logscan's readers do.
+The contract under test (``logscan/format/errors.py``, /work/shared/STYLE.md): a decoder
+returns a value or raises a ``DecodeError`` (``TruncatedInput``, ``CorruptRecordError``,
+``CrcMismatch``, ``UnknownMagic``, ``UnknownVersion``, ``CompressionError`` and their
+subclasses) whose position lies inside the input. Any other exception escapes the target
+and is a bug; so is a broken invariant, raised as ``InvariantError``.
+
+The same table drives the atheris fuzzer (``tools/fuzz/fuzz.py``), the property-based tests
+(``tests/robust/test_decoder_properties.py``) and the regression inputs
+(``tools/fuzz/crashes/<target>-*``).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Callable
+
+from logscan.format import checkpoint, compression, control, index, raft, snapshot
+from logscan.format.batch import decode_batch_header, iter_records
+from logscan.format.errors import DecodeError
+from logscan.format.legacy import decode_legacy_entry, iter_legacy_records
+from logscan.format.logfile import walk_batches
+from logscan.format.metadata import decode_metadata_record, render_metadata_payload
+from logscan.format.offsets import decode_offsets_record, render_offsets_key_payload
+from logscan.format.txnlog import decode_txnlog_entry, render_txnlog_key_payload
+
+#: Decompression cap for fuzzing: small, so a bomb costs microseconds, not seconds.
+FUZZ_MAX_DECOMPRESSED = 1 << 20
+
+
+class InvariantError(AssertionError):
+    """A decoder returned, but what it returned breaks its contract."""
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise InvariantError(message)
+
+
+def _located(err: DecodeError, size: int) -> None:
+    """A decode error names a byte of the input (or -1/0 for the whole input)."""
+    _check(isinstance(err.position, int) and -1 <= err.position <= max(size, 0),
+           f"{type(err).__name__} at position {err.position} outside an input of {size} bytes: {err}")
+    _check(bool(err.message), f"{type(err).__name__} without a message")
+
+
+def _split(data: bytes) -> tuple[bytes | None, bytes | None]:
+    """Key and value for record-level targets: the first byte says where to cut; 0xFF makes
+    the value null, 0xFE the key."""
+    if not data:
+        return None, None
+    cut, rest = data[0], data[1:]
+    if cut == 0xFF:
+        return rest, None
+    if cut == 0xFE:
+        return None, rest
+    cut = min(cut, len(rest))
+    return rest[:cut], rest[cut:]
+
+
+# --- targets ---------------------------------------------------------------------------------
+
+def batch(data: bytes) -> None:
+    """A v2 batch at byte 0: header, CRC, then every record (decompressed under a cap)."""
+    try:
+        b, next_pos = decode_batch_header(data, 0)
+    except DecodeError as e:
+        _located(e, len(data))
+        return
+    _check(next_pos == b.size_in_bytes <= len(data), f"next_pos {next_pos} for a batch of {b.size_in_bytes}")
+    seen = 0
+    try:
+        for record in iter_records(data, b, max_decompressed=FUZZ_MAX_DECOMPRESSED):
+            seen += 1
+            _check(record.offset == b.base_offset + record.offset_delta, "record offset != base + delta")
+    except DecodeError as e:
+        _located(e, len(data))
+    _check(seen <= max(b.records_count, 0), f"{seen} records from a count of {b.records_count}")
+
+
+def legacy(data: bytes) -> None:
+    """A v0/v1 log entry at byte 0 and, for a compressed wrapper, its inner messages."""
+    try:
+        entry, next_pos = decode_legacy_entry(data, 0)
+    except DecodeError as e:
+        _located(e, len(data))
+        return
+    _check(next_pos == entry.size_in_bytes <= len(data), "legacy entry runs past its input")
+    try:
+        for message in iter_legacy_records(entry, max_decompressed=FUZZ_MAX_DECOMPRESSED):
+            _check(message.magic in (0, 1), f"inner message of magic {message.magic}")
+    except DecodeError as e:
+        _located(e, len(data))
+
+
+def walk(data: bytes) -> None:
+    """A whole segment: entries and findings in file order, inside the buffer, and the walk
+    ends (each step moves forward)."""
+    last_end = 0
+    for item in walk_batches(data):
+        if isinstance(item, DecodeError):
+            _located(item, len(data))
+            continue
+        _check(item.position >= last_end, f"entry at {item.position} overlaps the previous one ending {last_end}")
+        _check(item.next_position <= len(data), "entry runs past the buffer")
+        last_end = item.next_position
+
+
+def control_record(data: bytes) -> None:
+    """A control record's key, and its value as an end-transaction marker or KRaft record."""
+    key, value = _split(data)
+    try:
+        k = control.decode_control_key(key)
+    except DecodeError as e:
+        _located(e, len(data))
+        return
+    try:
+        if k.is_transaction_marker:
+            control.decode_end_txn_marker(k, value)
+        else:
+            raft.render_control_value(k.type_id, value)
+    except DecodeError as e:
+        _located(e, len(data))
+
+
+def txnlog(data: bytes) -> None:
+    """A __transaction_state record: typed view and kafka-dump-log's text."""
+    key, value = _split(data)
+    try:
+        entry = decode_txnlog_entry(key, value)
+        _check(entry.is_tombstone == (value is None), "tombstone iff the value is null")
+    except DecodeError as e:
+        _located(e, len(data))
+    _render(render_txnlog_key_payload, key, value)
+
+
+def offsets(data: bytes) -> None:
+    """A __consumer_offsets record: decoded and as kafka-dump-log's text."""
+    key, value = _split(data)
+    try:
+        decode_offsets_record(key, value)
+    except DecodeError as e:
+        _located(e, len(data))
+    _render(render_offsets_key_payload, key, value)
+
+
+def _render(render: Callable, key, value) -> None:
+    """kafka-dump-log's text for a coordinator record never fails, except for a missing key
+    (Kafka's tool aborts there)."""
+    try:
+        key_text, payload = render(key, value, 7)
+    except DecodeError:
+        _check(key is None, "rendering failed for a record with a key")
+        return
+    _check(isinstance(key_text, str), "no key text")
+
+
+def metadata(data: bytes) -> None:
+    """A __cluster_metadata record value (frame version, api key, version, message)."""
+    try:
+        decode_metadata_record(data)
+    except DecodeError as e:
+        _located(e, len(data))
+    text = render_metadata_payload(data, 7)
+    _check(isinstance(text, str), "render_metadata_payload returned no text")
+
+
+def producer_snapshot(data: bytes) -> None:
+    """A whole .snapshot file; a decoded one accounts for every byte."""
+    try:
+        snap = snapshot.decode_producer_snapshot(data)
+    except snapshot.SnapshotCrcMismatch as e:
+        snap = e.snapshot
+    except DecodeError as e:
+        _located(e, len(data))
+        return
+    _check(snapshot.ENTRIES_OFFSET + snapshot.ENTRY_SIZE * len(snap.entries) == len(data),
+           "snapshot entries do not account for the file")
+
+
+def indexes(data: bytes) -> None:
+    """The same bytes as an .index, a .timeindex and a .txnindex, with their sanity checks."""
+    base = struct.unpack(">q", data[:8])[0] if len(data) >= 8 else 0
+    for _ in index.iter_offset_index(data, base):
+        pass
+    for _ in index.iter_time_index(data, base):
+        pass
+    index.offset_index_sanity_findings(data, base)
+    index.time_index_sanity_findings(data, base)
+    index.txn_index_sanity_findings(data, base)
+    try:
+        for _ in index.iter_aborted_txns(data):
+            pass
+    except DecodeError as e:
+        _located(e, len(data))
+
+
+def checkpoints(data: bytes) -> None:
+    """The same bytes as every text file of a log dir (checkpoints, partition.metadata,
+    meta.properties, .kafka_cleanshutdown)."""
+    for parse in (checkpoint.parse_offset_checkpoint, checkpoint.parse_leader_epoch_checkpoint,
+                  checkpoint.parse_partition_metadata, checkpoint.parse_meta_properties,
+                  checkpoint.parse_clean_shutdown):
+        try:
+            parse(data)
+        except DecodeError as e:
+            _located(e, len(data))
+
+
+def decompress(data: bytes) -> None:
+    """A compressed payload: the first byte picks codec and magic; output never past the cap."""
+    if not data:
+        return
+    codec, magic = data[0] & 0x07, (data[0] >> 3) % 3
+    try:
+        out = compression.decompress(codec, data[1:], magic=magic, max_output=FUZZ_MAX_DECOMPRESSED)
+    except DecodeError as e:
+        _located(e, len(data))
+        return
+    _check(len(out) <= FUZZ_MAX_DECOMPRESSED, f"{len(out)} bytes out past the cap")
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "batch": batch,
+    "legacy": legacy,
+    "walk": walk,
+    "control": control_record,
+    "txnlog": txnlog,
+    "offsets": offsets,
+    "metadata": metadata,
+    "snapshot": producer_snapshot,
+    "index": indexes,
+    "checkpoint": checkpoints,
+    "compression": decompress,
+}
+NAMES = sorted(TARGETS)
+
+
+def run_all(data: bytes) -> None:
+    """Every target at once, for one fuzzer over all decoders: the first byte picks one."""
+    if not data:
+        return
+    TARGETS[NAMES[data[0] % len(NAMES)]](data[1:])
