@@ -250,13 +250,17 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     metadata_out = (_frame(spark, metadata_info, tasks.REPLICA_INFO).repartition(1)
                     .mapInArrow(tasks.metadata_step(as_of_ms), S.spark_schema(tasks.METADATA_OUT))).persist()
 
+    # find-hanging can only prove a record absent when every coordinator partition is here.
+    counted = (S.members(metadata_out, "topic").where(F.col("topic") == TRANSACTION_STATE_TOPIC)
+               .select("partitions").collect())
+    complete = is_complete(chosen, counted[0][0] if counted else None)
     needed = (F.col("record_type").isin("state", "open_txn")
               | ((F.col("record_type") == "span") & F.col("span.end_marker_offset").isNotNull()))
     partition_out = (replica_out.where(needed).groupBy(*PARTITION_KEYS)
                      .cogroup(S.members(metadata_out, "leader").groupBy(*PARTITION_KEYS))
                      .applyInArrow(tasks.partition_step(coordinator_rows, as_of_ms=as_of_ms,
                                                         max_timeout_ms=max_transaction_timeout_ms,
-                                                        coordinator_complete=is_complete(chosen), bootstrap=bootstrap),
+                                                        coordinator_complete=complete, bootstrap=bootstrap),
                                    S.spark_schema(tasks.PARTITION_OUT))).persist()
 
     files = (segment_files(kept)

@@ -39,7 +39,7 @@ def check_request(inputs: list[Path], output: Path, scan_id: Optional[str]) -> N
 
 def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], max_transaction_timeout_ms: int,
                    include_superseded: bool, scan_id: Optional[str], bootstrap: str, master: str, json: bool,
-                   no_progress: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+                   no_progress: bool, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
     """Runs the job into ``output``, prints what it found; returns the exit status.
 
     Raises BadRequest (one sentence) for an output inside an input or a bad scan id, and
@@ -50,6 +50,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     from . import scan as job
     from .console import session
 
+    out, err = out or sys.stdout, err or sys.stderr
     roots = [Path(p) for p in inputs]
     check_request(roots, Path(output), scan_id)
     started = time.monotonic()
@@ -66,7 +67,9 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     text = out if not json else err
     text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
     summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms)
-    text.write(f"  logscan sql --tables {output} \"SELECT * FROM abort_plans\"\n"
+    tables = sorted(p.name for p in Path(output).iterdir() if (p / "_delta_log").is_dir())
+    text.write(f"  {', '.join(tables)} (Delta tables, one folder each)\n"
+               f"  logscan sql --tables {output} \"SELECT * FROM abort_plans\"\n"
                f"  logscan report --tables {output} --out report.html\n")
     for c in candidates:
         out.write(jsonlib.dumps(c) + "\n")

@@ -62,7 +62,9 @@ DECODED = R.tagged_schema({"file": R.FILES, "batch": R.BATCHES, "txn_log": R.TXN
 REPLICA_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "producer": R.PRODUCER_STATE, "span": R.TXN_SPANS,
                                "open_txn": R.OPEN_TXNS, "snapshot": R.PRODUCER_SNAPSHOTS, "file": R.FILES,
                                "finding": R.CORRUPTIONS}, _PARTITION_KEYS)
-METADATA_OUT = R.tagged_schema({"leader": LEADERS, "finding": R.CORRUPTIONS})
+#: Partition count of each topic at as_of, from __cluster_metadata.
+TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
+METADATA_OUT = R.tagged_schema({"leader": LEADERS, "topic": TOPICS, "finding": R.CORRUPTIONS})
 PARTITION_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "candidate": R.HANGING_CANDIDATES,
                                  "plan": R.ABORT_PLANS})
 
@@ -168,15 +170,19 @@ def coordinator_step(records: pa.Table) -> pa.Table:
 
 def metadata_step(as_of_ms: int):
     """A mapInArrow body over the chosen `__cluster_metadata` replica (one REPLICA_INFO row):
-    the last leader of every partition up to as_of (logscan.state.partition.partition_leaders)."""
+    the last leader of every partition and the partition count of every topic up to as_of
+    (logscan.state.partition.partition_leaders, partition_counts)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for info in batch.to_pylist():
                 replica = _replica_dir(info)
                 key = R.replica_key(replica.broker, replica.topic, replica.partition)
                 findings: list[Finding] = []
-                leaders = P.partition_leaders(read_metadata_events(replica, findings), as_of_ms)
+                events = read_metadata_events(replica, findings)
+                leaders = P.partition_leaders(events, as_of_ms)
                 out = [("leader", {"topic": t, "partition": p, "leader": b}) for (t, p), b in leaders.items()]
+                out.extend(("topic", {"topic": t, "partitions": n})
+                           for t, n in P.partition_counts(events, as_of_ms).items())
                 out.extend(("finding", R.finding_row(f, key)) for f in findings)
                 yield R.to_tagged_batch(out, METADATA_OUT)
     return run
@@ -188,10 +194,15 @@ def partition_step(coordinator_rows: list[R.Row], *, as_of_ms: int, max_timeout_
     and span rows, and the partition's leader row (if __cluster_metadata names one), through
     logscan.state.partition.assess_partition against the coordinator state (shipped in the
     closure: one row per transactional id)."""
+    indexes: list = []  # built once per task, reused for each partition group of the task
+
     def run(replica_rows: pa.Table, leaders: pa.Table) -> pa.Table:
         if replica_rows.num_rows == 0:
             return PARTITION_OUT.empty_table()
-        index = index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})
+        if not indexes:
+            indexes.append(index_by_producer_id(
+                {r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows}))
+        index = indexes[0]
         states: dict[int, R.Row] = {}
         members: dict[str, dict[int, list[R.Row]]] = {"open_txn": defaultdict(list), "span": defaultdict(list)}
         for kind, state, txn, span in zip(*(replica_rows.column(n).to_pylist()

@@ -170,14 +170,30 @@ def snake_case(name: str) -> str:
     return _WORD_BOUNDARY.sub("_", name).lower()
 
 
-@functools.lru_cache(maxsize=None)
+def _by_identity(cache: dict, key_objects: tuple, make):
+    """A per-object cache keyed by identity: schemas and fields are frozen dataclasses whose
+    hash walks every nested field, far dearer than the lookup it would save. The entry
+    keeps its key objects alive, so an id is never reused for another object."""
+    ident = tuple(map(id, key_objects))
+    entry = cache.get(ident)
+    if entry is None:
+        entry = cache[ident] = (key_objects, make(*key_objects))
+    return entry[1]
+
+
+_ATTR_NAMES: dict = {}
+_NESTED: dict = {}
+
+
 def _attr_names(schema: Schema) -> dict[str, str]:
     """snake_case attribute name -> JSON name, once per schema: attribute access is on the
     scan's hot path (one TransactionLogValue per __transaction_state record)."""
-    names: dict[str, str] = {}
-    for f in schema.fields:
-        names.setdefault(f.attr_name, f.json_name)
-    return names
+    def make(schema: Schema) -> dict[str, str]:
+        names: dict[str, str] = {}
+        for f in schema.fields:
+            names.setdefault(f.attr_name, f.json_name)
+        return names
+    return _by_identity(_ATTR_NAMES, (schema,), make)
 
 
 # --------------------------------------------------------------------------- decoded values
@@ -313,10 +329,10 @@ def decode_message(schema: Schema, buf, pos: int, version: int, end: int | None 
     return _read_struct(reader, schema, version, True), reader.pos
 
 
-@functools.lru_cache(maxsize=None)
 def _nested_schema(f: Field, flexible: Versions | None, valid: Versions) -> Schema:
     """Nested structs share their message's version and flexible range."""
-    return Schema(f.element_type, valid, flexible, None, f.fields)
+    return _by_identity(_NESTED, (f, flexible, valid),
+                        lambda f, flexible, valid: Schema(f.element_type, valid, flexible, None, f.fields))
 
 
 def _read_struct(r: _Reader, schema: Schema, version: int, top: bool) -> Message:

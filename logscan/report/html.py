@@ -34,6 +34,7 @@ h3{font-size:14px;margin:16px 0 6px}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #e6e9ef;vertical-align:top}
 th{color:#5c677d;font-weight:600}
+th,td:first-child,td.num{white-space:nowrap}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 .badge{display:inline-block;border-radius:10px;padding:1px 8px;color:#fff;font-size:12px;white-space:nowrap}

@@ -123,7 +123,6 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     chosen = result.coordinator_replicas = choose_replicas(txn_log_ends)
     records = [rec for p, b in chosen.items() for rec in txn_logs[(p, b)]]
     result.coordinator = latest_states(records)
-    result.coordinator_complete = is_complete(chosen)
     result.as_of_ms = as_of_ms if as_of_ms is not None else max(
         [r.max_timestamp for r in result.replicas] + [r.last_update_timestamp_ms for r in records] + [-1])
 
@@ -133,6 +132,8 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         events = read_metadata_events(metadata[broker], found)
         _add_findings(result, [(R.replica_key(broker, CLUSTER_METADATA_TOPIC, 0), f) for f in found])
     result.leaders = P.partition_leaders(events, result.as_of_ms)
+    result.coordinator_complete = is_complete(
+        chosen, P.partition_counts(events, result.as_of_ms).get(TRANSACTION_STATE_TOPIC))
     _assess(result, max_transaction_timeout_ms, bootstrap)
     return result
 

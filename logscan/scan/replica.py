@@ -350,9 +350,8 @@ def _metadata_events(path: str, findings: list[Finding], *, from_snapshot: bool,
             return
         buf = seg.buf
         for batch in walk_batches(buf, verify_crc=True):
-            if isinstance(batch, DecodeError):
-                findings.append(Finding.from_error(path, batch))
-                continue
+            # Damage to the framing is reported once, by the segment read of the replica
+            # (read_segment); here only what that read does not decode, the records, is.
             if not isinstance(batch, RecordBatch) or batch.is_control or batch.last_offset < min_offset:
                 continue
             # Records of a metadata batch share its append time; a snapshot's records stand for

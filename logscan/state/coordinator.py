@@ -85,10 +85,14 @@ def choose_replicas(replicas: Iterable[tuple[int, int, int]]) -> dict[int, int]:
     return {p: b for p, (b, _) in sorted(best.items())}
 
 
-def is_complete(partitions: Iterable[int]) -> bool:
-    """Every coordinator partition 0..max is in the copy: only then does a missing record
-    prove that the coordinator has none (find-hanging's premise)."""
+def is_complete(partitions: Iterable[int], partition_count: Optional[int] = None) -> bool:
+    """Every coordinator partition is in the copy: only then does a missing record prove that
+    the coordinator has none (find-hanging's premise). ``partition_count`` is the topic's
+    partition count from __cluster_metadata when the copy has it; without it, partitions
+    0..max found count as all (a copy lacking the last one cannot be told from a complete one)."""
     seen = set(partitions)
+    if partition_count is not None:
+        return partition_count > 0 and seen >= set(range(partition_count))
     return bool(seen) and seen == set(range(max(seen) + 1))
 
 

@@ -168,6 +168,24 @@ def partition_leaders(events: Iterable[MetadataEvent], as_of_ms: Optional[int] =
     return {(names[tid], p): leader for (tid, p), leader in sorted(leaders.items()) if tid in names}
 
 
+def partition_counts(events: Iterable[MetadataEvent], as_of_ms: Optional[int] = None) -> dict[str, int]:
+    """Topic -> its number of partitions (highest partition id + 1), replaying the same records
+    as partition_leaders up to ``as_of_ms``."""
+    names: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for e in events:
+        if as_of_ms is not None and e.timestamp > as_of_ms:
+            break
+        if e.kind == TOPIC:
+            names[e.topic_id] = e.name
+        elif e.kind == PARTITION:
+            counts[e.topic_id] = max(counts.get(e.topic_id, 0), e.partition + 1)
+        elif e.kind == REMOVE_TOPIC:
+            names.pop(e.topic_id, None)
+            counts.pop(e.topic_id, None)
+    return {names[tid]: n for tid, n in sorted(counts.items()) if tid in names}
+
+
 def leadership(views: list[ReplicaView], metadata_leader: Optional[int]) -> tuple[Optional[int], Optional[str], dict[int, Optional[bool]]]:
     """(leader, where it came from, broker -> is_leader).
 

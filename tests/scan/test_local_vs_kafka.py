@@ -6,11 +6,12 @@ is typed by hand. describe-producers per replica, the leader's read_committed en
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from logscan.scan.local import find_candidates, scan
+from logscan.scan.local import find_candidates, scan, tables
 from logscan.state.producer_state import describe_producers
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -99,10 +100,6 @@ def test_follower_cut_before_its_marker_is_a_replica_disagreement_not_a_hang(clu
 
 
 # --- the scan's table rows against Kafka's own tools -------------------------------------------
-
-import re  # noqa: E402
-
-from logscan.scan.local import tables  # noqa: E402
 
 _FIELD = re.compile(r"(\w+): (\S+)")
 

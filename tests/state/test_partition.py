@@ -101,6 +101,17 @@ def test_replica_choice_is_furthest_log_end_then_lowest_broker():
     assert choose_replicas([(0, 2, 10), (0, 1, 10), (0, 0, 9), (1, 2, 4), (1, 0, 5)]) == {0: 1, 1: 0}
     assert choose_replicas([]) == {}
     assert is_complete([0, 1, 2]) and not is_complete([0, 2]) and not is_complete([])
+    # With the partition count from __cluster_metadata, a missing last partition shows.
+    assert not is_complete([0, 1], 3) and is_complete([0, 1, 2], 3) and not is_complete([], 0)
+
+
+def test_partition_counts_follow_creation_and_removal():
+    events = [ev(0, P.TOPIC, name="__transaction_state"), ev(1, P.PARTITION, partition=0, leader=0),
+              ev(2, P.PARTITION, partition=2, leader=1, ts=300), ev(3, P.TOPIC, tid="T2", name="x"),
+              ev(4, P.PARTITION, tid="T2", partition=0, leader=0), ev(5, P.REMOVE_TOPIC, tid="T2")]
+    assert P.partition_counts(events) == {"__transaction_state": 3}
+    assert P.partition_counts(events, 200) == {"__transaction_state": 1}
+    assert P.partition_counts(events[:5]) == {"__transaction_state": 3, "x": 1}
 
 
 def test_a_transactional_id_in_two_partitions_resolves_the_same_in_any_order():

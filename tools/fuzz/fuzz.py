@@ -47,8 +47,8 @@ def main(argv: list[str]) -> None:
         if not corpus.is_dir() or not any(corpus.iterdir()):
             write_corpus(WORK / "corpus", [target_name])
         corpora = [str(corpus)]
-    (WORK / "artifacts").mkdir(parents=True, exist_ok=True)
     if not any(o.startswith("-artifact_prefix=") for o in options):
+        (WORK / "artifacts").mkdir(parents=True, exist_ok=True)
         options.append(f"-artifact_prefix={WORK / 'artifacts'}/{target_name}-")
     if not any(o.startswith("-max_len=") for o in options):
         options.append(f"-max_len={DEFAULT_MAX_LEN}")
