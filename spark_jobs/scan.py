@@ -187,12 +187,13 @@ def kept_ranges(spark: SparkSession, decoded: DataFrame) -> DataFrame:
 
 def segment_files(decoded: DataFrame) -> DataFrame:
     """One files row per segment: the counts of its kept ranges summed, the worst status."""
-    rank = F.array_position(F.array(*[F.lit(s) for s in R.STATUS_ORDER]), F.col("status"))
+    statuses = F.array(*[F.lit(s) for s in R.STATUS_ORDER])
+    rank = F.array_position(statuses, F.col("status"))
     return (S.members(decoded, "file")
             .groupBy("broker", "topic", "partition", "file", "kind", "size", "detail")
             .agg(F.sum("error_count").cast("int").alias("error_count"), F.sum("batches").cast("int").alias("batches"),
                  F.max(rank).alias("_rank"))
-            .withColumn("status", F.element_at(F.array(*[F.lit(s) for s in R.STATUS_ORDER]), F.col("_rank").cast("int")))
+            .withColumn("status", F.element_at(statuses, F.col("_rank").cast("int")))
             .drop("_rank"))
 
 
@@ -371,7 +372,8 @@ def figures(spark: SparkSession, output: str, scan_id: str, as_of_ms: int) -> su
         as_of_ms=as_of_ms, replicas=head["replicas"], partitions=head["partitions"], brokers=head["brokers"],
         segment_bytes=files["bytes"], skipped=files["skipped"], findings=corruptions.count(),
         finding_lines=finding_lines, open_transactions=head["open_transactions"], late_partitions=head["late"],
-        lagging=head["lagging"], lagging_rows=[r.asDict() for r in lagging], candidates=sum(r["count"] for r in reasons),
+        lagging=head["lagging"], lagging_rows=[r.asDict() for r in lagging],
+        candidates=sum(r["count"] for r in reasons),
         reasons=sorted(((r["reason"], r["hanging"], r["count"]) for r in reasons), key=summary_text.reasons_order),
         candidate_rows=[r.asDict() for r in shown], tables=output)
 

@@ -186,7 +186,8 @@ def partition_counts(events: Iterable[MetadataEvent], as_of_ms: Optional[int] = 
     return {names[tid]: n for tid, n in sorted(counts.items()) if tid in names}
 
 
-def leadership(views: list[ReplicaView], metadata_leader: Optional[int]) -> tuple[Optional[int], Optional[str], dict[int, Optional[bool]]]:
+def leadership(views: list[ReplicaView], metadata_leader: Optional[int]
+               ) -> tuple[Optional[int], Optional[str], dict[int, Optional[bool]]]:
     """(leader, where it came from, broker -> is_leader).
 
     From `__cluster_metadata` when it names one. Else from leader epochs: a newly elected
@@ -225,7 +226,8 @@ def replica_differences(view: ReplicaView, other: ReplicaView) -> list[str]:
     open_b = {(t.producer_id, t.start_offset) for t in other.open_txns}
     for label, diff in (("open here only", open_a - open_b), ("open there only", open_b - open_a)):
         if diff:
-            out.append(f"{label}: " + _txns([f"producer {p} from offset {o}" for p, o in sorted(diff, key=lambda x: x[1])]))
+            txns = sorted(diff, key=lambda x: x[1])
+            out.append(f"{label}: " + _txns([f"producer {p} from offset {o}" for p, o in txns]))
     low, high = max(a.log_start_offset, b.log_start_offset), min(a.log_end_offset, b.log_end_offset)
 
     def markers(v: ReplicaView) -> set[tuple[int, int, int, str]]:

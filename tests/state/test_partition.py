@@ -63,7 +63,8 @@ def test_differences_name_offsets_open_transactions_and_markers_both_should_hold
     assert P.replica_differences(diverged, leader) == [
         "end markers here only: ABORT at 5 (producer 7, from 0)",
         "end markers there only: COMMIT at 5 (producer 7, from 0)"]
-    assert P.replica_differences(leader, view(0, leo=20, closed=[(c.producer_id, c.first_offset, c.end_marker_offset, c.outcome) for c in leader.closed])) == []
+    same = [(c.producer_id, c.first_offset, c.end_marker_offset, c.outcome) for c in leader.closed]
+    assert P.replica_differences(leader, view(0, leo=20, closed=same)) == []
 
 
 def test_assess_partition_flags_late_transactions_and_plans_from_the_replica_ahead():
@@ -120,7 +121,8 @@ def test_a_transactional_id_in_two_partitions_resolves_the_same_in_any_order():
     forward = latest_states(records)
     assert (forward["a"].coordinator_partition, forward["a"].state) == (1, "CompleteCommit")
     assert forward["b"].coordinator_partition == 0  # the tombstone removed it from partition 1 only
-    per_partition = [r for p in (2, 1, 0) for r in latest_states(x for x in records if x.coordinator_partition == p).values()]
+    per_partition = [r for p in (2, 1, 0)
+                     for r in latest_states(x for x in records if x.coordinator_partition == p).values()]
     assert merge_partitions(per_partition) == forward
 
 
