@@ -324,9 +324,6 @@ def test_without_transaction_state_the_hanging_ones_are_undetermined_too(tmp_pat
     assert scanned.exit_code == 0 and "coordinator_not_in_copy" in scanned.output
 
 
-@pytest.mark.xfail(strict=True, reason="the scan counts __transaction_state partitions from the "
-                   "folders it finds, so a copy lacking the last one looks complete (a partition "
-                   "count from __cluster_metadata would tell); lead informed")
 def test_copy_lacking_only_the_last_transaction_state_partition_plans_no_abort(tmp_path):
     """prepare-commit's record is in __transaction_state-2, the last partition. Without that
     folder the copy cannot show its PrepareCommit; logscan must not take the silence for
