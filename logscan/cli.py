@@ -90,7 +90,7 @@ Exit status:
 
 
 @main.command("dump", help=DUMP_HELP, context_settings={"max_content_width": 100})
-@click.argument("paths", metavar="[FILE]...", nargs=-1, type=click.Path())
+@click.argument("paths", metavar="[FILE]...", nargs=-1, type=click.Path(readable=False))
 @click.option("--files", "files_opt", multiple=True, metavar="f1,f2,...",
               help="Comma separated files to dump (kafka-dump-log's spelling; no auto decoder).")
 @click.option("--print-data-log", is_flag=True,

@@ -65,6 +65,8 @@ class Dumper:
         self.findings = 0
         self._auto_here = False
         self._extended = False  # a FILE... argument: logscan's own reading of extra kinds
+        # Causes of the "Error at offset ..., skipping." texts of the internal-topic parsers.
+        self._record_errors: list[DecodeError] = []
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -163,9 +165,10 @@ class Dumper:
         deep = self.opts.is_deep_iteration(decoder)
         print_data = self.opts.should_print_data_log(decoder)
         parse = None
+        self._record_errors.clear()
         if print_data:
             from . import parsers
-            parse = (parsers.internal_topic_parser(decoder) if decoder
+            parse = (parsers.internal_topic_parser(decoder, self._record_errors) if decoder
                      else parsers.decoder_parser(self.opts.key_decoder, self.opts.value_decoder))
         gaps = self.report.non_consecutive(java_absolute_path(path)) if deep else None
         last_offset = -1
@@ -240,6 +243,14 @@ class Dumper:
                 self.finding(Finding(path, batch.position, e.reason,
                                      f"record at offset {record.offset}: {e.message}"))
                 data = None
+            # Kafka prints "Error at offset O, skipping." and goes on; so does the text on
+            # stdout, while the cause is a located finding (record bytes carry no file
+            # position, so the batch's).
+            for e in self._record_errors:
+                self.finding(Finding(path, batch.position, e.reason,
+                                     f"record at offset {record.offset} cannot be decoded "
+                                     f"({e.message}); kafka-dump-log skips it"))
+            self._record_errors.clear()
         self.sink.record(batch, record, metadata=metadata, control_text=control_text, data=data)
 
     def _control_text(self, batch, record) -> str:

@@ -68,6 +68,7 @@ def dump_index(d, path: str, shown: str) -> None:
     with open_segment(path) as index:
         if index.size // idx.OFFSET_INDEX_ENTRY_SIZE == 0:
             d.sink.index_empty(shown)
+            _partial_entry(d, path, index.size, idx.OFFSET_INDEX_ENTRY_SIZE)
             return
         if d.opts.index_sanity_check:
             _sanity(d, path, shown, idx.offset_index_sanity_findings(index.buf, base))
@@ -86,6 +87,18 @@ def dump_index(d, path: str, shown: str) -> None:
         finally:
             if log is not None:
                 log.__exit__(None, None, None)
+        _partial_entry(d, path, index.size, idx.OFFSET_INDEX_ENTRY_SIZE)
+
+
+def _partial_entry(d, path: str, size: int, entry_size: int) -> None:
+    """A finding for bytes after the last whole entry. kafka-dump-log prints nothing about
+    them (AbstractIndex counts ``length / entrySize`` entries), but the broker's sanityCheck
+    throws CorruptIndexException at load and rebuilds the index: a cut or torn write."""
+    rest = size % entry_size
+    if rest:
+        d.finding(Finding(path, size - rest, "truncated",
+                          f"{rest} trailing bytes, a partial {entry_size}-byte entry (ignored by "
+                          f"kafka-dump-log; the broker's sanity check finds the index corrupt)"))
 
 
 def _first_batch_last_offset(d, path: str, log, entry) -> int | None:
@@ -176,6 +189,7 @@ def dump_time_index(d, path: str, shown: str) -> None:
             for f in (log, oindex):
                 if f is not None:
                     f.__exit__(None, None, None)
+        _partial_entry(d, path, tindex.size, idx.TIME_INDEX_ENTRY_SIZE)
 
 
 def _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts) -> None:

@@ -7,7 +7,9 @@ replaces malformed bytes with U+FFFD, as Python's ``errors="replace"`` does).
 
 A parser is ``parse(record) -> (key | None, payload | None)``. The internal-topic parsers
 come from ``logscan.format`` (txnlog, offsets, metadata); they never raise for bad record
-bytes, because Kafka's own parsers turn those into ``Error at offset ..., skipping.`` text.
+bytes, because Kafka's own parsers turn those into ``Error at offset ..., skipping.`` text;
+the DecodeError behind such a text is appended to the ``errors`` list the parser was made
+with, so the dump can report it (file, byte, reason) while printing Kafka's text.
 """
 
 from __future__ import annotations
@@ -72,19 +74,20 @@ def decoder_parser(key_decoder: str, value_decoder: str) -> Parser:
     return parse
 
 
-def internal_topic_parser(kind: str) -> Parser:
-    """The parser for ``kind`` in {"transaction", "offsets", "metadata"}.
+def internal_topic_parser(kind: str, errors: list) -> Parser:
+    """The parser for ``kind`` in {"transaction", "offsets", "metadata"}; the cause of
+    each ``Error at ...`` text it renders is appended to ``errors``.
 
     Imported lazily: these decoders are large and a plain dump does not need them.
     """
     if kind == "transaction":
         from logscan.format.txnlog import render_txnlog_key_payload
-        return lambda r: render_txnlog_key_payload(r.key, r.value, r.offset)
+        return lambda r: render_txnlog_key_payload(r.key, r.value, r.offset, errors)
     if kind == "offsets":
         from logscan.format.offsets import render_offsets_key_payload
-        return lambda r: render_offsets_key_payload(r.key, r.value, r.offset)
+        return lambda r: render_offsets_key_payload(r.key, r.value, r.offset, errors)
     if kind == "metadata":
         from logscan.format.metadata import render_metadata_payload
         # ClusterMetadataLogMessageParser: no key part, ever.
-        return lambda r: (None, render_metadata_payload(r.value, r.offset))
+        return lambda r: (None, render_metadata_payload(r.value, r.offset, errors))
     raise ValueError(f"unknown internal topic decoder {kind!r}")

@@ -17,9 +17,17 @@ a *finding* (a DecodeError instance, not raised) where Kafka would stop or die, 
   ``ZeroFilledRegion``, however long;
 - a size < 14, a size past the end with a valid entry further on, an unknown magic or an
   undecodable header -> the located cause, then one ``SkippedRegion`` up to the next
-  plausible entry (magic at +16, sane size, valid CRC).
+  plausible entry (magic at +16, sane size, valid CRC);
+- a CRC-failed entry with a valid entry inside its claimed extent -> the entry, then one
+  ``OverlongEntry`` (at its size field) saying where the walk resumes.
 
-A CRC mismatch is not a walk error: the batch is yielded with ``crc_valid=False``.
+A CRC mismatch is not a walk error: the batch is yielded with ``crc_valid=False``, as
+kafka-dump-log prints it (isValid false). Kafka then jumps past the claimed size; but a
+damaged size field is one way to fail the CRC (which then covers the wrong bytes), so a
+failed entry's extent is not believed blindly: if a genuine entry (whole, CRC valid, a
+higher offset) starts inside it, the walk yields an ``OverlongEntry`` naming the size field
+and resumes there, so a grown size does not swallow the good batches it covers.
+Undamaged segments never take this path: their walk is Kafka's, entry for entry.
 The buffer is never copied whole: headers are read in place, CRCs are computed over
 memoryview slices, the resync search copies at most one window at a time.
 """
@@ -75,6 +83,17 @@ class SkippedRegion(CorruptRecordError):
         self.length = length
 
 
+class OverlongEntry(CorruptRecordError):
+    """A CRC-failed entry claims more bytes than it has: a valid entry starts inside its
+    claimed extent, at ``resume_at``, and the walk goes on from there (the entry itself was
+    yielded just before, as kafka-dump-log prints it)."""
+
+    def __init__(self, message: str, entry_position: int, claimed_size: int, resume_at: int):
+        super().__init__(message, entry_position + 8, found=claimed_size,
+                         expected=f"<= {resume_at - entry_position - LOG_OVERHEAD}")
+        self.resume_at = resume_at
+
+
 class ZeroFilledRegion(SkippedRegion):
     """Zero bytes where entries should be: a preallocated or zero-extended segment."""
 
@@ -104,8 +123,9 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
             next_pos = pos + LOG_OVERHEAD + fields[1]
             if fields[3] != 2 or fields[1] < min_size or next_pos > end:
                 break
-            yield new_batch(batch_class, (
-                pos, *fields, crc(mv[pos + crc_start:next_pos]) == fields[4] if verify_crc else True))
+            if verify_crc and crc(mv[pos + crc_start:next_pos]) != fields[4]:
+                break  # a failed CRC: the general step checks the claimed extent
+            yield new_batch(batch_class, (pos, *fields, True))
             pos = next_pos
         if pos >= end:
             return
@@ -142,7 +162,17 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
             except DecodeError as e:
                 cause = e
             else:
+                resume = (_entry_inside(mv, entry, end)
+                          if resync and verify_crc and not entry.crc_valid else None)
                 yield entry
+                if resume is not None:
+                    claimed = entry.size_in_bytes
+                    yield OverlongEntry(
+                        f"entry at byte {entry.position} fails its CRC and claims {claimed} bytes, "
+                        f"but a valid entry starts inside them at byte {resume}: its size field "
+                        f"is damaged; resuming at byte {resume}",
+                        entry.position, claimed - LOG_OVERHEAD, resume)
+                    pos = resume
                 continue
         if not resync:
             yield cause if cause is not None else _region_finding(mv, pos, end)
@@ -200,12 +230,29 @@ def _first_nonzero(mv: memoryview, pos: int, end: int) -> int | None:
     return None
 
 
-def find_next_entry(buf, pos: int, end: int) -> int | None:
-    """The first position >= ``pos`` where a whole, checksum-valid entry starts (the resync
-    search: it may also find a batch stored inside another one's payload)."""
+def _entry_inside(mv: memoryview, entry: Entry, end: int) -> int | None:
+    """Where a whole, checksum-valid entry with a higher offset than the CRC-failed
+    ``entry`` starts inside ``entry``'s claimed extent, if one does. The offset rule keeps a
+    batch that merely sits in a record's bytes (a log segment produced as a value) from
+    being taken: offsets only grow along a log."""
+    offset = _OFFSET_SIZE.unpack_from(mv, entry.position)[0]
+    claimed_end = entry.position + entry.size_in_bytes
+    at = entry.position + 1
+    while True:
+        found = find_next_entry(mv, at, end, before=claimed_end)
+        if found is None or _OFFSET_SIZE.unpack_from(mv, found)[0] > offset:
+            return found
+        at = found + 1
+
+
+def find_next_entry(buf, pos: int, end: int, *, before: int | None = None) -> int | None:
+    """The first position >= ``pos`` (and < ``before``, if given) where a whole,
+    checksum-valid entry ending by ``end`` starts (the resync search: it may also find a
+    batch stored inside another one's payload)."""
     mv = buf if type(buf) is memoryview else memoryview(buf)
-    while pos + HEADER_SIZE_UP_TO_MAGIC <= end:
-        stop = min(end, pos + RESYNC_WINDOW)
+    limit = end if before is None else min(end, before)
+    while pos < limit and pos + HEADER_SIZE_UP_TO_MAGIC <= end:
+        stop = min(limit, pos + RESYNC_WINDOW)
         window = mv[pos:min(end, stop + 21)].tobytes()  # lookahead so the pattern can match up to stop
         next_pos = stop
         at = 0
@@ -220,7 +267,8 @@ def find_next_entry(buf, pos: int, end: int) -> int | None:
             if not any(window[m.start():m.start() + HEADER_SIZE_UP_TO_MAGIC]):
                 # A zero run: an entry starts at most 11 bytes before its first non-zero
                 # byte (the size field), so jump there instead of trying every position.
-                nonzero = _first_nonzero(mv, candidate, end)
+                # (an entry starting before ``limit`` has its size field below limit + 12)
+                nonzero = _first_nonzero(mv, candidate, min(end, limit + 12))
                 if nonzero is None:
                     return None
                 jump = max(candidate + 1, nonzero - 11)

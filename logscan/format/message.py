@@ -731,7 +731,8 @@ def decode_coordinator_record(types: Mapping, key, value) -> CoordinatorRecord:
 
 
 def render_coordinator_record(types: Mapping, key, value, offset: int,
-                              value_json=message_json) -> tuple[str | None, str | None]:
+                              value_json=message_json, errors: list | None = None
+                              ) -> tuple[str | None, str | None]:
     """What kafka-dump-log 4.1.1 prints after ``key: `` and `` payload: `` for a coordinator
     topic (``CoordinatorRecordMessageParser``); None means the part is not printed.
 
@@ -741,6 +742,8 @@ def render_coordinator_record(types: Mapping, key, value, offset: int,
     * any other failure: key ``Error at offset O, skipping. <message>``, no payload.
 
     A record without a key makes Kafka's tool abort; we raise CorruptRecordError.
+    Kafka's text hides the cause; when ``errors`` is a list, the DecodeError behind an
+    ``Error at``/``Unknown record type`` text is appended to it (the dump reports it).
     """
     if key is None:
         raise _error(CorruptRecordError, f"Failed to decode message at offset {offset} using "
@@ -748,6 +751,8 @@ def render_coordinator_record(types: Mapping, key, value, offset: int,
     try:
         rec = decode_coordinator_record(types, key, value)
     except DecodeError as exc:
+        if errors is not None:
+            errors.append(exc)
         unknown = getattr(exc, "unknown_type", None)
         if unknown is not None:
             return f"Unknown record type {unknown} at offset {offset}, skipping.", None

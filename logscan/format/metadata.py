@@ -302,17 +302,25 @@ def decode_metadata_record(buf, pos: int = 0, end: int | None = None, *,
     return MetadataRecord(api_key, version, message, b"", frame), end
 
 
-def render_metadata_payload(value, offset: int) -> str:
+def render_metadata_payload(value, offset: int, errors: list | None = None) -> str:
     """Exactly what ``kafka-dump-log --cluster-metadata-decoder`` (4.1.1) prints after
-    `` payload: `` for a (non-control) record value; there is never a key part."""
+    `` payload: `` for a (non-control) record value; there is never a key part. The cause
+    of an ``Error at`` text goes to ``errors`` when given."""
+    if errors is None:
+        errors = []
     try:
         if value is None:
             # Kafka dereferences the null buffer inside the frame-version read.
+            errors.append(CorruptRecordError("metadata record without a value", 0,
+                                             expected="a value", found=None))
             return f"Error at {offset}, skipping. Error while reading frame version"
         rec, _ = decode_metadata_record(value, 0, len(value), lenient=True)
     except DecodeError as exc:
+        errors.append(exc)
         return f"Error at {offset}, skipping. {java_message(exc)}"
     if rec.message is None:
+        errors.append(UnknownVersion(f"unknown metadata record type {rec.api_key}", 0,
+                                     expected="a known metadata record type", found=rec.api_key))
         return (f"Error at {offset}, skipping. org.apache.kafka.common.errors."
                 f"UnsupportedVersionException: Unknown metadata id {rec.api_key}")
     return '{"type":%s,"version":%d,"data":%s}' % (

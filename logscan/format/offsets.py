@@ -465,10 +465,13 @@ def offsets_value_json(value) -> dict:
     return node
 
 
-def render_offsets_key_payload(key, value, offset: int) -> tuple[str | None, str | None]:
+def render_offsets_key_payload(key, value, offset: int, errors: list | None = None
+                               ) -> tuple[str | None, str | None]:
     """Exactly what ``kafka-dump-log --offsets-decoder`` (4.1.1) prints after ``key: `` and
-    `` payload: `` (None = that part is not printed)."""
-    return render_coordinator_record(RECORD_TYPES, key, value, offset, offsets_value_json)
+    `` payload: `` (None = that part is not printed); the cause of an error text goes to
+    ``errors`` when given."""
+    return render_coordinator_record(RECORD_TYPES, key, value, offset, offsets_value_json,
+                                     errors=errors)
 
 
 def group_partition(group_id: str, num_partitions: int) -> int:

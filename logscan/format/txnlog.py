@@ -120,10 +120,12 @@ def decode_txnlog_entry(key, value) -> TransactionLogEntry:
         v.client_transaction_version)
 
 
-def render_txnlog_key_payload(key, value, offset: int) -> tuple[str | None, str | None]:
+def render_txnlog_key_payload(key, value, offset: int, errors: list | None = None
+                              ) -> tuple[str | None, str | None]:
     """Exactly what ``kafka-dump-log --transaction-log-decoder`` (4.1.1) prints after
-    ``key: `` and `` payload: `` (None = that part is not printed)."""
-    return render_coordinator_record(RECORD_TYPES, key, value, offset)
+    ``key: `` and `` payload: `` (None = that part is not printed); the cause of an error
+    text goes to ``errors`` when given."""
+    return render_coordinator_record(RECORD_TYPES, key, value, offset, errors=errors)
 
 
 def java_string_hash(text: str) -> int:

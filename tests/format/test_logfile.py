@@ -7,8 +7,8 @@ from logscan.format.batch import RecordBatch, iter_records
 from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.errors import CorruptRecordError, DecodeError, UnknownMagic
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
-from logscan.format.logfile import (SkippedRegion, TruncatedTail, ZeroFilledRegion, kafka_entries,
-                                    walk_batches)
+from logscan.format.logfile import (OverlongEntry, SkippedRegion, TruncatedTail, ZeroFilledRegion,
+                                    kafka_entries, walk_batches)
 from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, legacy_message, legacy_wrapper
 from tests.kafkajava import dump_log, requires_jdk, run_java_source, text
 
@@ -64,6 +64,42 @@ def test_bad_crc_is_a_batch_not_a_finding():
     items = list(walk_batches(bytes(legacy) + bytes(damaged) + parts[4]))
     assert _kinds(items) == ["LegacyBatch", "RecordBatch", "RecordBatch"]
     assert [x.crc_valid for x in items] == [False, False, True]
+
+
+@pytest.mark.parametrize("grown_by", [1, 60, 200])
+def test_grown_size_does_not_swallow_the_batches_it_covers(grown_by):
+    """A size field damaged to more than the batch has (its CRC then fails): kafka-dump-log
+    would jump past the claimed size; the walk yields the batch (crc_valid false), says where
+    the next genuine batch starts inside the claimed bytes, and resumes there."""
+    parts = [_v2(0), _v2(3), _v2(6), _v2(9)]
+    buf = bytearray(b"".join(parts))
+    at = len(parts[0])
+    struct.pack_into(">i", buf, at + 8, len(parts[1]) - 12 + grown_by)
+    items = list(walk_batches(bytes(buf)))
+    assert _kinds(items) == ["RecordBatch", "RecordBatch", "OverlongEntry", "RecordBatch", "RecordBatch"]
+    bad, finding = items[1], items[2]
+    assert not bad.crc_valid and bad.size_in_bytes == len(parts[1]) + grown_by
+    assert finding.position == at + 8 and finding.resume_at == at + len(parts[1])
+    assert [x.base_offset for x in items if isinstance(x, RecordBatch)] == [0, 3, 6, 9]
+    assert all(x.crc_valid for x in items[3:])
+
+
+def test_crc_failed_batch_keeps_its_size_without_a_later_batch_inside():
+    """Only a whole, CRC-valid batch with a higher offset is a reason to resume inside a
+    failed batch: one stored in a record's value with a lower offset is not (nor is anything
+    when resync is off, as in Kafka's own walk)."""
+    inner = _v2(0, n=1)
+    outer = bytearray(encode_batch([Rec(inner, b"k", (), T0)], base_offset=5))
+    outer[-1] ^= 0xFF  # fail the outer CRC (the inner batch is not the last byte: headers follow)
+    buf = bytes(outer) + _v2(6)
+    assert _kinds(walk_batches(buf)) == ["RecordBatch", "RecordBatch"]
+    # a batch at offset 3 grown over all of that: only the batch at offset 6 is a reason
+    grown = bytearray(_v2(3))
+    struct.pack_into(">i", grown, 8, len(grown) - 12 + len(buf))
+    items = list(walk_batches(bytes(grown) + buf))
+    assert _kinds(items) == ["RecordBatch", "OverlongEntry", "RecordBatch"]
+    assert items[1].resume_at == len(grown) + len(outer) and items[2].base_offset == 6
+    assert _kinds(walk_batches(bytes(grown) + buf, resync=False)) == ["RecordBatch"]
 
 
 def test_every_truncation_gives_one_located_tail_finding():
@@ -382,15 +418,19 @@ def test_walk_never_raises_and_accounts_for_every_byte(chunks):
     """Invariant: the walk never raises, and its entries and reported regions tile the buffer
     exactly, in order; a cause finding points inside the region that follows it."""
     buf = b"".join(chunks)
-    cursor = 0
+    cursor = prev_position = 0
     for item in walk_batches(buf):
         assert isinstance(item, (RecordBatch, LegacyBatch, DecodeError))
         if isinstance(item, (RecordBatch, LegacyBatch)):
             assert item.position == cursor
+            prev_position = item.position
             cursor += item.size_in_bytes
         elif isinstance(item, REGION_TYPES):
             assert item.position == cursor and item.length > 0
             cursor += item.length
+        elif isinstance(item, OverlongEntry):  # back into the CRC-failed entry just yielded
+            assert item.position == prev_position + 8 and prev_position < item.resume_at < cursor
+            cursor = item.resume_at
         else:
             assert cursor <= item.position < len(buf)
     assert cursor == len(buf)

@@ -69,6 +69,12 @@ def test_unknown_types_raw_versions_and_garbage():
         "Error at 9, skipping. org.apache.kafka.common.errors.UnsupportedVersionException: "
         "Unknown metadata id 6")
     assert render_metadata_payload(None, 9) == "Error at 9, skipping. Error while reading frame version"
+    errors = []
+    render_metadata_payload(TOPIC, 3, errors)
+    assert errors == []
+    for bad in (TOPIC + b"!", bytes([1, 6, 0]), None):
+        render_metadata_payload(bad, 9, errors)
+    assert [e.reason for e in errors] == ["corrupt", "version", "corrupt"]
 
 
 def test_feature_level_round_trip():

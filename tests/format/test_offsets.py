@@ -50,6 +50,11 @@ def test_every_prefix_truncated_and_unknowns():
         decode_offsets_record(b"\x00\x09" + OFFSET_KEY[2:], None)      # 9: not in 4.1.1
     assert render_offsets_key_payload(b"\x00\x12", None, 7) == (
         "Unknown record type 18 at offset 7, skipping.", None)
+    errors = []
+    render_offsets_key_payload(OFFSET_KEY, OFFSET_V4, 0, errors)
+    assert errors == []
+    render_offsets_key_payload(b"\x00\x12", None, 7, errors)
+    assert len(errors) == 1 and errors[0].reason == "version"
     with pytest.raises(CorruptRecordError):
         render_offsets_key_payload(None, OFFSET_V1, 7)
 

@@ -103,6 +103,13 @@ def test_render_texts():
         "Unknown record type 3 at offset 4, skipping.", None)
     assert render_txnlog_key_payload(KEY_TX1, b"\x00\x05", 4) == (
         "Error at offset 4, skipping. Found an unknown record version 5 for 0 type", None)
+    # the cause behind Kafka's text, for the dump's finding; nothing for a good record
+    errors = []
+    render_txnlog_key_payload(KEY_TX1, VALUE_V0_EMPTY, 4, errors)
+    assert errors == []
+    render_txnlog_key_payload(KEY_TX1, b"\x00\x05", 4, errors)
+    render_txnlog_key_payload(b"\x00\x03x", None, 4, errors)
+    assert [(type(e).__name__, e.found) for e in errors] == [("UnknownVersion", 5), ("UnknownVersion", 3)]
 
 
 def test_java_string_hash_and_partition():

@@ -21,14 +21,6 @@ from logscan.format.batch import decode_batch_header, iter_records
 from .harness import (ATTRIBUTES_AT, RECORDS_AT, REAL_LOGS, Damage, check_log_damage, patch_record,
                       rebuilt_batch, record_layout, reference, replace_batch, reseal, xor)
 
-#: `logscan dump` prints Kafka's own text for an undecodable __transaction_state or
-#: __consumer_offsets record ("Error at offset 3, skipping. ...", "Unknown record type 99 at
-#: offset 0, skipping.") but reports no finding and exits 0. Reported to the lead for
-#: logscan/dump/dumper.py (_record) and logscan/dump/parsers.py.
-DUMP_SILENT_ON_RECORD_ERRORS = ("logscan dump prints Kafka's 'Error at offset ..., skipping.' "
-                                "text for an undecodable coordinator record but reports no "
-                                "finding and exits 0 (logscan/dump/dumper.py, parsers.py)")
-
 
 def _batches(ref, *, control: bool | None = None, compressed: bool | None = None):
     out = []
@@ -86,7 +78,6 @@ def test_scan_reports_unknown_transaction_log_versions(tmp_path, field, prefix, 
     assert problems == []
 
 
-@pytest.mark.xfail(strict=True, reason=DUMP_SILENT_ON_RECORD_ERRORS)
 @pytest.mark.parametrize("log,table", [("txnlog", TXNLOG_VERSIONS), ("offsets", OFFSETS_VERSIONS)])
 def test_dump_reports_unknown_coordinator_record_versions(tmp_path, log, table):
     ref = reference(REAL_LOGS[log], tmp_path)

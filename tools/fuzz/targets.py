@@ -21,7 +21,7 @@ from logscan.format import checkpoint, compression, control, index, raft, snapsh
 from logscan.format.batch import decode_batch_header, iter_records
 from logscan.format.errors import DecodeError
 from logscan.format.legacy import decode_legacy_entry, iter_legacy_records
-from logscan.format.logfile import walk_batches
+from logscan.format.logfile import OverlongEntry, walk_batches
 from logscan.format.metadata import decode_metadata_record, render_metadata_payload
 from logscan.format.offsets import decode_offsets_record, render_offsets_key_payload
 from logscan.format.txnlog import decode_txnlog_entry, render_txnlog_key_payload
@@ -98,12 +98,18 @@ def legacy(data: bytes) -> None:
 def walk(data: bytes) -> None:
     """A whole segment: entries and findings in file order, inside the buffer, and the walk
     ends (each step moves forward)."""
-    last_end = 0
+    last_start, last_end = -1, 0
     for item in walk_batches(data):
+        if isinstance(item, OverlongEntry):
+            # the previous entry's size was not believed: the walk resumes inside it
+            _check(last_start < item.resume_at < last_end, f"resume at {item.resume_at} is not "
+                   f"inside the previous entry [{last_start}, {last_end})")
+            last_end = item.resume_at
         if isinstance(item, DecodeError):
             _located(item, len(data))
             continue
         _check(item.position >= last_end, f"entry at {item.position} overlaps the previous one ending {last_end}")
+        last_start = item.position
         _check(item.next_position <= len(data), "entry runs past the buffer")
         last_end = item.next_position
 
