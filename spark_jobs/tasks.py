@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir
@@ -85,7 +86,7 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
     rng = ByteRange(unit["range_index"], unit["ranges"], unit["split_bytes"]) if split else None
     read = read_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
                         headers=True, byte_range=rng)
-    for fact, header in zip(read.facts, read.headers):
+    for fact, header in [*zip(read.facts, read.headers), *read.damaged]:
         yield "batch", R.batch_row(fact, header, key, path, unit["segment_base_offset"])
     for row in R.txn_log_rows(read, key, path):
         yield "txn_log", row
@@ -96,7 +97,7 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
                         "handoffs": [{"range_index": i, "clean": c} for i, c in read.handoffs]}
     yield "file", {**key, "file": path, "kind": "log_segment", "size": unit["size"],
                    "status": R.file_status(read.findings), "error_count": len(read.findings),
-                   "batches": len(read.facts), "detail": None}
+                   "batches": len(read.facts) + read.damaged_count, "detail": None}
 
 
 def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -115,7 +116,9 @@ def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 def _facts(batches: pa.Table) -> list[BatchFact]:
-    """The replica's batch rows as BatchFacts in log order (segment, then position in it)."""
+    """The replica's batch rows as BatchFacts in log order (segment, then position in it);
+    a batch failing its CRC is only listed, never replayed (see read_segment)."""
+    batches = batches.filter(pc.field("crc_valid"))
     if batches.num_rows == 0:
         return []
     batches = batches.sort_by([("segment_base_offset", "ascending"), ("position", "ascending")])

@@ -71,16 +71,19 @@ def _read_replica(listed: ListedReplica, keep_batches: bool, rows: dict[str, lis
     key = listed.key
     read = ReplicaRead()
     for base, path in r.segments:
-        marks = (len(read.facts), len(read.findings), len(read.txn_log))
+        marks = (len(read.facts), len(read.findings), len(read.txn_log), read.damaged_count)
         read_segment(str(path), r.partition, is_txn_log=r.topic == TRANSACTION_STATE_TOPIC, out=read,
                      headers=keep_batches)
         found = read.findings[marks[1]:]
         rows["files"].append({**key, "file": str(path), "kind": "log_segment", "size": file_size(path),
                               "status": R.file_status(found), "error_count": len(found),
-                              "batches": len(read.facts) - marks[0], "detail": None})
+                              "batches": len(read.facts) - marks[0] + read.damaged_count - marks[3],
+                              "detail": None})
         if keep_batches:
             rows["batches"].extend(R.batch_row(f, h, key, str(path), base)
-                                   for f, h in zip(read.facts[marks[0]:], read.headers[marks[0]:]))
+                                   for f, h in [*zip(read.facts[marks[0]:], read.headers[marks[0]:]),
+                                                *read.damaged])
+            read.damaged.clear()
         part = ReplicaRead(txn_log=read.txn_log[marks[2]:], txn_log_positions=read.txn_log_positions[marks[2]:])
         rows["txn_log"].extend(R.txn_log_rows(part, key, str(path)))
     read.headers.clear()

@@ -72,6 +72,10 @@ class ReplicaRead:
     facts: list[BatchFact] = field(default_factory=list)
     # With headers=True, the header of each fact's batch (same order): the batches table.
     headers: list[RecordBatch] = field(default_factory=list)
+    # v2 batches whose CRC fails: kept out of ``facts`` (no producer state comes from them);
+    # with headers=True their (fact, header) pairs, for the batches table (crc_valid false).
+    damaged: list[tuple[BatchFact, RecordBatch]] = field(default_factory=list)
+    damaged_count: int = 0
     txn_log: list[TxnLogRecord] = field(default_factory=list)
     txn_log_positions: list[int] = field(default_factory=list)  # batch position of each record
     findings: list[Finding] = field(default_factory=list)
@@ -178,6 +182,22 @@ def valid_ranges(count: int, handoffs: dict[int, list[tuple[int, bool]]]) -> set
     return kept
 
 
+def crc_finding(path: str, entry) -> Finding:
+    """A log entry whose checksum fails (CRC-32C for v2, CRC-32 for v0/v1), located.
+
+    The scan keeps such an entry out of producer state, spans and the LSO: a broker never
+    applies it, since log recovery (LogSegment.recover) truncates the log at the first invalid
+    batch. The entries after it are still in this copy and are read; the finding says the log
+    is damaged from this position on, as the broker would see it on recovery."""
+    if isinstance(entry, RecordBatch):
+        what = f"v2 batch at offset {entry.base_offset} (CRC-32C)"
+    else:
+        what = f"magic {entry.magic} message at offset {entry.offset} (CRC-32)"
+    return Finding(path, entry.position, "crc",
+                   f"CRC mismatch in {what}, {entry.size_in_bytes} bytes: left out of producer state; "
+                   f"Kafka's log recovery would truncate the log here")
+
+
 def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,
                  headers: bool = False, byte_range: Optional[ByteRange] = None) -> ReplicaRead:
     """One `.log` segment (or one byte range of it) into batch facts (and `__transaction_state`
@@ -196,11 +216,15 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             if isinstance(entry, DecodeError):
                 out.findings.append(Finding.from_error(path, entry))
                 continue
+            if not entry.crc_valid:
+                out.findings.append(crc_finding(path, entry))
+                if isinstance(entry, RecordBatch):
+                    out.damaged_count += 1
+                    if headers:
+                        out.damaged.append((batch_fact(buf, entry, path, []), entry))
+                continue
             if not isinstance(entry, RecordBatch):
                 continue  # legacy v0/v1 entries carry no producer state
-            if not entry.crc_valid:
-                out.findings.append(Finding(path, entry.position, "crc",
-                                            f"CRC mismatch in batch at offset {entry.base_offset}"))
             if out.first_offset is None:
                 out.first_offset = entry.base_offset
             out.max_timestamp = max(out.max_timestamp, entry.max_timestamp)
@@ -352,7 +376,8 @@ def _metadata_events(path: str, findings: list[Finding], *, from_snapshot: bool,
         for batch in walk_batches(buf, verify_crc=True):
             # Damage to the framing is reported once, by the segment read of the replica
             # (read_segment); here only what that read does not decode, the records, is.
-            if not isinstance(batch, RecordBatch) or batch.is_control or batch.last_offset < min_offset:
+            if (not isinstance(batch, RecordBatch) or not batch.crc_valid or batch.is_control
+                    or batch.last_offset < min_offset):
                 continue
             # Records of a metadata batch share its append time; a snapshot's records stand for
             # the log before its end offset, so they count as older than any log record.

@@ -19,11 +19,6 @@ from .harness import (COUNT_AT, CRC_AT, LENGTH_AT, MAGIC_AT, REAL_LOGS, Damage, 
 LOGS = sorted(REAL_LOGS)
 HEADER = 61
 
-#: read_segment skips every legacy (magic 0/1) entry without a finding, even one whose CRC
-#: fails. Reported to the lead for logscan/scan/replica.py (read_segment).
-SCAN_SKIPS_LEGACY = ("the scan passes over a legacy entry with a bad CRC without a finding "
-                     "(logscan/scan/replica.py read_segment)")
-
 
 def _some(spans: list, most: int = 6) -> list:
     """At most ``most`` batches spread over the file, the first and the last included: the
@@ -162,7 +157,6 @@ def test_wrong_magic(tmp_path, log, magic):
     assert _run(ref, damages, tmp_path, scan_sees=magic != 0) == []
 
 
-@pytest.mark.xfail(strict=True, reason=SCAN_SKIPS_LEGACY)
 def test_scan_reports_a_batch_read_as_a_legacy_message(tmp_path):
     """With magic 0 a v2 batch frames as a v0 message (with a wrong CRC); the dump prints it
     as isvalid false, the scan must say so too rather than pass over it."""

@@ -10,6 +10,7 @@ line; nothing may crash (a traceback on stderr fails the test).
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -99,22 +100,18 @@ def test_dump_command_exit_status_and_located_line(tmp_path, name, log, make, sp
     assert all(l.startswith(kinds) for l in run_cli("dump", "--deep-iteration", str(target)).stdout.splitlines())
 
 
-#: read_segment turns a batch whose CRC fails into a fact like any other, so a damaged
-#: producer id opens a phantom transaction that holds the LSO (and, once older than the
-#: timeout, becomes a hanging candidate with an abort plan). Reported to the lead for
-#: logscan/scan/replica.py (read_segment / batch_fact).
-PHANTOM_FROM_BAD_CRC = ("the scan rebuilds producer state from a batch whose CRC fails: a damaged "
-                        "producer id opens a phantom transaction (logscan/scan/replica.py)")
-
-
-@pytest.mark.xfail(strict=True, reason=PHANTOM_FROM_BAD_CRC)
 def test_a_batch_failing_its_crc_opens_no_phantom_transaction(tmp_path):
     ref = reference(REAL_LOGS["txn"], tmp_path)
     clean = scan([mini_cluster(tmp_path / "clean", REAL_LOGS["txn"].parent)[0]]).replicas[0]
     root, part = mini_cluster(tmp_path / "damaged", REAL_LOGS["txn"].parent)
     producer_id_low_byte = ref.spans[0][0] + 50  # ProducerId is bytes 43..50 of the header
     (part / REAL_LOGS["txn"].name).write_bytes(xor(ref.data, producer_id_low_byte, 0x40).data)
-    damaged = scan([root]).replicas[0]
+    result = scan([root])
+    damaged = result.replicas[0]
+    # the damage is reported where it is, and only the damaged batch is left out
+    assert [(Path(f.path).name, f.position, f.reason) for f in result.findings] == [
+        (REAL_LOGS["txn"].name, ref.spans[0][0], "crc")]
+    assert damaged.state.log_end_offset == clean.state.log_end_offset
     assert set(damaged.producers.producers) <= set(clean.producers.producers)
     assert damaged.state.open_transactions == clean.state.open_transactions == 0
     assert damaged.state.last_stable_offset == clean.state.last_stable_offset

@@ -180,3 +180,32 @@ def test_a_corrupt_file_only_adds_corruptions(spark, tmp_path):
     assert {r.file for r in files.where("status != 'ok'").collect()} == {str(victim)}
     assert files.count() == len(list(copy.glob("*/*.log")))
     assert_tables_equal(spark, out, "damaged", local_tables(result))
+
+
+def test_a_batch_failing_its_crc_is_listed_but_never_replayed(spark, tmp_path):
+    """A transactional batch whose producer id is damaged (so its CRC fails): both drivers
+    list it in `batches` with crc_valid false and a `crc` corruption at its position, no
+    producer of that damaged id appears, and every table still equals the local driver's."""
+    from logscan.format.batch import RecordBatch
+    from logscan.format.logfile import walk_batches
+
+    root = CLUSTERS[0]
+    shutil.copytree(root / "brokers", tmp_path / "brokers")
+    victim, batch = next((p, b) for p in sorted((tmp_path / "brokers").glob("*/*/*.log"))
+                         if not p.parent.name.startswith("__")
+                         for b in walk_batches(p.read_bytes()) if isinstance(b, RecordBatch)
+                         and b.is_transactional and not b.is_control)
+    data = bytearray(victim.read_bytes())
+    data[batch.position + 50] ^= 0x40  # the low byte of ProducerId (header bytes 43..50)
+    victim.write_bytes(bytes(data))
+    phantom = batch.producer_id ^ 0x40
+    out = str(tmp_path / "delta")
+    as_of = _as_of(root)
+    spark_scan.run(spark, [tmp_path / "brokers"], out, scan_id="crc", as_of_ms=as_of)
+    result = local_scan([tmp_path / "brokers"], as_of_ms=as_of, keep_batches=True)
+    assert [(f.path, f.position, f.reason) for f in result.findings] == [(str(victim), batch.position, "crc")]
+    bad = table(spark, out, "batches", "crc").where("NOT crc_valid").collect()
+    assert [(r.file, r.position, r.producer_id) for r in bad] == [(str(victim), batch.position, phantom)]
+    assert table(spark, out, "producer_state", "crc").where(F.col("producer_id") == phantom).count() == 0
+    assert all(phantom not in r.producers.producers for r in result.replicas)
+    assert_tables_equal(spark, out, "crc", local_tables(result))
