@@ -146,14 +146,31 @@ def total_size(paths: Iterable) -> tuple[int, int]:
     return sum(sizes), len(sizes)
 
 
+def scan(roots, *, enabled: bool, include_superseded: bool = False, **scan_options):
+    """logscan.scan.local.scan with a bar over the segments it reads, moved through the
+    scan's ``on_file`` callback as each one is read. The segments are listed up front (a
+    directory walk; no file is opened), and only when the bar is drawn."""
+    from logscan.scan import local
+
+    if not enabled:
+        return local.scan(roots, include_superseded=include_superseded, **scan_options)
+    from logscan.logdir.tree import iter_brokers
+
+    segments = [p for broker in iter_brokers(roots, include_superseded=include_superseded)
+                for replica in broker.replicas for _, p in replica.segments]
+    with Bar("scan", *total_size(segments)) as bar:
+        return local.scan(roots, include_superseded=include_superseded,
+                          on_file=lambda _path, size: bar.advance(size), **scan_options)
+
+
 @contextmanager
 def scan_bar(roots, *, include_superseded: bool, enabled: bool) -> Iterator[Bar | _Quiet]:
     """A bar over the segments the single-process scan reads, moved as each one is read.
 
-    The segments are listed up front (a directory walk; no file is opened). scan() takes no
-    progress callback, so inside the block logscan.scan.local's module-level ``read_segment``
-    (called once per segment file) is wrapped to move the bar by the file's size once read
-    (restored on exit, also on error). Nothing is listed or wrapped when not enabled.
+    Superseded by :func:`scan`, which uses the scan's ``on_file`` callback; kept only while
+    logscan/cli.py (``_local_scan``) still calls it: inside the block logscan.scan.local's
+    module-level ``read_segment`` is wrapped to move the bar by each file's size (restored
+    on exit, also on error). Delete it once the CLI calls :func:`scan`.
     """
     if not enabled:
         yield _Quiet()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir, Skipped, file_size
@@ -65,7 +65,12 @@ class ScanResult:
     rows: dict[str, list[R.Row]] = field(default_factory=dict)
 
 
-def _read_replica(listed: ListedReplica, keep_batches: bool, rows: dict[str, list[R.Row]]) -> ReplicaRead:
+#: Called once per segment file the scan has read: (path, size in bytes).
+OnFile = Callable[[str, int], None]
+
+
+def _read_replica(listed: ListedReplica, keep_batches: bool, rows: dict[str, list[R.Row]],
+                  on_file: Optional[OnFile] = None) -> ReplicaRead:
     """Every segment of a replica, with the rows of each segment file as the Spark job makes them."""
     r = listed.replica
     key = listed.key
@@ -75,7 +80,8 @@ def _read_replica(listed: ListedReplica, keep_batches: bool, rows: dict[str, lis
         read_segment(str(path), r.partition, is_txn_log=r.topic == TRANSACTION_STATE_TOPIC, out=read,
                      headers=keep_batches)
         found = read.findings[marks[1]:]
-        rows["files"].append({**key, "file": str(path), "kind": "log_segment", "size": file_size(path),
+        size = file_size(path)
+        rows["files"].append({**key, "file": str(path), "kind": "log_segment", "size": size,
                               "status": R.file_status(found), "error_count": len(found),
                               "batches": len(read.facts) - marks[0] + read.damaged_count - marks[3],
                               "detail": None})
@@ -86,6 +92,8 @@ def _read_replica(listed: ListedReplica, keep_batches: bool, rows: dict[str, lis
             read.damaged.clear()
         part = ReplicaRead(txn_log=read.txn_log[marks[2]:], txn_log_positions=read.txn_log_positions[marks[2]:])
         rows["txn_log"].extend(R.txn_log_rows(part, key, str(path)))
+        if on_file is not None:
+            on_file(str(path), size)
     read.headers.clear()
     return read
 
@@ -93,8 +101,9 @@ def _read_replica(listed: ListedReplica, keep_batches: bool, rows: dict[str, lis
 def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
          max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
          include_superseded: bool = False, keep_batches: bool = False,
-         bootstrap: str = DEFAULT_BOOTSTRAP) -> ScanResult:
-    """Scan a copy. ``keep_batches`` also keeps a row per batch (``rows['batches']``)."""
+         bootstrap: str = DEFAULT_BOOTSTRAP, on_file: Optional[OnFile] = None) -> ScanResult:
+    """Scan a copy. ``keep_batches`` also keeps a row per batch (``rows['batches']``);
+    ``on_file(path, size)`` is called as each segment file has been read (a progress bar)."""
     result = ScanResult(rows={"files": [], "batches": [], "corruptions": [], "txn_log": []})
     listing = list_copy(roots, include_superseded=include_superseded)
     for broker in listing.brokers:
@@ -107,7 +116,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     metadata_ends: list[tuple[int, int, int]] = []
     for listed in listing.replicas:
         rdir, key = listed.replica, listed.key
-        read = _read_replica(listed, keep_batches, result.rows)
+        read = _read_replica(listed, keep_batches, result.rows, on_file)
         result.bytes_read += read.bytes_read
         analysis = analyse_replica(rdir, read.facts, hw_checkpoint=listed.hw_checkpoint,
                                    log_start_checkpoint=listed.log_start_checkpoint)

@@ -132,6 +132,29 @@ def test_scan_bar_counts_what_the_scan_reads_and_unwraps():
     assert bar.bytes_done == result.bytes_read == sum(os.path.getsize(p) for p in SEGMENTS)
 
 
+def test_scan_moves_its_bar_through_the_on_file_callback(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from logscan.scan import local
+
+    bars, original = [], local.read_segment
+
+    class Recording(progress.Bar):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, console=Console(file=io.StringIO(), force_terminal=True), **kwargs)
+            bars.append(self)
+            assert local.read_segment is original  # nothing is wrapped
+
+    monkeypatch.setattr(progress, "Bar", Recording)
+    result = progress.scan([BROKERS], enabled=True)
+    (bar,) = bars
+    assert bar.files_done == bar.total_files == len(SEGMENTS)
+    assert bar.bytes_done == result.bytes_read == sum(os.path.getsize(p) for p in SEGMENTS)
+    assert progress.scan([BROKERS], enabled=False).bytes_read == result.bytes_read and len(bars) == 1
+
+
 def test_wanted_only_for_a_terminal(tmp_path, monkeypatch):
     monkeypatch.setenv("TERM", "xterm")
     with open(tmp_path / "f", "w") as f:
