@@ -43,7 +43,6 @@ from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +345,7 @@ def check_newest_snapshot(snapshots: list[SnapshotFile], facts: list[BatchFact],
 
 def latest_leader_epoch(replica: ReplicaDir, findings: list[Finding]) -> Optional[int]:
     """The highest epoch in the replica's leader-epoch-checkpoint (None: no file or no entry)."""
-    path = replica.path / LEADER_EPOCH_CHECKPOINT
+    path = replica.path / Kind.LEADER_EPOCH_CHECKPOINT.value  # the file's name (logdir.naming)
     if not path.is_file():
         return None
     try:
