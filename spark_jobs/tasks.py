@@ -97,7 +97,7 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
                         "handoffs": [{"range_index": i, "clean": c} for i, c in read.handoffs]}
     yield "file", {**key, "file": path, "kind": "log_segment", "size": unit["size"],
                    "status": R.file_status(read.findings), "error_count": len(read.findings),
-                   "batches": len(read.facts) + read.damaged_count, "detail": None}
+                   "batches": read.batches + read.damaged_count, "detail": None}
 
 
 def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -115,15 +115,16 @@ def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
                 yield R.to_tagged_batch(out, DECODED, extra)
 
 
-def _facts(batches: pa.Table) -> list[BatchFact]:
+def _facts(batches: pa.Table) -> Iterator[BatchFact]:
     """The replica's batch rows as BatchFacts in log order (segment, then position in it);
     a batch failing its CRC is only listed, never replayed (see read_segment)."""
     batches = batches.filter(pc.field("crc_valid"))
     if batches.num_rows == 0:
-        return []
+        return
     batches = batches.sort_by([("segment_base_offset", "ascending"), ("position", "ascending")])
-    cols = [batches.column(name).to_pylist() for name in BatchFact._fields]
-    return [BatchFact(*values) for values in zip(*cols)]
+    for chunk in batches.select(list(BatchFact._fields)).to_batches(max_chunksize=_FLUSH_ROWS):
+        cols = [column.to_pylist() for column in chunk.columns]
+        yield from (BatchFact(*values) for values in zip(*cols))
 
 
 def _replica_dir(info: R.Row) -> ReplicaDir:

@@ -25,7 +25,7 @@ from logscan.state.spans import TxnSpan
 from . import rows as R
 from .listing import ListedReplica, list_copy
 from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, ReplicaAnalysis, ReplicaRead,
-                      analyse_replica, read_metadata_events, read_segment)
+                      ReplicaAnalyser, read_metadata_events, read_segment)
 
 DEFAULT_BOOTSTRAP = "BOOTSTRAP:9092"
 
@@ -69,32 +69,37 @@ class ScanResult:
 OnFile = Callable[[str, int], None]
 
 
-def _read_replica(listed: ListedReplica, keep_batches: bool, rows: dict[str, list[R.Row]],
-                  on_file: Optional[OnFile] = None) -> ReplicaRead:
-    """Every segment of a replica, with the rows of each segment file as the Spark job makes them."""
+def _read_replica(listed: ListedReplica, analyser: ReplicaAnalyser, keep_batches: bool,
+                  rows: dict[str, list[R.Row]], on_file: Optional[OnFile] = None) -> ReplicaRead:
+    """Every segment of a replica, its batch facts streamed into ``analyser`` as they are read,
+    with the rows of each segment file as the Spark job makes them."""
     r = listed.replica
     key = listed.key
     read = ReplicaRead()
     for base, path in r.segments:
-        marks = (len(read.facts), len(read.findings), len(read.txn_log), read.damaged_count)
+        marks = (read.batches, len(read.findings), len(read.txn_log), read.damaged_count)
+        if keep_batches:
+            def on_fact(fact, header, path=str(path), base=base):
+                analyser.feed(fact)
+                rows["batches"].append(R.batch_row(fact, header, key, path, base))
+        else:
+            def on_fact(fact, header):
+                analyser.feed(fact)
         read_segment(str(path), r.partition, is_txn_log=r.topic == TRANSACTION_STATE_TOPIC, out=read,
-                     headers=keep_batches)
+                     headers=keep_batches, on_fact=on_fact)
         found = read.findings[marks[1]:]
         size = file_size(path)
         rows["files"].append({**key, "file": str(path), "kind": "log_segment", "size": size,
                               "status": R.file_status(found), "error_count": len(found),
-                              "batches": len(read.facts) - marks[0] + read.damaged_count - marks[3],
+                              "batches": read.batches - marks[0] + read.damaged_count - marks[3],
                               "detail": None})
         if keep_batches:
-            rows["batches"].extend(R.batch_row(f, h, key, str(path), base)
-                                   for f, h in [*zip(read.facts[marks[0]:], read.headers[marks[0]:]),
-                                                *read.damaged])
+            rows["batches"].extend(R.batch_row(f, h, key, str(path), base) for f, h in read.damaged)
             read.damaged.clear()
         part = ReplicaRead(txn_log=read.txn_log[marks[2]:], txn_log_positions=read.txn_log_positions[marks[2]:])
         rows["txn_log"].extend(R.txn_log_rows(part, key, str(path)))
         if on_file is not None:
             on_file(str(path), size)
-    read.headers.clear()
     return read
 
 
@@ -116,9 +121,10 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     metadata_ends: list[tuple[int, int, int]] = []
     for listed in listing.replicas:
         rdir, key = listed.replica, listed.key
-        read = _read_replica(listed, keep_batches, result.rows, on_file)
+        analyser = ReplicaAnalyser(rdir)
+        read = _read_replica(listed, analyser, keep_batches, result.rows, on_file)
         result.bytes_read += read.bytes_read
-        analysis = analyse_replica(rdir, read.facts, hw_checkpoint=listed.hw_checkpoint,
+        analysis = analyser.finish(hw_checkpoint=listed.hw_checkpoint,
                                    log_start_checkpoint=listed.log_start_checkpoint)
         _add_findings(result, [(key, f) for f in read.findings + analysis.findings])
         result.rows["files"].extend(R.snapshot_file_rows(analysis.snapshots, key))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from logscan.format.batch import RecordBatch, iter_records
 from logscan.format.checkpoint import parse_leader_epoch_checkpoint
@@ -35,7 +35,7 @@ from logscan.state.facts import BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
 from logscan.state.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager, describe_producers
 from logscan.state.snapshots import compare_producers
-from logscan.state.spans import ReplicaReplay, replay
+from logscan.state.spans import Replay, ReplicaReplay
 
 from logscan.logdir.naming import Kind, classify
 from logscan.logdir.segment import Finding, open_segment
@@ -68,7 +68,9 @@ def range_count(size: int, split_bytes: Optional[int]) -> int:
 class ReplicaRead:
     """What one pass over a replica's segments (or one byte range of one) produced."""
 
+    # Without an ``on_fact`` callback (read_segment), the facts of the batches read.
     facts: list[BatchFact] = field(default_factory=list)
+    batches: int = 0  # facts read (listed or passed to on_fact)
     # With headers=True, the header of each fact's batch (same order): the batches table.
     headers: list[RecordBatch] = field(default_factory=list)
     # v2 batches whose CRC fails: kept out of ``facts`` (no producer state comes from them);
@@ -197,11 +199,18 @@ def crc_finding(path: str, entry) -> Finding:
                    f"Kafka's log recovery would truncate the log here")
 
 
+#: Receives each batch fact of a walk with its header, in log order.
+OnFact = Callable[[BatchFact, RecordBatch], None]
+
+
 def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,
-                 headers: bool = False, byte_range: Optional[ByteRange] = None) -> ReplicaRead:
+                 headers: bool = False, byte_range: Optional[ByteRange] = None,
+                 on_fact: Optional[OnFact] = None) -> ReplicaRead:
     """One `.log` segment (or one byte range of it) into batch facts (and `__transaction_state`
     records), appended to ``out``; the unit of work of a Spark task as much as of the local
-    loop. ``headers`` keeps each batch's header for the batches table."""
+    loop. ``headers`` keeps each batch's header for the batches table. With ``on_fact`` the
+    facts stream to it (with their headers) instead of being listed, so memory does not grow
+    with the segment."""
     out = ReplicaRead() if out is None else out
     with ExitStack() as stack:
         try:
@@ -227,9 +236,13 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             if out.first_offset is None:
                 out.first_offset = entry.base_offset
             out.max_timestamp = max(out.max_timestamp, entry.max_timestamp)
-            out.facts.append(batch_fact(buf, entry, path, out.findings))
-            if headers:
-                out.headers.append(entry)
+            out.batches += 1
+            if on_fact is not None:
+                on_fact(batch_fact(buf, entry, path, out.findings), entry)
+            else:
+                out.facts.append(batch_fact(buf, entry, path, out.findings))
+                if headers:
+                    out.headers.append(entry)
             if is_txn_log and not entry.is_control:
                 before = len(out.txn_log)
                 out.txn_log.extend(_txn_log_records(buf, entry, partition, path, out.findings))
@@ -322,23 +335,26 @@ def _describe(psm: ProducerStateManager) -> dict[int, tuple]:
     return {row[0]: row[1:] for row in describe_producers(psm)}
 
 
-def check_newest_snapshot(snapshots: list[SnapshotFile], facts: list[BatchFact], rep: ReplicaReplay,
-                          seed: Optional[tuple[list[ProducerStateEntry], int]]) -> Optional[SnapshotCheck]:
+def newest_loadable(snapshots: list[SnapshotFile]) -> Optional[SnapshotFile]:
     loadable = [s for s in snapshots if s.loadable]
-    if not loadable:
+    return loadable[-1] if loadable else None
+
+
+def check_newest_snapshot(snapshots: list[SnapshotFile], rebuilt: Optional[dict[int, tuple]],
+                          seed: Optional[tuple[list[ProducerStateEntry], int]]) -> Optional[SnapshotCheck]:
+    """The newest loadable snapshot against ``rebuilt``: the producers (as _describe gives
+    them) replayed from the batches below the snapshot's offset, taken as the replay passed
+    that offset."""
+    newest = newest_loadable(snapshots)
+    if newest is None:
         return None
-    newest = loadable[-1]
     psm = ProducerStateManager()
     psm.seed(snapshot_entries(newest.snapshot), newest.offset)
     held = _describe(psm)
-    if seed is not None and seed[1] == newest.offset:
+    if rebuilt is None or (seed is not None and seed[1] == newest.offset):
         # The rebuild starts from this very snapshot: nothing independent to compare with.
         return SnapshotCheck(newest.offset, newest.path, held, {}, False)
-    if rep.producers.map_end_offset == newest.offset:
-        rebuilt = rep.producers
-    else:
-        rebuilt = replay([f for f in facts if f.base_offset < newest.offset], seed).producers
-    return SnapshotCheck(newest.offset, newest.path, held, compare_producers(held, _describe(rebuilt)), True)
+    return SnapshotCheck(newest.offset, newest.path, held, compare_producers(held, rebuilt), True)
 
 
 # --- leader epochs and __cluster_metadata ----------------------------------------------------
@@ -439,19 +455,57 @@ class ReplicaAnalysis:
                               leader_epoch=self.leader_epoch)
 
 
-def analyse_replica(replica: ReplicaDir, facts: list[BatchFact], *, hw_checkpoint: Optional[int],
+class ReplicaAnalyser:
+    """Kafka's per-replica rules over one replica's batches fed in log order, one at a time:
+    memory holds the producer state and spans, never the batches. Both drivers use it."""
+
+    def __init__(self, replica: ReplicaDir) -> None:
+        self.replica = replica
+        self.findings: list[Finding] = []
+        self.snapshots = read_snapshots(replica)
+        self.findings.extend(s.finding for s in self.snapshots if s.finding is not None)
+        newest = newest_loadable(self.snapshots)
+        self._newest_offset = newest.offset if newest is not None else None
+        self._seed: Optional[tuple[list[ProducerStateEntry], int]] = None
+        self._replay: Optional[Replay] = None
+        self._at_newest: Optional[dict[int, tuple]] = None  # the rebuild at the newest snapshot
+        self.max_timestamp = -1
+
+    def _capture_at_newest(self) -> None:
+        self._at_newest = _describe(self._replay.producers)
+        self._newest_offset = None
+
+    def feed(self, fact: BatchFact) -> None:
+        if self._replay is None:
+            # The snapshot to start from depends on the first offset the log still has.
+            self._seed = snapshot_seed(self.snapshots, fact.base_offset)
+            self._replay = Replay(self._seed)
+        if self._newest_offset is not None and fact.base_offset >= self._newest_offset:
+            self._capture_at_newest()
+        self.max_timestamp = max(self.max_timestamp, fact.max_timestamp)
+        self._replay.feed(fact)
+
+    def finish(self, *, hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int]) -> ReplicaAnalysis:
+        replica = self.replica
+        if self._replay is None:
+            self._replay = Replay(None)
+        if self._newest_offset is not None:  # every batch is below the newest snapshot
+            self._at_newest = _describe(self._replay.producers)
+        rep = self._replay.result()
+        state = replica_state(replica.broker, replica.topic, replica.partition, rep,
+                              first_segment_base=replica.segments[0][0] if replica.segments else None,
+                              last_segment_base=replica.segments[-1][0] if replica.segments else None,
+                              hw_checkpoint=hw_checkpoint, log_start_checkpoint=log_start_checkpoint)
+        check = check_newest_snapshot(self.snapshots, self._at_newest, self._seed)
+        return ReplicaAnalysis(state, rep, self.max_timestamp, self.snapshots, check,
+                               latest_leader_epoch(replica, self.findings), self.findings)
+
+
+def analyse_replica(replica: ReplicaDir, facts: Iterable[BatchFact], *, hw_checkpoint: Optional[int],
                     log_start_checkpoint: Optional[int]) -> ReplicaAnalysis:
-    """One replica's batches (log order) and its snapshot and epoch files, through Kafka's
-    per-replica rules; what both drivers compute for every replica."""
-    findings: list[Finding] = []
-    snapshots = read_snapshots(replica)
-    findings.extend(s.finding for s in snapshots if s.finding is not None)
-    seed = snapshot_seed(snapshots, facts[0].base_offset if facts else None)
-    rep = replay(facts, seed)
-    state = replica_state(replica.broker, replica.topic, replica.partition, rep,
-                          first_segment_base=replica.segments[0][0] if replica.segments else None,
-                          last_segment_base=replica.segments[-1][0] if replica.segments else None,
-                          hw_checkpoint=hw_checkpoint, log_start_checkpoint=log_start_checkpoint)
-    return ReplicaAnalysis(state, rep, max((f.max_timestamp for f in facts), default=-1), snapshots,
-                           check_newest_snapshot(snapshots, facts, rep, seed),
-                           latest_leader_epoch(replica, findings), findings)
+    """One replica's batches (log order, streamed) and its snapshot and epoch files, through
+    Kafka's per-replica rules; what both drivers compute for every replica."""
+    analyser = ReplicaAnalyser(replica)
+    for fact in facts:
+        analyser.feed(fact)
+    return analyser.finish(hw_checkpoint=hw_checkpoint, log_start_checkpoint=log_start_checkpoint)

@@ -55,37 +55,41 @@ class ReplicaReplay:
         return [s for s in self.spans if s.outcome == OPEN]
 
 
-def replay(batches: Iterable[BatchFact],
-           seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None) -> ReplicaReplay:
-    """Replay a replica's batches (offset order) and collect producer state and spans."""
-    psm = ProducerStateManager()
-    spans: list[TxnSpan] = []
-    current: dict[int, TxnSpan] = {}
-    start = 0
-    if seed is not None:
-        entries, start = seed
-        entries = list(entries)
-        psm.seed(entries, start)
-        for e in entries:
-            if e.current_txn_first_offset is not None:
-                span = TxnSpan(e.producer_id, e.producer_epoch, e.current_txn_first_offset,
-                               e.last_data_offset, NO_TIMESTAMP, e.last_timestamp, from_snapshot=True)
-                spans.append(span)
-                current[e.producer_id] = span
-    for batch in batches:
-        if batch.last_offset < start:
-            continue
+class Replay:
+    """A replay fed one batch at a time (offset order), so a replica's batches can stream
+    through it: memory holds the producers and spans, never the batches."""
+
+    def __init__(self, seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None) -> None:
+        self.producers = ProducerStateManager()
+        self.spans: list[TxnSpan] = []
+        self._current: dict[int, TxnSpan] = {}
+        self._start = 0
+        if seed is not None:
+            entries, self._start = seed
+            entries = list(entries)
+            self.producers.seed(entries, self._start)
+            for e in entries:
+                if e.current_txn_first_offset is not None:
+                    span = TxnSpan(e.producer_id, e.producer_epoch, e.current_txn_first_offset,
+                                   e.last_data_offset, NO_TIMESTAMP, e.last_timestamp, from_snapshot=True)
+                    self.spans.append(span)
+                    self._current[e.producer_id] = span
+
+    def feed(self, batch: BatchFact) -> None:
+        if batch.last_offset < self._start:
+            return
+        current = self._current
         was_open = batch.producer_id in current
-        completed = psm.append(batch)
+        completed = self.producers.append(batch)
         if batch.producer_id < 0:
-            continue
+            return
         if not batch.is_control:
             if batch.is_transactional:
                 span = current.get(batch.producer_id)
                 if span is None:
                     span = TxnSpan(batch.producer_id, batch.producer_epoch, batch.base_offset,
                                    batch.last_offset, batch.max_timestamp, batch.max_timestamp)
-                    spans.append(span)
+                    self.spans.append(span)
                     current[batch.producer_id] = span
                 span.last_data_offset = batch.last_offset
                 span.last_timestamp = batch.max_timestamp
@@ -99,4 +103,15 @@ def replay(batches: Iterable[BatchFact],
             span.outcome = "ABORT" if completed.is_aborted else "COMMIT"
             span.coordinator_epoch = batch.coordinator_epoch
             span.end_timestamp = batch.marker_timestamp
-    return ReplicaReplay(psm, spans)
+
+    def result(self) -> ReplicaReplay:
+        return ReplicaReplay(self.producers, self.spans)
+
+
+def replay(batches: Iterable[BatchFact],
+           seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None) -> ReplicaReplay:
+    """Replay a replica's batches (offset order) and collect producer state and spans."""
+    r = Replay(seed)
+    for batch in batches:
+        r.feed(batch)
+    return r.result()
