@@ -25,14 +25,6 @@ SCAN_LIMIT = 256 * MiB
 #: Growth of the sampled anonymous peak from 8 to 64 MiB of input that is still noise.
 NOISE_KIB = 6 * 1024
 
-#: The scan keeps one BatchFact per batch of a replica before replaying them (read_segment
-#: appends to ReplicaRead.facts), so its memory grows with the batch count: ~150 MB for the
-#: 64 MiB segment of ~200-byte batches. Reported to the lead for logscan/scan (stream the
-#: facts of a replica into the producer-state replay instead of listing them).
-SCAN_KEEPS_EVERY_FACT = ("the scan lists one fact per batch of a replica before replaying it, "
-                         "so its memory grows with the segment (logscan/scan/replica.py, local.py)")
-
-
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory):
     """size in MiB -> the big segment of a one-partition copy, made once per module."""
@@ -71,7 +63,6 @@ def test_deep_dump_memory_does_not_grow_with_the_file(copies, tmp_path):
           "Dumping ")
 
 
-@pytest.mark.xfail(strict=True, reason=SCAN_KEEPS_EVERY_FACT)
 def test_scan_memory_does_not_grow_with_the_file(copies, tmp_path):
     _both(copies, (8, 64), lambda log: ["scan", str(log.parents[2])], SCAN_LIMIT, tmp_path, "Scanned ")
 
