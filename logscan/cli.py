@@ -276,14 +276,11 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, n
     from pathlib import Path
 
     from logscan import progress
-    from logscan.scan import local
 
     roots = [Path(p) for p in inputs]
-    with progress.scan_bar(roots, include_superseded=include_superseded,
-                           enabled=progress.wanted(no_progress)):
-        return local.scan(roots, as_of_ms=_as_of_ms(as_of),
-                          max_transaction_timeout_ms=max_transaction_timeout_ms,
-                          include_superseded=include_superseded)
+    return progress.scan(roots, enabled=progress.wanted(no_progress), as_of_ms=_as_of_ms(as_of),
+                         max_transaction_timeout_ms=max_transaction_timeout_ms,
+                         include_superseded=include_superseded)
 
 
 @main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})

@@ -17,8 +17,7 @@ from __future__ import annotations
 import io
 import os
 import sys
-from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, Optional, TextIO, TypeVar
+from typing import Callable, Iterable, Optional, TextIO, TypeVar
 
 T = TypeVar("T")
 
@@ -161,29 +160,3 @@ def scan(roots, *, enabled: bool, include_superseded: bool = False, **scan_optio
     with Bar("scan", *total_size(segments)) as bar:
         return local.scan(roots, include_superseded=include_superseded,
                           on_file=lambda _path, size: bar.advance(size), **scan_options)
-
-
-@contextmanager
-def scan_bar(roots, *, include_superseded: bool, enabled: bool) -> Iterator[Bar | _Quiet]:
-    """A bar over the segments the single-process scan reads, moved as each one is read.
-
-    Superseded by :func:`scan`, which uses the scan's ``on_file`` callback; kept only while
-    logscan/cli.py (``_local_scan``) still calls it: inside the block logscan.scan.local's
-    module-level ``read_segment`` is wrapped to move the bar by each file's size (restored
-    on exit, also on error). Delete it once the CLI calls :func:`scan`.
-    """
-    if not enabled:
-        yield _Quiet()
-        return
-    from logscan.logdir.tree import iter_brokers
-    from logscan.scan import local
-
-    segments = [p for broker in iter_brokers(roots, include_superseded=include_superseded)
-                for replica in broker.replicas for _, p in replica.segments]
-    original = local.read_segment
-    with Bar("scan", *total_size(segments)) as progress:
-        local.read_segment = per_file(original, progress)
-        try:
-            yield progress
-        finally:
-            local.read_segment = original

@@ -120,18 +120,6 @@ def test_scan_draws_a_bar_over_every_segment(tmp_path):
     assert f"{len(SEGMENTS)}/{len(SEGMENTS)} files" in ANSI.sub(b"", terminal).decode()
 
 
-def test_scan_bar_counts_what_the_scan_reads_and_unwraps():
-    from logscan.scan import local
-
-    original = local.read_segment
-    with progress.scan_bar([BROKERS], include_superseded=False, enabled=True) as bar:
-        result = local.scan([BROKERS])
-        assert local.read_segment is not original
-    assert local.read_segment is original
-    assert bar.files_done == bar.total_files == len(SEGMENTS)
-    assert bar.bytes_done == result.bytes_read == sum(os.path.getsize(p) for p in SEGMENTS)
-
-
 def test_scan_moves_its_bar_through_the_on_file_callback(monkeypatch):
     import io
 
