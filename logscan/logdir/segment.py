@@ -18,8 +18,10 @@ Two mapping cases need care:
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 from dataclasses import dataclass
 
 from logscan.format.errors import DecodeError
@@ -69,14 +71,20 @@ class SegmentFile:
 
     def __enter__(self) -> "SegmentFile":
         with open(self.path, "rb") as fh:
+            st = os.fstat(fh.fileno())
             try:
-                size = os.fstat(fh.fileno()).st_size
-                if size > 0:
+                if st.st_size > 0:
                     self._mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
                     data = self._mmap
                 else:
                     data = self._read_unmappable(fh)
-            except (ValueError, OSError):
+            except (ValueError, OSError) as e:
+                if isinstance(e, OSError) and e.errno == errno.ENOMEM and stat.S_ISREG(st.st_mode):
+                    # A regular file larger than this process's address space allows (an
+                    # RLIMIT_AS such as spark.executor.pyspark.memory sets): reading a prefix
+                    # would report a cut that is not in the file.
+                    raise OSError(errno.ENOMEM, f"cannot map its {st.st_size} bytes: out of address "
+                                  "space (raise the memory limit, e.g. spark.executor.pyspark.memory)") from e
                 # Not mappable (pipe, character device, special file system).
                 if fh.seekable():
                     fh.seek(0)
