@@ -86,7 +86,8 @@ class Dumper:
             import json
 
             self.err.write(json.dumps({"type": "finding", "file": f.path, "position": f.position,
-                                        "reason": f.reason, "message": f.message}) + "\n")
+                                        "length": f.length, "reason": f.reason,
+                                        "message": f.message}) + "\n")
         else:
             self.err.write(f.line() + "\n")
 
@@ -208,7 +209,8 @@ class Dumper:
                         if not batch.crc_valid:
                             self.finding(Finding(path, batch.position, "crc",
                                                  f"batch ending at offset {batch.last_offset} fails its "
-                                                 f"CRC check (stored {batch.crc})"))
+                                                 f"CRC check (stored {batch.crc})",
+                                                 batch.size_in_bytes))
                         if deep:
                             last_offset = self._records(batch, seg.buf, path, parse, gaps, last_offset)
             finally:
@@ -286,7 +288,7 @@ class Dumper:
         if error.position == 0 and reason in ("truncated", "unreadable") and length > HEADER_SIZE_UP_TO_MAGIC:
             what = (f"no valid batch in the file's {length} bytes: not a Kafka log segment, "
                     "or damaged from its first byte")
-        self.finding(Finding(path, error.position, reason, what))
+        self.finding(Finding(path, error.position, reason, what, length))
 
     # -- indexes, snapshots -------------------------------------------------------------
 

@@ -98,7 +98,7 @@ def _partial_entry(d, path: str, size: int, entry_size: int) -> None:
     if rest:
         d.finding(Finding(path, size - rest, "truncated",
                           f"{rest} trailing bytes, a partial {entry_size}-byte entry (ignored by "
-                          f"kafka-dump-log; the broker's sanity check finds the index corrupt)"))
+                          f"kafka-dump-log; the broker's sanity check finds the index corrupt)", rest))
 
 
 def _first_batch_last_offset(d, path: str, log, entry) -> int | None:
@@ -239,7 +239,7 @@ def dump_txn_index(d, path: str, shown: str) -> None:
         if rest:
             d.finding(Finding(path, txn.size - rest, "truncated",
                               f"{rest} trailing bytes, too few for an aborted transaction entry "
-                              "(ignored by Kafka)"))
+                              "(ignored by Kafka)", rest))
 
 
 def dump_producer_snapshot(d, path: str, shown: str) -> None:

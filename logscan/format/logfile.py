@@ -92,6 +92,7 @@ class OverlongEntry(CorruptRecordError):
         super().__init__(message, entry_position + 8, found=claimed_size,
                          expected=f"<= {resume_at - entry_position - LOG_OVERHEAD}")
         self.resume_at = resume_at
+        self.length = 4  # the damaged size field
 
 
 class ZeroFilledRegion(SkippedRegion):

@@ -44,6 +44,7 @@ class Finding:
     position: int
     reason: str
     message: str
+    length: int | None = None  # bytes of the bad region, when known
 
     def line(self) -> str:
         where = f"byte {self.position}" if self.position >= 0 else "file"
@@ -52,7 +53,8 @@ class Finding:
     @classmethod
     def from_error(cls, path: str, error: DecodeError, base: int = 0) -> "Finding":
         """Locate a decoder's error; ``base`` is added when the decoder saw a slice."""
-        return cls(path, base + error.position, error.reason, error.message)
+        return cls(path, base + error.position, error.reason, error.message,
+                   getattr(error, "length", None))
 
 
 class SegmentFile:

@@ -196,7 +196,7 @@ def crc_finding(path: str, entry) -> Finding:
         what = f"magic {entry.magic} message at offset {entry.offset} (CRC-32)"
     return Finding(path, entry.position, "crc",
                    f"CRC mismatch in {what}, {entry.size_in_bytes} bytes: left out of producer state; "
-                   f"Kafka's log recovery would truncate the log here")
+                   f"Kafka's log recovery would truncate the log here", entry.size_in_bytes)
 
 
 #: Receives each batch fact of a walk with its header, in log order.

@@ -304,7 +304,7 @@ def txn_log_rows(read: ReplicaRead, key: Row, file: str) -> Iterable[Row]:
 
 
 def finding_row(finding: Finding, key: Row) -> Row:
-    return {**key, "file": finding.path, "position": finding.position, "length": None,
+    return {**key, "file": finding.path, "position": finding.position, "length": finding.length,
             "reason": finding.reason, "message": finding.message}
 
 

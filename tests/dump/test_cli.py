@@ -158,7 +158,8 @@ def test_json_findings_on_stderr(corpus):
     r = run("--format", "json", truncated)
     assert r.exit_code == 1
     (finding,) = [json.loads(l) for l in r.stderr.splitlines()]
-    assert finding == {"type": "finding", "file": truncated, "position": 73, "reason": "truncated",
+    assert finding == {"type": "finding", "file": truncated, "position": 73, "length": 112,
+                       "reason": "truncated",
                        "message": "last batch is truncated: 112 bytes left of a longer batch"}
     out = [json.loads(l) for l in r.stdout.splitlines()]
     assert out[-1] == {"type": "invalid_bytes", "file": truncated, "count": 112}

@@ -109,9 +109,27 @@ def test_a_batch_failing_its_crc_opens_no_phantom_transaction(tmp_path):
     result = scan([root])
     damaged = result.replicas[0]
     # the damage is reported where it is, and only the damaged batch is left out
-    assert [(Path(f.path).name, f.position, f.reason) for f in result.findings] == [
-        (REAL_LOGS["txn"].name, ref.spans[0][0], "crc")]
+    assert [(Path(f.path).name, f.position, f.length, f.reason) for f in result.findings] == [
+        (REAL_LOGS["txn"].name, *ref.spans[0], "crc")]
     assert damaged.state.log_end_offset == clean.state.log_end_offset
     assert set(damaged.producers.producers) <= set(clean.producers.producers)
     assert damaged.state.open_transactions == clean.state.open_transactions == 0
     assert damaged.state.last_stable_offset == clean.state.last_stable_offset
+
+
+@pytest.mark.parametrize("tail", ["cut", "zeros"])
+def test_a_bad_tail_is_a_corruption_with_its_length(tmp_path, tail):
+    """The corruptions table says how many bytes are bad: a segment cut inside its last batch
+    (the part of that batch still there) or extended by zeros (the zeros)."""
+    from logscan.scan.rows import finding_row
+
+    ref = reference(REAL_LOGS["txn"], tmp_path)
+    root, part = mini_cluster(tmp_path / tail, REAL_LOGS["txn"].parent)
+    last, size = ref.spans[-1]
+    data = ref.data[:last + size // 2] if tail == "cut" else ref.data + bytes(4096)
+    (part / REAL_LOGS["txn"].name).write_bytes(data)
+    result = scan([root])
+    want = (last, size // 2, "truncated") if tail == "cut" else (len(ref.data), 4096, "zero-fill")
+    assert [(f.position, f.length, f.reason) for f in result.findings] == [want]
+    row = finding_row(result.findings[0], {"broker": 0, "topic": "t", "partition": 0})
+    assert (row["position"], row["length"], row["reason"]) == want
