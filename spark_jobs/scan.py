@@ -60,11 +60,13 @@ from logscan.scan.local import DEFAULT_BOOTSTRAP
 from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, range_count, valid_ranges
 from logscan.state import hanging
 from logscan.state.coordinator import choose_replicas, is_complete, merge_partitions
+from spark_jobs import faults
 from spark_jobs import schemas as S
 from spark_jobs import tasks
 from spark_jobs.session import build_session
 
 cloudpickle.register_pickle_by_value(tasks)
+cloudpickle.register_pickle_by_value(faults)
 
 KEYS = ["broker", "topic", "partition"]
 PARTITION_KEYS = ["topic", "partition"]
@@ -214,7 +216,8 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     # writes read them: Spark's default 200 costs ~20 ms a task each time on a small copy.
     spark.conf.set("spark.sql.shuffle.partitions",
                    str(max(parallelism, min(MAX_SHUFFLE_PARTITIONS, -(-len(listing.replicas) // REPLICAS_PER_TASK)))))
-    decoded = work_units(spark, groups).mapInArrow(tasks.decode_files, S.spark_schema(tasks.DECODED)).persist()
+    decode = faults.at_start("decode", tasks.decode_files)
+    decoded = work_units(spark, groups).mapInArrow(decode, S.spark_schema(tasks.DECODED)).persist()
     kept = kept_ranges(spark, decoded)
     batches = S.members(kept, "batch")
     txn_log = S.members(kept, "txn_log")
@@ -283,24 +286,48 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     return ScanFrames(tables, as_of_ms, [decoded, replica_out, metadata_out, partition_out])
 
 
+def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int) -> None:
+    """One Delta commit replacing this scan's rows of DIR/<table> (schemas.write_table)."""
+    if faults.asked(f"write:{table}"):
+        df = df.mapInArrow(faults.at_end(f"write:{table}"), df.schema)
+    S.write_table(df, output, table, scan_id, as_of_ms)
+
+
 def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optional[str] = None,
         **kw) -> tuple[str, int]:
-    """Build and write every table; returns (scan_id, as_of_ms)."""
+    """Build and write every table; returns (scan_id, as_of_ms).
+
+    Every table is written only after the whole scan is computed, each in one Delta commit
+    (``replaceWhere scan_id = ID``): a run killed before a table's commit leaves that table
+    exactly at its previous version; files its unfinished write left in the folder belong to
+    no version (Delta's VACUUM deletes them). The scan is complete when this returns."""
     scan_id = scan_id or default_scan_id(roots)
     if not _SCAN_ID.match(scan_id):
         raise ValueError(f"scan id {scan_id!r}: use letters, digits, '.', '_' or '-'")
+    _refuse_output_in_inputs(roots, output)
     frames = build_tables(spark, roots, **kw)
     try:
         # Each write is a Spark job plus a Delta commit, mostly driver-side latency: a few
         # at a time halve the wall time on two cores. Each table commits atomically on its own.
         with ThreadPoolExecutor(WRITE_THREADS) as pool:
-            for _ in pool.map(lambda item: S.write_table(item[1], output, item[0], scan_id, frames.as_of_ms),
+            for _ in pool.map(lambda item: write_table(item[1], output, item[0], scan_id, frames.as_of_ms),
                               frames.tables.items()):
                 pass
     finally:
         for df in frames.persisted:
             df.unpersist()
     return scan_id, frames.as_of_ms
+
+
+def _refuse_output_in_inputs(roots: list[Path], output: str) -> None:
+    """The scan never writes into the copied log dirs (nor would Kafka's layout survive it)."""
+    if "://" in output:   # an object store or HDFS URI: never inside a local copy
+        return
+    out = Path(output).resolve()
+    for root in roots:
+        root = root.resolve()
+        if out == root or root in out.parents:
+            raise ValueError(f"--output {output} is inside the input {root}: give a folder outside the copy")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -328,6 +355,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
+    if args.scan_id is not None and not _SCAN_ID.match(args.scan_id):
+        sys.exit(f"scan id {args.scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
+    try:
+        _refuse_output_in_inputs(args.inputs, args.output)
+    except ValueError as e:
+        sys.exit(str(e))
     spark = build_session(master=args.master)
     scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
                             as_of_ms=parse_as_of(args.as_of),

@@ -31,6 +31,10 @@ BASE_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.sql.session.timeZone": "UTC",
+    # Paths only, no metastore: a Hive catalog would leave metastore_db/, derby.log and
+    # spark-warehouse/ in whatever folder the operator runs the job from (spark-submit and
+    # spark-sql pick Hive when its classes are present).
+    "spark.sql.catalogImplementation": "in-memory",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     # Delta rebuilds a table's snapshot with 50 tasks by default: seconds of pure overhead
