@@ -18,9 +18,15 @@ jars passed for you::
 INPUT is a root of one copied cluster: a Kafka log dir or a folder of them, one per broker.
 Each table is a path-based Delta table DIR/<table> (files, batches, corruptions, txn_log,
 coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state,
-hanging_candidates, abort_plans), partitioned by scan_id; see spark_jobs/schemas.py for the
-re-run policy. A summary (partitions scanned, open transactions, hanging candidates with
-their reasons, where the tables are) is printed at the end.
+hanging_candidates, abort_plans), partitioned by scan_id. The output is crash-safe (README,
+"The Delta output"): nothing is written while the copy is decoded and replayed; at the end
+each table gets one Delta commit replacing this scan_id's rows (replaceWhere), so a killed job leaves
+every table at its previous version or holding this scan whole, and re-running the same
+command (same scan_id) gives the rows of one clean run, nothing twice; other scan ids' rows
+stay. The job refuses an output inside an input and leaves nothing in its working folder
+(spark_jobs/session.py); spark_jobs/faults.py names the points tests kill it at. A summary
+(partitions scanned, open transactions, hanging candidates with their reasons, where the
+tables are) is printed at the end.
 
 The driver only lists files. Segment files are decoded on executors (mapInArrow over a
 table of work units: a task per group of small files, per large file, or per byte range of
@@ -297,14 +303,14 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
         **kw) -> tuple[str, int]:
     """Build and write every table; returns (scan_id, as_of_ms).
 
-    Every table is written only after the whole scan is computed, each in one Delta commit
+    The tables are written at the end, after decoding and replay, each in one Delta commit
     (``replaceWhere scan_id = ID``): a run killed before a table's commit leaves that table
     exactly at its previous version; files its unfinished write left in the folder belong to
     no version (Delta's VACUUM deletes them). The scan is complete when this returns."""
     scan_id = scan_id or default_scan_id(roots)
     if not _SCAN_ID.match(scan_id):
         raise ValueError(f"scan id {scan_id!r}: use letters, digits, '.', '_' or '-'")
-    _refuse_output_in_inputs(roots, output)
+    check_output(roots, output)
     frames = build_tables(spark, roots, **kw)
     try:
         # Each write is a Spark job plus a Delta commit, mostly driver-side latency: a few
@@ -319,15 +325,17 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     return scan_id, frames.as_of_ms
 
 
-def _refuse_output_in_inputs(roots: list[Path], output: str) -> None:
-    """The scan never writes into the copied log dirs (nor would Kafka's layout survive it)."""
+def check_output(roots: list[Path], output: str) -> None:
+    """Raises ValueError (one sentence) for an output inside an input: the scan never writes
+    into the copied log dirs."""
     if "://" in output:   # an object store or HDFS URI: never inside a local copy
         return
     out = Path(output).resolve()
     for root in roots:
         root = root.resolve()
         if out == root or root in out.parents:
-            raise ValueError(f"--output {output} is inside the input {root}: give a folder outside the copy")
+            raise ValueError(f"--output {output} is inside the input {root}: the scan never writes into "
+                             "the copied log dirs; give a folder outside them")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -358,7 +366,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.scan_id is not None and not _SCAN_ID.match(args.scan_id):
         sys.exit(f"scan id {args.scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
     try:
-        _refuse_output_in_inputs(args.inputs, args.output)
+        check_output(args.inputs, args.output)
     except ValueError as e:
         sys.exit(str(e))
     spark = build_session(master=args.master)

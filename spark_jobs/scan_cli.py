@@ -25,14 +25,12 @@ class BadRequest(ValueError):
 
 def check_request(inputs: list[Path], output: Path, scan_id: Optional[str]) -> None:
     """Before Spark starts: the tables go outside the copy, and the scan id can name a partition."""
-    from .scan import _SCAN_ID
+    from .scan import _SCAN_ID, check_output
 
-    out = output.resolve()
-    for root in inputs:
-        root = root.resolve()
-        if out == root or root in out.parents:
-            raise BadRequest(f"--output {output} is inside the input {root}: the scan never writes into "
-                             "the copied log dirs; give a folder outside them")
+    try:
+        check_output(inputs, str(output))
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
     if scan_id is not None and not _SCAN_ID.match(scan_id):
         raise BadRequest(f"scan id {scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
 

@@ -37,6 +37,7 @@ pytest.importorskip("pyspark")
 
 from logscan.scan import rows as R  # noqa: E402
 from spark_jobs import faults  # noqa: E402
+from spark_jobs import scan as spark_scan  # noqa: E402
 from spark_jobs.session import DELTA_LIBS, build_session  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -256,3 +257,12 @@ def test_no_run_leaves_files_in_its_working_folder_or_beside_the_tables(work, re
     assert {c.name: sorted(p.name for p in c.iterdir()) for c in cwds} == {c.name: [] for c in cwds}
     for output in (work / "out", work / "out2"):
         assert sorted(p.name for p in output.iterdir()) == sorted(TABLES)
+
+
+def test_the_job_refuses_an_output_inside_an_input_before_spark_starts(copy):
+    root, before = copy
+    for output in (root, root / "broker-0" / "tables"):
+        with pytest.raises(SystemExit) as refused:
+            spark_scan.main([str(root), "--output", str(output), "--master", "local[1]"])
+        assert "the scan never writes into the copied log dirs" in str(refused.value.code)
+    assert digest(root) == before
