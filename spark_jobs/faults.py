@@ -5,9 +5,9 @@ reaches that step touches the file ``LOGSCAN_PAUSE_FILE`` and then waits forever
 can SIGKILL the whole job at a known point instead of guessing one with sleeps. Steps:
 
 * ``decode``: in every decode task, before it reads a byte;
-* ``write:<table>``: in every task writing ``<table>``, after it handed all its rows to the
-  Delta writer (data files exist in the table's folder) and before the task ends, so the
-  table's commit is never made.
+* ``write:<table>``: in the Delta write of ``<table>``, whose rows are then spread over two
+  tasks: the first writes its data file into the table's folder, the second waits before its
+  first row, so the write has begun and its commit never comes.
 
 Without the variable nothing is wrapped: the job's plan is the same as without this module.
 """
@@ -45,10 +45,14 @@ def at_start(step: str, fn: Callable[[Iterator], Iterator]) -> Callable[[Iterato
     return paused
 
 
-def at_end(step: str) -> Callable[[Iterator], Iterator]:
-    """A pass-through mapInArrow function that pauses after its last batch."""
+def in_second_task(step: str) -> Callable[[Iterator], Iterator]:
+    """A pass-through mapInArrow function whose task of partition 1 pauses before its rows;
+    the task of partition 0 passes its rows on and ends."""
     def paused(batches: Iterator) -> Iterator:
+        from pyspark import TaskContext
+
+        if TaskContext.get().partitionId() == 1:
+            pause()
         yield from batches
-        pause()
 
     return paused

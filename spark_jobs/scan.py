@@ -295,7 +295,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
 def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int) -> None:
     """One Delta commit replacing this scan's rows of DIR/<table> (schemas.write_table)."""
     if faults.asked(f"write:{table}"):
-        df = df.mapInArrow(faults.at_end(f"write:{table}"), df.schema)
+        df = df.repartition(2).mapInArrow(faults.in_second_task(f"write:{table}"), df.schema)
     S.write_table(df, output, table, scan_id, as_of_ms)
 
 
