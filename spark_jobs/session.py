@@ -31,9 +31,9 @@ BASE_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.sql.session.timeZone": "UTC",
-    # Paths only, no metastore: a Hive catalog would leave metastore_db/, derby.log and
-    # spark-warehouse/ in whatever folder the operator runs the job from (spark-submit and
-    # spark-sql pick Hive when its classes are present).
+    # Paths only, no metastore: a Hive catalog (spark-sql's choice when Hive's classes are
+    # present, or a spark-defaults.conf asking for it) would leave metastore_db/, derby.log
+    # and spark-warehouse/ in whatever folder the operator runs the job from.
     "spark.sql.catalogImplementation": "in-memory",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
