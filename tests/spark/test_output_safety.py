@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pyspark")
+from pyspark.sql import functions as F  # noqa: E402
 
 from logscan.scan import rows as R  # noqa: E402
 from spark_jobs import faults  # noqa: E402
@@ -129,7 +130,8 @@ def rows(spark, output: Path, scan_id: str) -> dict[str, list[str]]:
     out = {}
     for table in TABLES:
         df = spark.read.format("delta").load(str(output / table))
-        out[table] = sorted(df.where(df.scan_id == scan_id).drop("scan_id").toJSON().collect())
+        lines = df.where(df.scan_id == scan_id).drop("scan_id").select(F.to_json(F.struct("*")))
+        out[table] = sorted(r[0] for r in lines.collect())
     return out
 
 
