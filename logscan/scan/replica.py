@@ -24,7 +24,7 @@ from logscan.format.batch import RecordBatch, iter_records
 from logscan.format.checkpoint import parse_leader_epoch_checkpoint
 from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.errors import DecodeError
-from logscan.format.legacy import LegacyBatch
+from logscan.format.legacy import LegacyBatch, iter_legacy_records
 from logscan.format.logfile import find_next_entry, walk_batches
 from logscan.format.metadata import decode_metadata_record
 from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decode_producer_snapshot
@@ -107,6 +107,24 @@ def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding]) -> B
                      batch.base_sequence, batch.last_sequence, batch.max_timestamp,
                      batch.is_transactional, batch.is_control, batch.records_count,
                      batch.size_in_bytes, control_type, coordinator_epoch, marker_ts)
+
+
+def legacy_fact(entry: LegacyBatch, path: str, findings: list[Finding]) -> BatchFact:
+    """A v0/v1 log entry as a batch fact: no producer (message formats before v2 have none),
+    so it moves offsets and timestamps only. The entry's offset is its last; a compressed
+    wrapper's first offset and count come from its inner messages, as Kafka's
+    AbstractLegacyRecordBatch.baseOffset() reads them."""
+    base, count = entry.offset, 1
+    if entry.is_compressed:
+        try:
+            offsets = [m.offset for m in iter_legacy_records(entry)]
+        except DecodeError as e:
+            findings.append(Finding.from_error(path, e))
+            offsets = []
+        if offsets:
+            base, count = offsets[0], len(offsets)
+    return BatchFact(base, entry.offset, -1, -1, -1, -1, entry.timestamp, False, False, count,
+                     entry.size_in_bytes)
 
 
 def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
@@ -231,19 +249,21 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
                     if headers:
                         out.damaged.append((batch_fact(buf, entry, path, []), entry))
                 continue
-            if not isinstance(entry, RecordBatch):
-                continue  # legacy v0/v1 entries carry no producer state
+            if isinstance(entry, RecordBatch):
+                fact = batch_fact(buf, entry, path, out.findings)
+            else:
+                fact = legacy_fact(entry, path, out.findings)
             if out.first_offset is None:
-                out.first_offset = entry.base_offset
-            out.max_timestamp = max(out.max_timestamp, entry.max_timestamp)
+                out.first_offset = fact.base_offset
+            out.max_timestamp = max(out.max_timestamp, fact.max_timestamp)
             out.batches += 1
             if on_fact is not None:
-                on_fact(batch_fact(buf, entry, path, out.findings), entry)
+                on_fact(fact, entry)
             else:
-                out.facts.append(batch_fact(buf, entry, path, out.findings))
+                out.facts.append(fact)
                 if headers:
                     out.headers.append(entry)
-            if is_txn_log and not entry.is_control:
+            if is_txn_log and isinstance(entry, RecordBatch) and not entry.is_control:
                 before = len(out.txn_log)
                 out.txn_log.extend(_txn_log_records(buf, entry, partition, path, out.findings))
                 out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Optional
 import pyarrow as pa
 
 from logscan.format.batch import RecordBatch
+from logscan.format.legacy import LegacyBatch
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import file_size
 from logscan.state.coordinator import TxnLogRecord
@@ -67,7 +68,7 @@ BATCHES = _schema(
     _f("control_type", pa.string(), "control batches: COMMIT, ABORT, another control type, UNREADABLE, or "
                                     "null when the batch is empty (cleaned)"),
     _f("coordinator_epoch", pa.int32(), "end transaction marker's coordinatorEpoch (-1 otherwise)"),
-    _f("partition_leader_epoch", pa.int32(), "partitionLeaderEpoch: the leader epoch the batch was written in"),
+    _f("partition_leader_epoch", pa.int32(), "partitionLeaderEpoch: the leader epoch the batch was written in (null for a v0/v1 entry)"),
     _f("base_timestamp", pa.int64(), "baseTimestamp (first timestamp of the batch), epoch ms; the "
                                      "delete horizon instead when delete_horizon_ms is set"),
     _f("max_timestamp", pa.int64(), "maxTimestamp of the batch, epoch ms"),
@@ -76,7 +77,7 @@ BATCHES = _schema(
     _f("marker_timestamp", pa.int64(), "timestamp of the control record (what Kafka's lastTimestamp takes), "
                                        "epoch ms, -1 otherwise"),
     _f("size_in_bytes", pa.int32(), "batch size including the 12-byte log overhead (kafka-dump-log: size)"),
-    _f("crc", pa.int64(), "CRC-32C stored in the batch header (unsigned)"),
+    _f("crc", pa.int64(), "CRC stored in the entry (unsigned): CRC-32C of a v2 batch, CRC-32 of a v0/v1 message"),
     _f("crc_valid", pa.bool_(), "the stored CRC equals the CRC-32C computed over the batch "
                                 "(kafka-dump-log: isvalid)"),
 )
@@ -280,12 +281,16 @@ def replica_key(broker: int, topic: Optional[str], partition: Optional[int]) -> 
 
 # --- objects -> rows -------------------------------------------------------------------------
 
-def batch_row(fact: BatchFact, header: RecordBatch, key: Row, file: str, segment_base_offset: int) -> Row:
+def batch_row(fact: BatchFact, header: RecordBatch | LegacyBatch, key: Row, file: str,
+              segment_base_offset: int) -> Row:
+    """A v2 batch, or a v0/v1 entry (no leader epoch, base timestamp or delete horizon: null)."""
+    v2 = header.magic >= 2
     return {**key, "file": file, "segment_base_offset": segment_base_offset, "position": header.position,
             "magic": header.magic, "compression_type": header.codec, "timestamp_type": header.timestamp_type,
-            "partition_leader_epoch": header.partition_leader_epoch, "base_timestamp": header.base_timestamp,
-            "delete_horizon_ms": header.delete_horizon_ms, "crc": header.crc, "crc_valid": header.crc_valid,
-            **fact._asdict()}
+            "partition_leader_epoch": header.partition_leader_epoch if v2 else None,
+            "base_timestamp": header.base_timestamp if v2 else None,
+            "delete_horizon_ms": header.delete_horizon_ms if v2 else None,
+            "crc": header.crc, "crc_valid": header.crc_valid, **fact._asdict()}
 
 
 def txn_record_row(rec: TxnLogRecord) -> Row:
