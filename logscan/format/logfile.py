@@ -46,6 +46,7 @@ from .legacy import LegacyBatch, decode_legacy_entry
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
 MAGIC_OFFSET = 16
+_INT32 = struct.Struct(">i")
 MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: FileLogInputStream's floor for all magics
 MIN_V2_SIZE = BATCH_HEADER.size - LOG_OVERHEAD  # 49: DefaultRecordBatch.RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
 _V2_CRC_START = 21  # the batch CRC covers attributes..end
@@ -289,4 +290,20 @@ def _plausible_entry(mv: memoryview, pos: int, end: int) -> bool:
     if mv[pos + MAGIC_OFFSET] == 2:
         return (size >= MIN_V2_SIZE
                 and crc32c(mv[pos + _V2_CRC_START:stop]) == _CRC.unpack_from(mv, pos + 17)[0])
-    return zlib.crc32(mv[pos + MAGIC_OFFSET:stop]) == _CRC.unpack_from(mv, pos + 12)[0]
+    return (_legacy_lengths_fit(mv, pos, stop)
+            and zlib.crc32(mv[pos + MAGIC_OFFSET:stop]) == _CRC.unpack_from(mv, pos + 12)[0])
+
+
+def _legacy_lengths_fit(mv: memoryview, pos: int, stop: int) -> bool:
+    """A v0/v1 message is its header, key and value and nothing else: the key and value
+    lengths must add up to the entry's end. Checked before the CRC-32, which a random
+    candidate would otherwise compute over up to RESYNC_MAX_ENTRY_SIZE bytes."""
+    key_at = pos + (18 if mv[pos + MAGIC_OFFSET] == 0 else 26)  # CRC, magic, attributes[, timestamp]
+    if key_at + 4 > stop:
+        return False
+    key = _INT32.unpack_from(mv, key_at)[0]
+    value_at = key_at + 4 + max(key, 0)
+    if key < -1 or value_at + 4 > stop:
+        return False
+    value = _INT32.unpack_from(mv, value_at)[0]
+    return value >= -1 and value_at + 4 + max(value, 0) == stop

@@ -1,5 +1,6 @@
 import mmap
 import struct
+import zlib
 
 import pytest
 
@@ -449,3 +450,29 @@ def test_bulk_segment_for_benchmarks():
     assert [b.base_offset for b in batches] == list(range(100, 350, 5))
     assert all(isinstance(b, RecordBatch) and b.crc_valid for b in batches)
     assert [r.offset for r in iter_records(buf, batches[-1])] == list(range(345, 350))
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_resync_checks_a_legacy_candidates_lengths_before_its_crc(monkeypatch, magic):
+    """Damaged bytes that look like a v0/v1 header claiming a 32 MiB message: the resync
+    search rejects it by its key and value lengths, without a CRC-32 over the 32 MiB (a Spark
+    task starting mid-file spent seconds per candidate on those), and still finds the
+    legacy message and the batch that follow."""
+    from logscan.format import logfile
+
+    size = 32 << 20
+    fake = struct.pack(">qiIbb", 7, size, 0xDEADBEEF, magic, 0) + b"\x01" * 64
+    real = legacy_message(8, b"after the junk", b"k", magic=magic) + encode_batch([Rec(b"v")], base_offset=9)
+    data = fake + real + bytes(size)  # room for the fake message's claimed extent
+    crc_bytes = []
+    real_crc32 = zlib.crc32
+
+    class CountingZlib:
+        @staticmethod
+        def crc32(data, *args):
+            crc_bytes.append(len(data))
+            return real_crc32(data, *args)
+
+    monkeypatch.setattr(logfile, "zlib", CountingZlib)
+    assert logfile.find_next_entry(data, 0, len(data)) == len(fake)
+    assert max(crc_bytes) < 1024, crc_bytes
