@@ -5,9 +5,9 @@ reaches that step touches the file ``LOGSCAN_PAUSE_FILE`` and then waits forever
 can SIGKILL the whole job at a known point instead of guessing one with sleeps. Steps:
 
 * ``decode``: in every decode task, before it reads a byte;
-* ``write:<table>``: in the Delta write of ``<table>``, whose rows are then spread over two
-  tasks: the first writes its data file into the table's folder, the second waits before its
-  first row, so the write has begun and its commit never comes.
+* ``write:<table>``: in the Delta write of ``<table>`` (not an optimized one), whose rows
+  are then spread over two tasks: the first writes its data file into the table's folder,
+  the second waits before its first row, so the write has begun and its commit never comes.
 
 Without the variable nothing is wrapped: the job's plan is the same as without this module.
 """

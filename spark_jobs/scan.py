@@ -30,10 +30,12 @@ tables are) is printed at the end.
 
 The driver only lists files. Segment files are decoded on executors (mapInArrow over a
 table of work units: a task per group of small files, per large file, or per byte range of
-a file larger than --split-bytes), Kafka's per-replica rules run per (broker, topic,
-partition) in a cogrouped applyInArrow, and the cross-replica ones (leader, agreement,
-find-hanging, abort plans) per (topic, partition); all call the same logscan functions as
-the single-process driver, logscan.scan.local.
+a file larger than --split-bytes). Kafka's per-replica rules run over the batches shuffled
+and sorted by (broker, topic, partition) and log order, streamed through one mapInArrow per
+shuffle partition, and the cross-replica ones (leader, agreement, find-hanging, abort plans)
+the same way per (topic, partition); all call the same logscan functions as the
+single-process driver, logscan.scan.local. Grouping is Spark's sort, not a Python call per
+group: a Python worker holds one Arrow batch and one replica's producer state at a time.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from logscan.scan.listing import list_copy
 from logscan.scan.local import DEFAULT_BOOTSTRAP
 from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, range_count, valid_ranges
 from logscan.state import hanging
+from logscan.state.facts import BatchFact
 from logscan.state.coordinator import choose_replicas, is_complete, merge_partitions
 from spark_jobs import faults
 from spark_jobs import schemas as S
@@ -205,6 +208,18 @@ def segment_files(decoded: DataFrame) -> DataFrame:
             .drop("_rank"))
 
 
+def replica_stream(replicas: DataFrame, batches: DataFrame) -> DataFrame:
+    """The input of the per-replica step (tasks.replica_stream): every replica's listing row
+    and its checksum-valid batches, clustered by replica, the listing row first, then the
+    batches in log order. Spark's shuffle and sort do the grouping (spilling to disk when they
+    must), so a Python worker sees one Arrow batch at a time whatever the size of a replica."""
+    info = replicas.select(*KEYS, F.lit(tasks.STREAM_INFO).alias("kind"), F.struct(*replicas.columns).alias("info"))
+    facts = batches.where(F.col("crc_valid")).select(
+        *KEYS, F.lit(tasks.STREAM_BATCH).alias("kind"), "segment_base_offset", "position", *BatchFact._fields)
+    return (info.unionByName(facts, allowMissingColumns=True)
+            .repartition(*KEYS).sortWithinPartitions(*KEYS, "kind", "segment_base_offset", "position"))
+
+
 def _chosen(states: DataFrame, topic: str) -> dict[int, int]:
     """coordinator.choose_replicas over the (small) state rows of one internal topic."""
     rows = states.where(F.col("topic") == topic).select("partition", "broker", "log_end_offset").collect()
@@ -229,8 +244,8 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     txn_log = S.members(kept, "txn_log")
 
     replicas = _frame(spark, listing.replicas, tasks.REPLICA_INFO)
-    replica_out = (replicas.groupBy(*KEYS).cogroup(batches.groupBy(*KEYS))
-                   .applyInArrow(tasks.replica_step, S.spark_schema(tasks.REPLICA_OUT))).persist()
+    replica_out = (replica_stream(replicas, batches)
+                   .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
     states = S.members(replica_out, "state")
 
     # The coordinator's view: per coordinator partition, the replica coordinator.choose_replicas
@@ -266,12 +281,15 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     complete = is_complete(chosen, counted[0][0] if counted else None)
     needed = (F.col("record_type").isin("state", "open_txn")
               | ((F.col("record_type") == "span") & F.col("span.end_marker_offset").isNotNull()))
-    partition_out = (replica_out.where(needed).groupBy(*PARTITION_KEYS)
-                     .cogroup(S.members(metadata_out, "leader").groupBy(*PARTITION_KEYS))
-                     .applyInArrow(tasks.partition_step(coordinator_rows, as_of_ms=as_of_ms,
+    leaders = S.members(metadata_out, "leader")
+    partition_in = (replica_out.where(needed).select("record_type", *PARTITION_KEYS, "state", "open_txn", "span")
+                    .join(F.broadcast(leaders), PARTITION_KEYS, "left")
+                    .repartition(*PARTITION_KEYS).sortWithinPartitions(*PARTITION_KEYS))
+    partition_out = (partition_in
+                     .mapInArrow(tasks.partition_stream(coordinator_rows, as_of_ms=as_of_ms,
                                                         max_timeout_ms=max_transaction_timeout_ms,
                                                         coordinator_complete=complete, bootstrap=bootstrap),
-                                   S.spark_schema(tasks.PARTITION_OUT))).persist()
+                                 S.spark_schema(tasks.PARTITION_OUT))).persist()
 
     files = (segment_files(kept)
              .unionByName(S.members(replica_out, "file"))
@@ -294,9 +312,13 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
 
 def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int) -> None:
     """One Delta commit replacing this scan's rows of DIR/<table> (schemas.write_table)."""
+    options = {}
     if faults.asked(f"write:{table}"):
         df = df.repartition(2).mapInArrow(faults.in_second_task(f"write:{table}"), df.schema)
-    S.write_table(df, output, table, scan_id, as_of_ms)
+        # Each of the two tasks writes its own file: an optimized write would first shuffle
+        # them together, and the file of the task that ends would never be written.
+        options["optimizeWrite"] = "false"
+    S.write_table(df, output, table, scan_id, as_of_ms, options)
 
 
 def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optional[str] = None,

@@ -48,13 +48,16 @@ def tag(df: DataFrame, scan_id: str, as_of_ms: int) -> DataFrame:
               .withColumn("as_of", F.timestamp_millis(F.lit(as_of_ms))))
 
 
-def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int) -> None:
-    """Replace this scan's rows of DIR/<table> (creating the table on first use)."""
-    (with_comments(tag(df, scan_id, as_of_ms), table)
-        .write.format("delta").mode("overwrite")
-        .option("replaceWhere", f"scan_id = '{scan_id}'")
-        .partitionBy("scan_id")
-        .save(f"{output.rstrip('/')}/{table}"))
+def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int,
+                options: dict[str, str] | None = None) -> None:
+    """Replace this scan's rows of DIR/<table> (creating the table on first use); ``options``
+    are Delta write options on top of replaceWhere."""
+    writer = (with_comments(tag(df, scan_id, as_of_ms), table)
+              .write.format("delta").mode("overwrite")
+              .option("replaceWhere", f"scan_id = '{scan_id}'"))
+    for key, value in (options or {}).items():
+        writer = writer.option(key, value)
+    writer.partitionBy("scan_id").save(f"{output.rstrip('/')}/{table}")
 
 
 def members(tagged: DataFrame, kind: str) -> DataFrame:

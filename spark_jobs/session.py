@@ -41,6 +41,10 @@ BASE_CONF = {
     # for logs of a few commits.
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+    # Delta's optimized writes: one shuffle bins each table's rows into files of up to
+    # binSize, instead of one small Parquet file per task of the grouped steps (48 files of a
+    # few KiB per table and scan on a 3000-replica copy, each a task to write and to read).
+    "spark.databricks.delta.optimizeWrite.enabled": "true",
 }
 
 

@@ -12,17 +12,18 @@ in scan.py), so workers need logscan, not spark_jobs, on their path.
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir
 from logscan.scan import rows as R
-from logscan.scan.replica import (TRANSACTION_STATE_TOPIC, ByteRange, analyse_replica, read_metadata_events,
-                                  read_segment)
+from logscan.scan.replica import (TRANSACTION_STATE_TOPIC, ByteRange, ReplicaRead, analyse_replica, iter_segment,
+                                  read_metadata_events)
 from logscan.state import partition as P
 from logscan.state.coordinator import index_by_producer_id, latest_states
 from logscan.state.facts import BatchFact
@@ -77,17 +78,20 @@ def unit_tuples(group: list[R.Row]) -> list[tuple]:
 
 
 def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
-    """One segment file (or byte range of one) into tagged rows: its batches, txn-log records,
-    findings, its hand-offs and its `files` row (last, once the counts are known; a split
-    file's rows are summed over its kept ranges in scan.py)."""
+    """One segment file (or byte range of one) into tagged rows, streamed as the walk goes:
+    its batches, txn-log records, findings, its hand-offs and its `files` row (last, once the
+    counts are known; a split file's rows are summed over its kept ranges in scan.py)."""
     key = R.replica_key(unit["broker"], unit["topic"], unit["partition"])
     path = unit["file"]
+    base = unit["segment_base_offset"]
     split = unit["ranges"] > 1
     rng = ByteRange(unit["range_index"], unit["ranges"], unit["split_bytes"]) if split else None
-    read = read_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
-                        headers=True, byte_range=rng)
-    for fact, header in [*zip(read.facts, read.headers), *read.damaged]:
-        yield "batch", R.batch_row(fact, header, key, path, unit["segment_base_offset"])
+    read = ReplicaRead()
+    for fact, header in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
+                                     out=read, headers=True, byte_range=rng):
+        yield "batch", R.batch_row(fact, header, key, path, base)
+    for fact, header in read.damaged:
+        yield "batch", R.batch_row(fact, header, key, path, base)
     for row in R.txn_log_rows(read, key, path):
         yield "txn_log", row
     for finding in read.findings:
@@ -101,30 +105,37 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
 
 
 def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: work units in, tagged decoded rows out, in bounded Arrow batches."""
+    """mapInArrow body: work units in, tagged decoded rows out, in bounded Arrow batches (the
+    rows of many small files share a batch)."""
+    out: list[tuple[str, R.Row]] = []
+    extras: list[R.Row] = []
     for batch in batches:
         for unit in batch.to_pylist():
             extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
-            out: list[tuple[str, R.Row]] = []
             for item in decode_segment(unit):
                 out.append(item)
+                extras.append(extra)
                 if len(out) >= _FLUSH_ROWS:
-                    yield R.to_tagged_batch(out, DECODED, extra)
-                    out = []
-            if out:
-                yield R.to_tagged_batch(out, DECODED, extra)
+                    yield R.to_tagged_batch(out, DECODED, extras=extras)
+                    out, extras = [], []
+    if out:
+        yield R.to_tagged_batch(out, DECODED, extras=extras)
 
 
-def _facts(batches: pa.Table) -> Iterator[BatchFact]:
-    """The replica's batch rows as BatchFacts in log order (segment, then position in it);
-    a batch failing its CRC is only listed, never replayed (see read_segment)."""
-    batches = batches.filter(pc.field("crc_valid"))
-    if batches.num_rows == 0:
-        return
-    batches = batches.sort_by([("segment_base_offset", "ascending"), ("position", "ascending")])
-    for chunk in batches.select(list(BatchFact._fields)).to_batches(max_chunksize=_FLUSH_ROWS):
-        cols = [column.to_pylist() for column in chunk.columns]
-        yield from (BatchFact(*values) for values in zip(*cols))
+#: ``kind`` of the rows of the per-replica stream (scan.replica_stream): a replica's listing
+#: row sorts before its batch rows.
+STREAM_INFO, STREAM_BATCH = 0, 1
+_STREAM_KEYS = ("broker", "topic", "partition", "kind", "info")
+
+
+def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int, object]]:
+    """(replica key, kind, the listing row or a BatchFact) per row of the sorted stream, one
+    Arrow batch in memory at a time."""
+    for batch in batches:
+        keys = [batch.column(n).to_pylist() for n in _STREAM_KEYS]
+        facts = [batch.column(n).to_pylist() for n in BatchFact._fields]
+        for (broker, topic, partition, kind, info), values in zip(zip(*keys), zip(*facts)):
+            yield (broker, topic, partition), kind, info if kind == STREAM_INFO else BatchFact(*values)
 
 
 def _replica_dir(info: R.Row) -> ReplicaDir:
@@ -133,12 +144,12 @@ def _replica_dir(info: R.Row) -> ReplicaDir:
                       snapshots=[(s["base_offset"], Path(s["file"])) for s in info["snapshots"] or ()])
 
 
-def replica_rows(info: R.Row, batches: pa.Table) -> list[tuple[str, R.Row]]:
-    """Kafka's per-replica rules over one replica: what logscan.scan.local.scan computes
-    for it, as tagged rows."""
+def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> list[tuple[str, R.Row]]:
+    """Kafka's per-replica rules over one replica (its listing row and its checksum-valid
+    batch facts in log order): what logscan.scan.local.scan computes for it, as tagged rows."""
     replica = _replica_dir(info)
     key = R.replica_key(replica.broker, replica.topic, replica.partition)
-    a = analyse_replica(replica, _facts(batches), hw_checkpoint=info["hw_checkpoint"],
+    a = analyse_replica(replica, facts, hw_checkpoint=info["hw_checkpoint"],
                         log_start_checkpoint=info["log_start_checkpoint"])
     view = a.view()
     out: list[tuple[str, R.Row]] = [("state", R.state_row(a.state, a.max_timestamp, a.leader_epoch))]
@@ -151,12 +162,22 @@ def replica_rows(info: R.Row, batches: pa.Table) -> list[tuple[str, R.Row]]:
     return out
 
 
-def replica_step(infos: pa.Table, batches: pa.Table) -> pa.Table:
-    """Cogrouped applyInArrow body: one replica's listing row and its batch rows."""
-    if infos.num_rows == 0:  # batches of a replica the driver did not list: cannot happen
-        return REPLICA_OUT.empty_table()
-    info = infos.slice(0, 1).to_pylist()[0]
-    return pa.Table.from_batches([R.to_tagged_batch(replica_rows(info, batches), REPLICA_OUT)])
+def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over the per-replica stream: rows clustered by replica, each replica's
+    listing row first, then its batch facts in log order (scan.replica_stream sorts them so).
+    Each replica's batches are replayed as they arrive, so memory holds one Arrow batch and the
+    replica's producer state, never the replica's batches."""
+    out: list[tuple[str, R.Row]] = []
+    for _, rows in groupby(_stream_rows(batches), key=itemgetter(0)):
+        _, kind, info = next(rows)
+        if kind != STREAM_INFO:  # batches of a replica the driver did not list: cannot happen
+            raise ValueError(f"batch rows of an unlisted replica {info!r}")
+        out.extend(replica_rows(info, (fact for _, _, fact in rows)))
+        if len(out) >= _FLUSH_ROWS:
+            yield R.to_tagged_batch(out, REPLICA_OUT)
+            out = []
+    if out:
+        yield R.to_tagged_batch(out, REPLICA_OUT)
 
 
 def coordinator_step(records: pa.Table) -> pa.Table:
@@ -192,39 +213,49 @@ def metadata_step(as_of_ms: int):
     return run
 
 
-def partition_step(coordinator_rows: list[R.Row], *, as_of_ms: int, max_timeout_ms: int,
-                   coordinator_complete: bool, bootstrap: str):
-    """Cogrouped applyInArrow body per (topic, partition): the replicas' state, open-transaction
-    and span rows, and the partition's leader row (if __cluster_metadata names one), through
-    logscan.state.partition.assess_partition against the coordinator state (shipped in the
-    closure: one row per transactional id)."""
-    indexes: list = []  # built once per task, reused for each partition group of the task
-
-    def run(replica_rows: pa.Table, leaders: pa.Table) -> pa.Table:
-        if replica_rows.num_rows == 0:
-            return PARTITION_OUT.empty_table()
-        if not indexes:
-            indexes.append(index_by_producer_id(
-                {r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows}))
-        index = indexes[0]
+def partition_stream(coordinator_rows: list[R.Row], *, as_of_ms: int, max_timeout_ms: int,
+                     coordinator_complete: bool, bootstrap: str):
+    """mapInArrow body over the replicas' state, open-transaction and span rows clustered by
+    (topic, partition), each carrying the partition's leader from __cluster_metadata (null when
+    it names none): per partition, logscan.state.partition.assess_partition against the
+    coordinator state (shipped in the closure: one row per transactional id)."""
+    def assess(rows: list[tuple], index) -> list[tuple[str, R.Row]]:
         states: dict[int, R.Row] = {}
         members: dict[str, dict[int, list[R.Row]]] = {"open_txn": defaultdict(list), "span": defaultdict(list)}
-        for kind, state, txn, span in zip(*(replica_rows.column(n).to_pylist()
-                                            for n in ("record_type", "state", "open_txn", "span"))):
+        for _, kind, state, txn, span, _ in rows:
             if kind == "state":
                 states[state["broker"]] = state
             elif kind == "open_txn":
                 members["open_txn"][txn["broker"]].append(txn)
             elif kind == "span":
                 members["span"][span["broker"]].append(span)
+        if not states:
+            return []
         views = [R.view_from_rows(states[b], members["open_txn"][b], members["span"][b]) for b in sorted(states)]
-        leader = leaders.column("leader").to_pylist()[0] if leaders.num_rows else None
-        result = P.assess_partition(views, metadata_leader=leader, index=index, as_of_ms=as_of_ms,
+        result = P.assess_partition(views, metadata_leader=rows[0][5], index=index, as_of_ms=as_of_ms,
                                     max_timeout_ms=max_timeout_ms, coordinator_complete=coordinator_complete,
                                     bootstrap=bootstrap)
         out = [("state", R.assessed(states[a.broker], a)) for a in result.replicas]
         out.extend(("candidate", R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn, c.age_ms,
                                                  c.verdict)) for c in result.candidates)
         out.extend(("plan", R.plan_row(broker, plan)) for broker, plan in result.plans)
-        return pa.Table.from_batches([R.to_tagged_batch(out, PARTITION_OUT)])
+        return out
+
+    def rows_of(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple]:
+        for batch in batches:
+            cols = [batch.column(n).to_pylist() for n in ("topic", "partition", "record_type", "state",
+                                                          "open_txn", "span", "leader")]
+            for topic, partition, *rest in zip(*cols):
+                yield ((topic, partition), *rest)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        index = index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})
+        out: list[tuple[str, R.Row]] = []
+        for _, rows in groupby(rows_of(batches), key=itemgetter(0)):
+            out.extend(assess(list(rows), index))
+            if len(out) >= _FLUSH_ROWS:
+                yield R.to_tagged_batch(out, PARTITION_OUT)
+                out = []
+        if out:
+            yield R.to_tagged_batch(out, PARTITION_OUT)
     return run

@@ -221,21 +221,19 @@ def crc_finding(path: str, entry) -> Finding:
 OnFact = Callable[[BatchFact, RecordBatch], None]
 
 
-def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,
-                 headers: bool = False, byte_range: Optional[ByteRange] = None,
-                 on_fact: Optional[OnFact] = None) -> ReplicaRead:
-    """One `.log` segment (or one byte range of it) into batch facts (and `__transaction_state`
-    records), appended to ``out``; the unit of work of a Spark task as much as of the local
-    loop. ``headers`` keeps each batch's header for the batches table. With ``on_fact`` the
-    facts stream to it (with their headers) instead of being listed, so memory does not grow
-    with the segment."""
-    out = ReplicaRead() if out is None else out
+def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead,
+                 headers: bool = False, byte_range: Optional[ByteRange] = None
+                 ) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
+    """One `.log` segment (or one byte range of it), walked lazily: each checksum-valid
+    entry's fact with its header, in log order. Everything else a walk finds goes to ``out``
+    as it is met: findings, counts, `__transaction_state` records, hand-offs and (with
+    ``headers``) the CRC-failed v2 batches. Memory does not grow with the segment."""
     with ExitStack() as stack:
         try:
             seg = stack.enter_context(open_segment(path))
         except OSError as e:
             out.findings.append(Finding(path, -1, "io", str(e)))
-            return out
+            return
         buf = seg.buf
         out.bytes_read += len(buf)
         for entry in walk_range(buf, byte_range, out.handoffs):
@@ -257,16 +255,30 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
                 out.first_offset = fact.base_offset
             out.max_timestamp = max(out.max_timestamp, fact.max_timestamp)
             out.batches += 1
-            if on_fact is not None:
-                on_fact(fact, entry)
-            else:
-                out.facts.append(fact)
-                if headers:
-                    out.headers.append(entry)
+            yield fact, entry
             if is_txn_log and isinstance(entry, RecordBatch) and not entry.is_control:
                 before = len(out.txn_log)
                 out.txn_log.extend(_txn_log_records(buf, entry, partition, path, out.findings))
                 out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))
+
+
+def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,
+                 headers: bool = False, byte_range: Optional[ByteRange] = None,
+                 on_fact: Optional[OnFact] = None) -> ReplicaRead:
+    """One `.log` segment (or one byte range of it) into batch facts (and `__transaction_state`
+    records), appended to ``out``; the unit of work of a Spark task as much as of the local
+    loop. ``headers`` keeps each batch's header for the batches table. With ``on_fact`` the
+    facts stream to it (with their headers) instead of being listed, so memory does not grow
+    with the segment (:func:`iter_segment` is the same walk as a generator)."""
+    out = ReplicaRead() if out is None else out
+    for fact, entry in iter_segment(path, partition, is_txn_log=is_txn_log, out=out, headers=headers,
+                                    byte_range=byte_range):
+        if on_fact is not None:
+            on_fact(fact, entry)
+        else:
+            out.facts.append(fact)
+            if headers:
+                out.headers.append(entry)
     return out
 
 

@@ -477,13 +477,15 @@ def tagged_schema(members: dict[str, pa.Schema], keys: Iterable[pa.Field] = ()) 
                      + [pa.field(name, pa.struct(list(s)), True) for name, s in members.items()])
 
 
-def to_tagged_batch(rows: list[tuple[str, Row]], schema: pa.Schema, extra: Optional[Row] = None) -> pa.RecordBatch:
-    """Tagged rows as one batch; key columns come from ``extra`` (the same for every row) or
-    else from each row's value of that name."""
-    extra = extra or {}
+def to_tagged_batch(rows: list[tuple[str, Row]], schema: pa.Schema, extra: Optional[Row] = None,
+                    extras: Optional[list[Row]] = None) -> pa.RecordBatch:
+    """Tagged rows as one batch; key columns come from ``extra`` (the same for every row), or
+    ``extras`` (one dict per row), or else from each row's value of that name."""
     keys = [n for n in schema.names[1:] if not pa.types.is_struct(schema.field(n).type)]
     names = [n for n in schema.names[1:] if n not in keys]
+    if extras is None:
+        extras = [extra or {}] * len(rows)
     return pa.RecordBatch.from_pylist(
-        [{"record_type": kind, **{k: extra[k] if k in extra else row.get(k) for k in keys},
-          **{n: (row if n == kind else None) for n in names}} for kind, row in rows],
+        [{"record_type": kind, **{k: ex[k] if k in ex else row.get(k) for k in keys},
+          **{n: (row if n == kind else None) for n in names}} for (kind, row), ex in zip(rows, extras)],
         schema=schema)
