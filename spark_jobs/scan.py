@@ -85,8 +85,10 @@ TARGET_TASK_BYTES = 256 << 20
 #: Segments larger than this are read by several tasks, one per byte range (--split-bytes).
 SPLIT_BYTES = 128 << 20
 WRITE_THREADS = 4
-#: Replicas per task of the grouped per-replica step (each one a replay over its batches).
-REPLICAS_PER_TASK = 64
+#: Replicas per task of the per-replica step. Its tasks stream (memory does not grow with
+#: them), so they can be large: each task costs ~20 ms, and every later write reads the step's
+#: output once per task (64 a task made 97 tasks per write on a 3000-replica copy).
+REPLICAS_PER_TASK = 1000
 MAX_SHUFFLE_PARTITIONS = 2000
 _SCAN_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
