@@ -1,11 +1,15 @@
 """The batch-size curve (tools/bench/curve.py) on tiny segments: each size's segment is what it
-says (batches of that size, every one counted by both of logscan's walks), and the report
-prints a row per size and the 16 KiB target. No timing is asserted: speed is `make bench`'s."""
+says (batches of that size, every one counted by both of logscan's walks), the per-batch CRC32C
+pass and the bare Python loop count the same batches and catch a damaged CRC, and the report
+prints a row per size, the 16 KiB target and what bounds it. No timing is asserted: speed is
+`make bench`'s."""
 
 from __future__ import annotations
 
 import json
 import re
+
+import pytest
 
 from tools.bench import curve
 
@@ -29,6 +33,36 @@ def test_segments_have_the_asked_batch_size(tmp_path):
         assert all(0.85 * kib * 1024 <= s <= kib * 1024 for s in sizes), (kib, min(sizes), max(sizes))
 
 
+def test_crc_per_batch_and_the_bare_loop_count_every_batch(tmp_path):
+    seg = curve.curve_segment(16, 4, base=tmp_path)
+    batches = curve.walk(seg)
+    assert batches > 100
+    assert curve.bare_walk(seg) == batches
+    with curve.crc_spans(seg) as (slices, crcs):
+        assert len(slices) == len(crcs) == batches
+        assert sum(len(piece) for piece in slices) == seg.stat().st_size - batches * curve.CRC_START
+        assert curve.crc_per_batch(slices, crcs) == batches
+
+
+def test_a_damaged_crc_is_caught(tmp_path):
+    seg = curve.curve_segment(16, 4, base=tmp_path)
+    data = bytearray(seg.read_bytes())
+    pos = 0
+    for _ in range(7):  # into the 8th batch
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    end = pos + 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    data[end - 1] ^= 0x01  # the last byte the batch's CRC covers
+    bad = tmp_path / "damaged" / seg.name
+    bad.parent.mkdir()
+    bad.write_bytes(bytes(data))
+    with pytest.raises(SystemExit, match=f"CRC mismatch in the batch at byte {pos}$"):
+        curve.bare_walk(bad)
+    with curve.crc_spans(bad) as (slices, crcs), pytest.raises(SystemExit, match="CRC mismatch in batch 7:"):
+        curve.crc_per_batch(slices, crcs)
+    with pytest.raises(SystemExit, match="does not walk clean"):
+        curve.walk(bad)
+
+
 def test_segments_are_cached(tmp_path, capsys):
     seg = curve.curve_segment(4, 1, tmp_path)
     stamp = seg.stat().st_mtime_ns
@@ -45,8 +79,16 @@ def test_report_has_every_size_and_the_target(tmp_path, capsys):
     targets = [line for line in out.splitlines() if "16 KiB batches >= 70%" in line]
     assert len(targets) == 2
     assert all(re.match(r"\s+\[(    met|NOT met)\]", line) for line in targets)
+    assert re.search(r"^\s+16 KiB\s+\d+ \|(\s+\d+\.\d\d){3} \|\s+\d+\.\d\d\s+\d+% \|\s+\d+\.\d\d\s+\d+% \|", out, re.M)
+    lines = out.splitlines()
+    at = lines.index(targets[-1])
+    assert re.match(r"  the ceiling of a per-batch CRC32C check with the crc32c library, no walk: \d+% at 16 KiB \(",
+                    lines[at + 1])
+    assert re.match(r"  the bare Python walk\+check loop .*: \d+% at 16 KiB \(", lines[at + 2])
 
 
 def test_report_without_the_target_size_says_so(tmp_path, capsys):
     curve.main(["--size-mb", "1", "--sizes-kib", "4", "--runs", "1", "--work", str(tmp_path)])
-    assert "[    n/a] 16 KiB batches not in this run" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[    n/a] 16 KiB batches not in this run" in out
+    assert "the ceiling of a per-batch" not in out

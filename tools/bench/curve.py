@@ -10,13 +10,25 @@ On the same bytes, in the same run, one core, best of --runs, it measures:
 - the machine's limits: reading the file from page cache into a reused buffer, the same plus
   CRC32C over every byte with the ``crc32c`` library, and CRC32C over an mmap of the file
   (the scan maps its segments); the page-cache+CRC32C limit is the faster of the last two;
+- CRC32C per batch: the ``crc32c`` library called once per batch over exactly the bytes that
+  batch's CRC covers (attributes to its end), over memoryview slices of an mmap built before
+  the clock starts, with no walk at all. The library's cost per call caps this below the limit
+  at small batches: it is the ceiling of ANY walker that checks each batch's CRC with it, a
+  compiled one included;
+- the bare Python loop: the smallest pure-Python walk that checks every CRC (per batch one
+  ``struct.unpack_from`` of the header prefix, one slice, one crc32c call, a compare, an
+  advance; no objects). It is the floor of a walk in pure Python: logscan's own walks do this
+  and more;
 - ``logscan.format.logfile.walk_batches`` over an mmap with CRC checks (what ``logscan dump``
   walks);
 - ``logscan.scan.replica.read_segment``: the scan's own unit of work (the same walk, plus one
   BatchFact per batch and the control records of markers), as a Spark task runs it.
 
 and prints GB/s, batches/s and the ratio to the limit per size, then the target of issue 7:
-batch-level decode with CRC at 16 KiB batches >= 70% of the page-cache+CRC32C limit.
+batch-level decode with CRC at 16 KiB batches >= 70% of the page-cache+CRC32C limit, and what
+the per-batch CRC32C ceiling and the bare Python loop reach at that size, which say how far a
+pure-Python walk can get at all. Every figure checks what it did: each batch's CRC matches, and
+every walk counts the same batches.
 """
 
 from __future__ import annotations
@@ -24,7 +36,9 @@ from __future__ import annotations
 import argparse
 import mmap
 import os
+import struct
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +56,10 @@ TARGET_KIB = 16
 TARGET_RATIO = 0.70
 MMAP_CHUNK = 8 << 20
 GB = 1e9
+# A v2 batch's header up to its CRC: base offset, length, partition leader epoch, magic, CRC.
+PREFIX = struct.Struct(">qiiBI")
+LOG_OVERHEAD = 12  # base offset + length: a batch is 12 + length bytes
+CRC_START = PREFIX.size  # 21: the CRC covers the batch from its attributes to its end
 
 
 def curve_segment(kib: int, size_mb: int, base: Path = CURVE_DIR) -> Path:
@@ -63,6 +81,67 @@ def mmap_crc32c(path: Path) -> int:
             crc = crc32c.crc32c(view[pos:pos + MMAP_CHUNK], crc)
         view.release()
     return crc
+
+
+@contextmanager
+def crc_spans(path: Path):
+    """(slices, crcs) of a segment: per batch a memoryview slice of an mmap over exactly the
+    bytes its CRC covers, and the CRC its header stores. Built by a first pass that reads only
+    each batch's length (offset 8, big-endian int32), so timing ``crc_per_batch`` on them
+    times the CRC calls and nothing of a walk."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        view = memoryview(mm)
+        slices, crcs = [], []
+        pos, end = 0, len(view)
+        while pos < end:
+            length = int.from_bytes(view[pos + 8:pos + 12], "big")
+            crcs.append(int.from_bytes(view[pos + 17:pos + 21], "big"))
+            slices.append(view[pos + CRC_START:pos + LOG_OVERHEAD + length])
+            pos += LOG_OVERHEAD + length
+        try:
+            yield slices, crcs
+        finally:
+            for piece in slices:  # the map cannot close while a slice of it is alive
+                piece.release()
+            slices.clear()
+            view.release()
+
+
+def crc_per_batch(slices: list[memoryview], crcs: list[int]) -> int:
+    """CRC32C of each batch with the ``crc32c`` library, one call per batch, no walk: the
+    number of batches. The ceiling of any walker that checks each batch's CRC with this
+    library, compiled or not."""
+    got = list(map(crc32c.crc32c, slices))
+    if got != crcs:
+        bad = next(i for i, (a, b) in enumerate(zip(got, crcs)) if a != b)
+        raise SystemExit(f"CRC mismatch in batch {bad}: computed {got[bad]:#010x}, stored {crcs[bad]:#010x}")
+    return len(got)
+
+
+def bare_loop(view: memoryview) -> int:
+    """The smallest pure-Python walk that checks every batch's CRC: per batch one unpack of
+    the header prefix, one slice, one crc32c call, a compare, an advance; no objects. The
+    number of batches; SystemExit at the first CRC that does not match."""
+    unpack, crc = PREFIX.unpack_from, crc32c.crc32c
+    pos, end, n = 0, len(view), 0
+    while pos < end:
+        _, length, _, _, stored = unpack(view, pos)
+        next_pos = pos + LOG_OVERHEAD + length
+        if crc(view[pos + CRC_START:next_pos]) != stored:
+            raise SystemExit(f"CRC mismatch in the batch at byte {pos}")
+        pos = next_pos
+        n += 1
+    return n
+
+
+def bare_walk(path: Path) -> int:
+    """The bare Python loop over an mmap of the file: the floor of a walk in pure Python."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        view = memoryview(mm)
+        try:
+            return bare_loop(view)
+        finally:
+            view.release()
 
 
 def walk(path: Path) -> int:
@@ -98,6 +177,8 @@ class Point:
     t_read: float
     t_read_crc: float
     t_mmap_crc: float
+    t_crc_batch: float  # CRC32C per batch, no walk
+    t_bare: float  # the bare Python walk+check loop
     t_walk: float
     t_scan: float
 
@@ -118,26 +199,35 @@ def measure(kib: int, size_mb: int, runs: int, base: Path = CURVE_DIR) -> Point:
     t_read, nbytes = anchors.best_of(runs, lambda: anchors.page_cache_read(seg))
     t_read_crc, _ = anchors.best_of(runs, lambda: anchors.page_cache_read_crc32c(seg))
     t_mmap_crc, _ = anchors.best_of(runs, lambda: mmap_crc32c(seg))
+    with crc_spans(seg) as (slices, crcs):
+        t_crc_batch, crc_checked = anchors.best_of(runs, lambda: crc_per_batch(slices, crcs))
+    t_bare, bare = anchors.best_of(runs, lambda: bare_walk(seg))
     t_walk, batches = anchors.best_of(runs, lambda: walk(seg))
     t_scan, facts = anchors.best_of(runs, lambda: scan_unit(seg))
-    if facts != batches:
-        raise SystemExit(f"{seg}: read_segment saw {facts} batches, walk_batches {batches}")
-    return Point(kib, nbytes, batches, t_read, t_read_crc, t_mmap_crc, t_walk, t_scan)
+    for name, n in (("read_segment", facts), ("the per-batch CRC32C pass", crc_checked), ("the bare loop", bare)):
+        if n != batches:
+            raise SystemExit(f"{seg}: {name} saw {n} batches, walk_batches {batches}")
+    return Point(kib, nbytes, batches, t_read, t_read_crc, t_mmap_crc, t_crc_batch, t_bare, t_walk, t_scan)
 
 
 def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
     lines = [f"Batch-size curve: a {size_mb} MiB segment per size (uncompressed batches, markers "
              f"included), best of {runs}, one core, page cache warm",
              "limit = page cache + CRC32C over every byte, the faster of readinto and mmap",
+             "CRC/batch = the crc32c library once per batch over pre-built slices, no walk (the ceiling "
+             "of any walker checking each batch with it)",
+             "bare loop = the smallest pure-Python walk+check: unpack, slice, crc32c, compare, advance",
              "",
              f"  {'batch':>7} {'mean B':>8} | {'read':>6} {'+CRC':>6} {'mmap+CRC':>8} | "
+             f"{'CRC/batch':>9} {'limit':>6} | {'bare loop':>9} {'limit':>6} | "
              f"{'walk_batches':>12} {'M b/s':>6} {'limit':>6} | {'read_segment':>12} {'M b/s':>6} {'limit':>6}",
-             f"  {'':>7} {'':>8} | {'GB/s':>6} {'GB/s':>6} {'GB/s':>8} | {'GB/s':>12} {'':>6} {'':>6} | "
-             f"{'GB/s':>12} {'':>6} {'':>6}"]
+             f"  {'':>7} {'':>8} | {'GB/s':>6} {'GB/s':>6} {'GB/s':>8} | {'GB/s':>9} {'':>6} | {'GB/s':>9} {'':>6} | "
+             f"{'GB/s':>12} {'':>6} {'':>6} | {'GB/s':>12} {'':>6} {'':>6}"]
     for p in points:
         lines.append(
             f"  {_kib(p.kib):>7} {p.nbytes / p.batches:8.0f} | {p.gbs(p.t_read):6.2f} {p.gbs(p.t_read_crc):6.2f} "
-            f"{p.gbs(p.t_mmap_crc):8.2f} | {p.gbs(p.t_walk):12.2f} {p.batches / p.t_walk / 1e6:6.3f} "
+            f"{p.gbs(p.t_mmap_crc):8.2f} | {p.gbs(p.t_crc_batch):9.2f} {p.ratio(p.t_crc_batch):6.0%} | "
+            f"{p.gbs(p.t_bare):9.2f} {p.ratio(p.t_bare):6.0%} | {p.gbs(p.t_walk):12.2f} {p.batches / p.t_walk / 1e6:6.3f} "
             f"{p.ratio(p.t_walk):6.0%} | {p.gbs(p.t_scan):12.2f} {p.batches / p.t_scan / 1e6:6.3f} "
             f"{p.ratio(p.t_scan):6.0%}")
     lines += ["", "Targets (issue 7):"]
@@ -150,7 +240,20 @@ def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
             lines.append(f"  [{'met' if ok else 'NOT met':>7}] batch-level decode with CRC ({name}) at "
                          f"{TARGET_KIB} KiB batches >= {TARGET_RATIO:.0%} of the page-cache+CRC32C limit: "
                          f"{p.ratio(t):.0%} ({p.gbs(t):.2f} of {p.gbs(p.t_limit):.2f} GB/s)")
+        lines += why(p)
     return lines
+
+
+def why(p: Point) -> list[str]:
+    """What bounds a walk at this size, from the same run: the per-batch CRC32C ceiling (no
+    walker that checks each batch with the library can pass it) and the bare Python loop (no
+    pure-Python walker can do less per batch)."""
+    return [f"  the ceiling of a per-batch CRC32C check with the crc32c library, no walk: {p.ratio(p.t_crc_batch):.0%} "
+            f"at {_kib(p.kib)} ({p.gbs(p.t_crc_batch):.2f} GB/s, {p.t_crc_batch / p.batches * 1e6:.2f} us per "
+            f"batch of {p.nbytes / p.batches:.0f} B)",
+            f"  the bare Python walk+check loop (unpack, slice, crc32c, compare, advance; no objects): "
+            f"{p.ratio(p.t_bare):.0%} at {_kib(p.kib)} ({p.gbs(p.t_bare):.2f} GB/s, "
+            f"{(p.t_bare - p.t_crc_batch) / p.batches * 1e6:.2f} us per batch beyond its CRC call)"]
 
 
 def _kib(kib: int) -> str:
