@@ -237,8 +237,9 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     groups = plan_tasks(listing.units, parallelism)
     # The grouped steps' outputs are cached with as many partitions as the shuffle has, and the
     # writes read them: Spark's default 200 costs ~20 ms a task each time on a small copy.
-    spark.conf.set("spark.sql.shuffle.partitions",
-                   str(max(parallelism, min(MAX_SHUFFLE_PARTITIONS, -(-len(listing.replicas) // REPLICAS_PER_TASK)))))
+    # A multiple of the cores, so the last wave of tasks does not leave cores idle.
+    waves = -(-len(listing.replicas) // (parallelism * REPLICAS_PER_TASK))
+    spark.conf.set("spark.sql.shuffle.partitions", str(min(MAX_SHUFFLE_PARTITIONS, parallelism * max(1, waves))))
     decode = faults.at_start("decode", tasks.decode_files)
     decoded = work_units(spark, groups).mapInArrow(decode, S.spark_schema(tasks.DECODED)).persist()
     kept = kept_ranges(spark, decoded)
