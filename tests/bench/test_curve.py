@@ -92,3 +92,17 @@ def test_report_without_the_target_size_says_so(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "[    n/a] 16 KiB batches not in this run" in out
     assert "the ceiling of a per-batch" not in out
+
+
+def test_every_size_is_held_to_the_best_limit_of_the_run():
+    # Same bytes and times at two sizes, but the 16 KiB limit measured twice as slow (another
+    # process on the core): its ratios must not come out twice as good.
+    def point(kib, t_limit):
+        return curve.Point(kib, 10**9, 1000, 0.1, t_limit, t_limit, 0.1, 0.1, 0.2, 0.4, 0.5)
+
+    fast, slow = point(4, 0.1), point(16, 0.2)
+    lines = curve.report([fast, slow], 256, 1)
+    assert "the best of every size in this run: 10.00 GB/s" in lines[1]
+    assert slow.ratio(slow.t_walk) == fast.ratio(fast.t_walk) == pytest.approx(0.25)
+    (target,) = [line for line in lines if "walk_batches, the dump's walk" in line]
+    assert "25% (2.50 of 10.00 GB/s)" in target
