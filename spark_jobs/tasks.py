@@ -71,6 +71,7 @@ PARTITION_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "candidate": R.HANG
                                  "plan": R.ABORT_PLANS})
 
 _FLUSH_ROWS = 20_000
+_UNIT_KEYS = [f.name for f in _RANGE_KEYS]  # DECODED's key columns: a work unit's segment and range
 
 
 def unit_tuples(group: list[R.Row]) -> list[tuple]:
@@ -105,21 +106,41 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
 
 
 def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: work units in, tagged decoded rows out, in bounded Arrow batches (the
-    rows of many small files share a batch)."""
-    out: list[tuple[str, R.Row]] = []
+    """mapInArrow body: work units in, tagged decoded rows out, in bounded Arrow batches. The
+    rows of many small files share a batch; batch rows (one per batch of the copy) are built
+    column-wise, the few others through to_tagged_batch."""
+    rows: list[R.Row] = []
+    keys: dict[str, list] = {name: [] for name in _UNIT_KEYS}
+    others: list[tuple[str, R.Row]] = []
     extras: list[R.Row] = []
+
+    def flush_rows() -> pa.RecordBatch:
+        batch = R.to_member_batch(rows, DECODED, "batch", keys)
+        rows.clear()
+        for values in keys.values():
+            values.clear()
+        return batch
+
     for batch in batches:
         for unit in batch.to_pylist():
             extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
-            for item in decode_segment(unit):
-                out.append(item)
-                extras.append(extra)
-                if len(out) >= _FLUSH_ROWS:
-                    yield R.to_tagged_batch(out, DECODED, extras=extras)
-                    out, extras = [], []
-    if out:
-        yield R.to_tagged_batch(out, DECODED, extras=extras)
+            for kind, row in decode_segment(unit):
+                if kind == "batch":
+                    rows.append(row)
+                    for name, values in keys.items():
+                        values.append(extra[name])
+                    if len(rows) >= _FLUSH_ROWS:
+                        yield flush_rows()
+                else:
+                    others.append((kind, row))
+                    extras.append(extra)
+                    if len(others) >= _FLUSH_ROWS:
+                        yield R.to_tagged_batch(others, DECODED, extras=extras)
+                        others, extras = [], []
+    if rows:
+        yield flush_rows()
+    if others:
+        yield R.to_tagged_batch(others, DECODED, extras=extras)
 
 
 #: ``kind`` of the rows of the per-replica stream (scan.replica_stream): a replica's listing

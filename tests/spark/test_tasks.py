@@ -84,3 +84,23 @@ def test_the_decode_walk_is_lazy():
     assert read.batches == 1  # one batch read, not the segment
     rest = sum(1 for _ in walk)
     assert read.batches == rest + 1 > 1
+
+
+@pytest.mark.parametrize("flush", [3, 20_000])
+def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
+    # Batch rows are built column-wise, the rest row by row, many units to an Arrow batch:
+    # the union must be each unit's rows as to_tagged_batch makes them, keys included.
+    from spark_jobs.scan import list_inputs, plan_tasks
+
+    monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
+    units = [u for group in plan_tasks(list_inputs([CLUSTER], split_bytes=4096).units, 2) for u in group]
+    assert any(u["ranges"] > 1 for u in units)
+    expected = [R.to_tagged_batch(list(tasks.decode_segment(u)), tasks.DECODED,
+                                  {"segment": u["file"], "range_index": u["range_index"], "ranges": u["ranges"]})
+                for u in units]
+    work = pa.Table.from_pylist(units, schema=tasks.WORK_UNIT).to_batches(max_chunksize=5)
+    got = list(tasks.decode_files(iter(work)))
+    assert max(b.num_rows for b in got) <= flush or flush > 1000
+    table = pa.Table.from_batches(got, schema=tasks.DECODED)
+    assert table.column("record_type").to_pylist().count("batch") > 100
+    assert sorted(map(repr, table.to_pylist())) == sorted(map(repr, pa.Table.from_batches(expected).to_pylist()))
