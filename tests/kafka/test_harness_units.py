@@ -70,6 +70,15 @@ def test_cluster_id_is_22_char_urlsafe_base64():
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
+def test_cluster_id_never_starts_with_a_dash(monkeypatch):
+    # 0xf8.. encodes to '-' first: kafka-storage would read `--cluster-id -...` as no value.
+    import uuid
+
+    drawn = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x01" + bytes(15))])
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(drawn))
+    assert random_cluster_id() == "AQAAAAAAAAAAAAAAAAAAAA"
+
+
 def test_every_scenario_names_known_clusters_and_documents_itself():
     assert {"txn_basic", "txn_open", "idempotent", "fenced", "timeout_abort", "codecs",
             "compacted", "segment_roll"} <= set(SCENARIOS)

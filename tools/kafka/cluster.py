@@ -139,8 +139,13 @@ def free_ports(count: int) -> list[int]:
 
 
 def random_cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (22 chars). Like
+    Kafka's Uuid.randomUuid, never one starting with '-': kafka-storage's argument parser
+    would take `--cluster-id -x...` for a missing value (one start in 64 failed so)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def _java(main: str, args, *, jvm_opts, log4j: Path, libs: Path = LIBS) -> list[str]:
