@@ -39,7 +39,8 @@ from pyspark.sql import functions as F  # noqa: E402
 from logscan.scan import rows as R  # noqa: E402
 from spark_jobs import faults  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
-from spark_jobs.session import DELTA_LIBS, build_session  # noqa: E402
+from spark_jobs.session import DELTA_LIBS  # noqa: E402
+from tests.spark import local_session  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 HANGING = REPO / "fixtures" / "hanging"
@@ -142,12 +143,8 @@ def state(spark, output: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def spark():
-    session = build_session("logscan-output-safety", master="local[1]", conf={
-        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "1", "spark.sql.catalogImplementation": "in-memory"})
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with local_session("logscan-output-safety", 1) as session:
+        yield session
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,8 @@ from logscan.scan.local import scan as local_scan  # noqa: E402
 from logscan.scan.local import tables as local_tables  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
 from spark_jobs.schemas import TAGS, spark_schema  # noqa: E402
-from spark_jobs.session import DELTA_LIBS, build_session  # noqa: E402
+from spark_jobs.session import DELTA_LIBS  # noqa: E402
+from tests.spark import local_session  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CLUSTERS = sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json"))
@@ -38,12 +39,8 @@ pytestmark = pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
 
 @pytest.fixture(scope="module")
 def spark():
-    session = build_session("logscan-tests", master="local[2]", conf={
-        "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    with local_session("logscan-tests", 2) as session:
+        yield session
 
 
 @pytest.fixture(scope="module")
