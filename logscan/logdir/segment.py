@@ -25,6 +25,7 @@ import stat
 from dataclasses import dataclass
 
 from logscan.format.errors import DecodeError
+from logscan.format.logfile import BufferWindow
 
 #: Largest non-mappable file we read into memory (a pipe has no size to check against).
 DEFAULT_MAX_READ_BYTES = 256 * 1024 * 1024
@@ -116,6 +117,65 @@ class SegmentFile:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
+
+
+class _MappedWindow:
+    """Bytes [base, base + len(buf)) of a file, mapped; ``close`` unmaps them."""
+
+    __slots__ = ("buf", "base", "_mmap")
+
+    def __init__(self, mm: mmap.mmap, base: int):
+        self._mmap, self.base, self.buf = mm, base, memoryview(mm)
+
+    def close(self) -> None:
+        self.buf.release()
+        self._mmap.close()
+
+
+class LogWindows:
+    """A `.log` file mapped a window at a time, the source ``walk_windows`` and ``find_entry``
+    (logscan.format.logfile) read: a segment larger than the process's address space (an
+    RLIMIT_AS such as spark.executor.pyspark.memory sets) is read whole all the same. A file
+    that cannot be mapped (a pipe, a special file system) is read as SegmentFile reads it.
+
+    Use as a context manager: ``size``, then ``map(start, stop)`` for each window.
+    """
+
+    def __init__(self, path: str, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES):
+        self.path = path
+        self.max_read_bytes = max_read_bytes
+        self._fh = None
+        self._whole: SegmentFile | None = None
+        self.size = 0
+
+    def __enter__(self) -> "LogWindows":
+        fh = open(self.path, "rb")
+        st = os.fstat(fh.fileno())
+        if stat.S_ISREG(st.st_mode):
+            self._fh, self.size = fh, st.st_size
+            return self
+        fh.close()
+        self._whole = SegmentFile(self.path, max_read_bytes=self.max_read_bytes).__enter__()
+        self.size = self._whole.size
+        return self
+
+    def map(self, start: int, stop: int):
+        if self._whole is not None:
+            return BufferWindow(self._whole.buf[start:stop], start)
+        base = start - start % mmap.ALLOCATIONGRANULARITY
+        try:
+            mm = mmap.mmap(self._fh.fileno(), stop - base, access=mmap.ACCESS_READ, offset=base)
+        except ValueError as e:  # e.g. the file shrank under the copy
+            raise OSError(errno.EIO, str(e)) from e
+        return _MappedWindow(mm, base)
+
+    def __exit__(self, *exc) -> None:
+        if self._whole is not None:
+            self._whole.__exit__(*exc)
+            self._whole = None
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 def open_segment(path: str, **kw) -> SegmentFile:

@@ -1,6 +1,6 @@
 """Reading one replica's files into the plain rows Kafka's rules need.
 
-Segments are walked in base-offset order over mmaps; only control batches (for the marker
+Segments are walked in base-offset order, a mapped window at a time (LogWindows); only control batches (for the marker
 type and coordinator epoch), `__transaction_state` and `__cluster_metadata` records are
 decoded past the header. Every decode problem becomes a located Finding and the walk goes on.
 
@@ -25,7 +25,7 @@ from logscan.format.checkpoint import parse_leader_epoch_checkpoint
 from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.errors import DecodeError
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
-from logscan.format.logfile import find_next_entry, walk_batches
+from logscan.format.logfile import WINDOW_BYTES, find_entry, walk_batches, walk_windows
 from logscan.format.metadata import decode_metadata_record
 from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decode_producer_snapshot
 from logscan.format.txnlog import decode_txnlog_entry
@@ -38,7 +38,7 @@ from logscan.state.snapshots import compare_producers
 from logscan.state.spans import Replay, ReplicaReplay
 
 from logscan.logdir.naming import Kind, classify
-from logscan.logdir.segment import Finding, open_segment
+from logscan.logdir.segment import Finding, LogWindows, open_segment
 from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -87,13 +87,23 @@ class ReplicaRead:
     bytes_read: int = 0
 
 
-def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding]) -> BatchFact:
+def _records(buf, batch: RecordBatch, base: int):
+    """iter_records of ``batch`` (at log position ``batch.position``) read from a window of the
+    log that starts at byte ``base``; errors are located in the log."""
+    try:
+        yield from iter_records(buf, batch._replace(position=batch.position - base) if base else batch)
+    except DecodeError as e:
+        e.position += base
+        raise
+
+
+def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base: int = 0) -> BatchFact:
     control_type = None
     coordinator_epoch = -1
     marker_ts = -1
     if batch.is_control and batch.records_count > 0:
         try:
-            record = next(iter_records(buf, batch), None)
+            record = next(_records(buf, batch, base), None)
             if record is not None:
                 key = decode_control_key(record.key, batch.position)
                 control_type = key.name
@@ -128,9 +138,9 @@ def legacy_fact(entry: LegacyBatch, path: str, findings: list[Finding]) -> Batch
 
 
 def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
-                     findings: list[Finding]) -> Iterator[TxnLogRecord]:
+                     findings: list[Finding], base: int = 0) -> Iterator[TxnLogRecord]:
     try:
-        for rec in iter_records(buf, batch):
+        for rec in _records(buf, batch, base):
             try:
                 e = decode_txnlog_entry(rec.key, rec.value)
             except DecodeError as err:
@@ -153,17 +163,23 @@ def _is_entry(item) -> bool:
     return isinstance(item, (RecordBatch, LegacyBatch))
 
 
-def walk_range(buf, rng: Optional[ByteRange], handoffs: list[tuple[int, bool]]) -> Iterator:
-    """walk_batches over the part of ``buf`` that byte range ``rng`` owns (all of it when
-    ``rng`` is None or the file is not split); hand-offs are appended to ``handoffs``."""
-    end = len(buf)
+def walk_range(log, rng: Optional[ByteRange], handoffs: list[tuple[int, bool]], *,
+               window: int = WINDOW_BYTES) -> Iterator[tuple[object, object]]:
+    """walk_windows over the part of ``log`` (a source of windows: LogWindows, BufferWindows)
+    that byte range ``rng`` owns (all of it when ``rng`` is None or the file is not split),
+    each item with its window; hand-offs are appended to ``handoffs``."""
+    end = log.size
     if rng is None or rng.count == 1:
-        yield from walk_batches(buf, verify_crc=True)
+        yield from walk_windows(log, window=window)
         return
+
+    def find(pos: int) -> Optional[int]:
+        return find_entry(log, pos, window=window)
+
     if rng.index == 0:
         start = 0
     else:
-        start = find_next_entry(buf, rng.boundary(rng.index), end)
+        start = find(rng.boundary(rng.index))
         if start is None:
             return  # no entry starts in this range or after it
     nxt = rng.index + 1
@@ -171,17 +187,17 @@ def walk_range(buf, rng: Optional[ByteRange], handoffs: list[tuple[int, bool]]) 
     def limit() -> int:
         return rng.boundary(nxt) if nxt < rng.count else end + 1
 
-    for item in walk_batches(buf, start, end, verify_crc=True):
+    for item, win in walk_windows(log, start, window=window):
         if _is_entry(item):
             while item.position >= limit():
-                clean = find_next_entry(buf, rng.boundary(nxt), end) == item.position
+                clean = find(rng.boundary(nxt)) == item.position
                 handoffs.append((nxt, clean))
                 if clean:
                     return
                 nxt += 1
-        yield item
+        yield item, win
     while nxt < rng.count:  # the walk ended: a later range must find nothing to read either
-        clean = find_next_entry(buf, rng.boundary(nxt), end) is None
+        clean = find(rng.boundary(nxt)) is None
         handoffs.append((nxt, clean))
         if clean:
             return
@@ -222,33 +238,35 @@ OnFact = Callable[[BatchFact, RecordBatch], None]
 
 
 def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead,
-                 headers: bool = False, byte_range: Optional[ByteRange] = None
-                 ) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
+                 headers: bool = False, byte_range: Optional[ByteRange] = None,
+                 window: int = WINDOW_BYTES) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
     """One `.log` segment (or one byte range of it), walked lazily: each checksum-valid
     entry's fact with its header, in log order. Everything else a walk finds goes to ``out``
     as it is met: findings, counts, `__transaction_state` records, hand-offs and (with
-    ``headers``) the CRC-failed v2 batches. Memory does not grow with the segment."""
+    ``headers``) the CRC-failed v2 batches. Memory does not grow with the segment, and the
+    segment is mapped a window at a time (LogWindows): a segment larger than the address
+    space a task may use is read all the same."""
     with ExitStack() as stack:
         try:
-            seg = stack.enter_context(open_segment(path))
+            log = stack.enter_context(LogWindows(path))
         except OSError as e:
             out.findings.append(Finding(path, -1, "io", str(e)))
             return
-        buf = seg.buf
-        out.bytes_read += len(buf)
-        for entry in walk_range(buf, byte_range, out.handoffs):
+        out.bytes_read += log.size
+        for entry, win in walk_range(log, byte_range, out.handoffs, window=window):
             if isinstance(entry, DecodeError):
                 out.findings.append(Finding.from_error(path, entry))
                 continue
+            buf, base = win.buf, win.base
             if not entry.crc_valid:
                 out.findings.append(crc_finding(path, entry))
                 if isinstance(entry, RecordBatch):
                     out.damaged_count += 1
                     if headers:
-                        out.damaged.append((batch_fact(buf, entry, path, []), entry))
+                        out.damaged.append((batch_fact(buf, entry, path, [], base), entry))
                 continue
             if isinstance(entry, RecordBatch):
-                fact = batch_fact(buf, entry, path, out.findings)
+                fact = batch_fact(buf, entry, path, out.findings, base)
             else:
                 fact = legacy_fact(entry, path, out.findings)
             if out.first_offset is None:
@@ -258,7 +276,7 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             yield fact, entry
             if is_txn_log and isinstance(entry, RecordBatch) and not entry.is_control:
                 before = len(out.txn_log)
-                out.txn_log.extend(_txn_log_records(buf, entry, partition, path, out.findings))
+                out.txn_log.extend(_txn_log_records(buf, entry, partition, path, out.findings, base))
                 out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))
 
 

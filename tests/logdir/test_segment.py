@@ -1,5 +1,7 @@
-"""A regular file too large to map in this process's address space is an io finding, never a
-prefix read as if the file ended there (which would show as a cut that is not in the file)."""
+"""Segments larger than this process's address space (an RLIMIT_AS such as the one
+spark.executor.pyspark.memory sets): the scan reads them a window at a time, whole; the dump,
+which maps a file whole, says it cannot, and never reads a prefix as if the file ended there
+(which would show as a cut that is not in the file)."""
 
 import resource
 import subprocess
@@ -7,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from logscan.testing.encoder import Rec, encode_batch
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 1 << 30  # the address space a Spark worker gets from spark.executor.pyspark.memory=1g
@@ -38,13 +42,65 @@ def test_dump_says_it_cannot_map_the_file(big_log):
     assert "truncated" not in run.stderr and "zero" not in run.stderr
 
 
-def test_scan_reports_an_io_finding_for_the_whole_file(big_log):
-    run = _limited("from logscan.scan.replica import read_segment\n"
-                   f"out = read_segment({str(big_log)!r}, 0, is_txn_log=False)\n"
-                   "for f in out.findings: print(f.position, f.reason, f.message)")
+def _scan_under_limit(path: Path, limit: int = LIMIT) -> list[str]:
+    run = _limited(f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))\n"
+                   "from logscan.scan.replica import read_segment\n"
+                   f"out = read_segment({str(path)!r}, 0, is_txn_log=False)\n"
+                   "print(out.batches, out.facts[-1].last_offset if out.facts else None)\n"
+                   "for f in out.findings: print(f.position, f.reason, f.length, f.message)")
     assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("-1 io ") and "cannot map" in lines[0], lines
+    return run.stdout.splitlines()
+
+
+def _batches(count: int, size: int) -> list[bytes]:
+    per = size // 1024
+    return [encode_batch([Rec(bytes(1000)) for _ in range(per)], base_offset=i * per) for i in range(count)]
+
+
+def test_the_scan_reads_a_clean_segment_larger_than_its_address_space(tmp_path):
+    """192 MiB of batches under a 128 MiB limit: every batch read, nothing reported."""
+    batches = _batches(4, 256 << 10)
+    log = tmp_path / "big-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    n = (192 << 20) // len(batches[0])
+    with open(log, "wb") as fh:
+        for i in range(n):
+            fh.write(batches[i % len(batches)])
+    assert log.stat().st_size > 128 << 20
+    lines = _scan_under_limit(log, 128 << 20)
+    assert lines == [f"{n} {(n - 1) % len(batches) * 256 + 255}"], lines[:3]
+
+
+def test_the_scan_reads_a_zero_filled_segment_larger_than_its_address_space(big_log):
+    """A preallocated segment of zeros: one zero-fill finding for all of it, as one walk
+    of the whole file gives, not an io finding."""
+    assert _scan_under_limit(big_log) == ["0 None", f"0 zero-fill {SIZE} {SIZE} zero bytes where entries should be"]
+
+
+def test_the_scan_resumes_after_a_zero_hole_larger_than_its_address_space(big_log):
+    """Batches at the start and 1.5 GiB further: both read, the hole reported between them."""
+    head, tail = _batches(2, 4096)
+    with open(big_log, "r+b") as fh:
+        fh.write(head)
+        fh.seek(3 * LIMIT // 2)
+        fh.write(tail)
+    hole = 3 * LIMIT // 2 - len(head)
+    assert _scan_under_limit(big_log) == [
+        "2 7",
+        f"{len(head)} zero-fill {hole} {hole} zero bytes where entries should be, resuming at byte {3 * LIMIT // 2}",
+        f"{3 * LIMIT // 2 + len(tail)} zero-fill {SIZE - 3 * LIMIT // 2 - len(tail)} "
+        f"{SIZE - 3 * LIMIT // 2 - len(tail)} zero bytes where entries should be"]
+
+
+def test_damage_that_needs_more_than_the_address_space_is_an_io_finding(big_log):
+    """Garbage after the first batch: resynchronising may search the rest of the file, which
+    does not fit; the batch before is kept and the finding says where reading stopped."""
+    head, = _batches(1, 4096)
+    with open(big_log, "r+b") as fh:
+        fh.write(head + b"\xff" * 100)
+    lines = _scan_under_limit(big_log)
+    assert lines[0] == "1 3" and len(lines) == 2, lines
+    assert lines[1].startswith(f"{len(head)} io {SIZE - len(head)} cannot map bytes {len(head)}..{SIZE}"), lines
 
 
 def test_without_the_limit_the_file_maps(big_log):
