@@ -2,7 +2,7 @@
 
 The decoders' contract (logscan/format/errors.py): a value, or a DecodeError located inside
 the input; never another exception. ``tools/fuzz/targets.py`` states it once per decoder
-(batch, legacy, walk, control, txnlog, offsets, metadata, snapshot, index, checkpoint,
+(batch, legacy, walk, windows, control, txnlog, offsets, metadata, snapshot, index, checkpoint,
 compression) and the atheris fuzzer runs the same targets. The last property is the
 walker's: whatever happens to some bytes of a real segment, every batch outside them is
 still read, by `logscan dump` and by the scan.

@@ -3,7 +3,7 @@
     python -m tools.fuzz.fuzz TARGET [libFuzzer options] [CORPUS_DIR ...]
     make fuzz FUZZ_TARGET=all FUZZ_RUNS=200000
 
-TARGET is one of ``tools/fuzz/targets.py`` (batch, legacy, walk, control, txnlog, offsets,
+TARGET is one of ``tools/fuzz/targets.py`` (batch, legacy, walk, windows, control, txnlog, offsets,
 metadata, snapshot, index, checkpoint, compression) or ``all`` (the first input byte picks
 one). Without a corpus directory the run uses ``.work/fuzz/corpus/TARGET``, seeded from the
 fixtures on first use (``tools/fuzz/seeds.py``). A crashing input is written to

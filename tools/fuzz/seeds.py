@@ -64,11 +64,12 @@ def seeds(target: str) -> Iterator[bytes]:
         for path in _files("*/*.log"):
             for data, b in _batches(path):
                 yield bytes(data[b.position:b.next_position])
-    elif target == "walk":
-        for path in _files("*/*.log"):
+    elif target in ("walk", "windows"):
+        for i, path in enumerate(_files("*/*.log")):
             data = path.read_bytes()
             if 0 < len(data) <= MAX_SEED_BYTES:
-                yield data
+                # windows: the first bytes pick the window size, its alignment, a search start
+                yield data if target == "walk" else bytes([i % 256, (i * 7) % 256, (i * 31) % 256]) + data
     elif target == "legacy":
         from logscan.format import compression
         from logscan.testing.encoder import legacy_message, legacy_wrapper

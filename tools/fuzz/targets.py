@@ -21,7 +21,8 @@ from logscan.format import checkpoint, compression, control, index, raft, snapsh
 from logscan.format.batch import decode_batch_header, iter_records
 from logscan.format.errors import DecodeError
 from logscan.format.legacy import decode_legacy_entry, iter_legacy_records
-from logscan.format.logfile import OverlongEntry, walk_batches
+from logscan.format.logfile import (BufferWindows, OverlongEntry, find_entry, find_next_entry, walk_batches,
+                                    walk_windows)
 from logscan.format.metadata import decode_metadata_record, render_metadata_payload
 from logscan.format.offsets import decode_offsets_record, render_offsets_key_payload
 from logscan.format.txnlog import decode_txnlog_entry, render_txnlog_key_payload
@@ -112,6 +113,31 @@ def walk(data: bytes) -> None:
         last_start = item.position
         _check(item.next_position <= len(data), "entry runs past the buffer")
         last_end = item.next_position
+
+
+def _item_key(item) -> tuple:
+    if isinstance(item, DecodeError):
+        return type(item).__name__, item.position, item.message, getattr(item, "length", None)
+    return type(item).__name__, item.position, item.crc_valid, item.size_in_bytes
+
+
+def windows(data: bytes) -> None:
+    """A segment read through windows (walk_windows, find_entry; the first three bytes pick
+    the window size, the window alignment and a search start) gives exactly the entries,
+    findings and resync positions of one walk of the whole segment."""
+    if len(data) < 3:
+        return
+    size, granularity, at = 64 + 8 * data[0], 1 + data[1] % 64, data[2]
+    data = data[3:]
+    whole = [_item_key(x) for x in walk_batches(data)]
+    got = [_item_key(x) for x, _ in walk_windows(BufferWindows(data, granularity), window=size)]
+    if got != whole:
+        first = next(i for i, (a, b) in enumerate(zip(got + [None], whole + [None])) if a != b)
+        raise InvariantError(f"windows of {size} bytes (alignment {granularity}) differ from one walk at "
+                             f"item {first}: {got[first:first + 1]} against {whole[first:first + 1]}")
+    start = at * len(data) // 256
+    found, expected = find_entry(BufferWindows(data, granularity), start, window=size), find_next_entry(data, start, len(data))
+    _check(found == expected, f"find_entry from {start} through {size}-byte windows: {found}, one search: {expected}")
 
 
 def control_record(data: bytes) -> None:
@@ -232,6 +258,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "batch": batch,
     "legacy": legacy,
     "walk": walk,
+    "windows": windows,
     "control": control_record,
     "txnlog": txnlog,
     "offsets": offsets,
