@@ -285,9 +285,17 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     needed = (F.col("record_type").isin("state", "open_txn")
               | ((F.col("record_type") == "span") & F.col("span.end_marker_offset").isNotNull()))
     leaders = S.members(metadata_out, "leader")
+    # Per partition: states and open transactions first, then the closed spans by end-marker
+    # offset (then broker and span index), the order tasks.partition_stream compares the
+    # replicas' end markers in without holding them.
+    row_order = F.lit(len(tasks.PARTITION_ROW_ORDER))
+    for i, kind in reversed(list(enumerate(tasks.PARTITION_ROW_ORDER))):
+        row_order = F.when(F.col("record_type") == kind, F.lit(i)).otherwise(row_order)
     partition_in = (replica_out.where(needed).select("record_type", *PARTITION_KEYS, "state", "open_txn", "span")
                     .join(F.broadcast(leaders), PARTITION_KEYS, "left")
-                    .repartition(*PARTITION_KEYS).sortWithinPartitions(*PARTITION_KEYS))
+                    .repartition(*PARTITION_KEYS)
+                    .sortWithinPartitions(*PARTITION_KEYS, row_order, F.col("span.end_marker_offset"),
+                                          F.col("span.broker"), F.col("span.span_index")))
     partition_out = (partition_in
                      .mapInArrow(tasks.partition_stream(coordinator_rows, as_of_ms=as_of_ms,
                                                         max_timeout_ms=max_transaction_timeout_ms,

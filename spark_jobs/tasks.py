@@ -1,7 +1,7 @@
 """What runs inside Spark's Python workers: Arrow in, a call into logscan, Arrow out.
 
 Nothing here knows Kafka's rules: decoding is ``logscan.scan.replica.read_segment``, the
-per-replica logic ``logscan.scan.replica.analyse_replica``, the coordinator's view
+per-replica logic ``logscan.scan.replica.ReplicaAnalyser``, the coordinator's view
 ``logscan.state.coordinator`` and the cross-replica rules (leader, agreement, find-hanging,
 plans) ``logscan.state.partition.assess_partition``: the same calls the single-process
 driver (``logscan.scan.local``) makes. These functions only move rows between Arrow and
@@ -12,7 +12,7 @@ in scan.py), so workers need logscan, not spark_jobs, on their path.
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import groupby
+from itertools import chain, groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -22,11 +22,12 @@ import pyarrow as pa
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir
 from logscan.scan import rows as R
-from logscan.scan.replica import (TRANSACTION_STATE_TOPIC, ByteRange, ReplicaRead, analyse_replica, iter_segment,
+from logscan.scan.replica import (TRANSACTION_STATE_TOPIC, ByteRange, ReplicaAnalyser, ReplicaRead, iter_segment,
                                   read_metadata_events)
 from logscan.state import partition as P
 from logscan.state.coordinator import index_by_producer_id, latest_states
 from logscan.state.facts import BatchFact
+from logscan.state.spans import TxnSpan
 
 #: One work unit per segment file or byte range of one; a Spark task gets a group of them
 #: (see scan.plan_tasks).
@@ -165,38 +166,49 @@ def _replica_dir(info: R.Row) -> ReplicaDir:
                       snapshots=[(s["base_offset"], Path(s["file"])) for s in info["snapshots"] or ()])
 
 
-def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> list[tuple[str, R.Row]]:
+def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> Iterator[tuple[str, R.Row]]:
     """Kafka's per-replica rules over one replica (its listing row and its checksum-valid
-    batch facts in log order): what logscan.scan.local.scan computes for it, as tagged rows."""
+    batch facts in log order): what logscan.scan.local.scan computes for it, as tagged rows.
+    A span's row comes out as its end marker closes it, so a replica's closed transactions
+    are never held; the other rows (and the spans still open) once the replica is read."""
     replica = _replica_dir(info)
     key = R.replica_key(replica.broker, replica.topic, replica.partition)
-    a = analyse_replica(replica, facts, hw_checkpoint=info["hw_checkpoint"],
-                        log_start_checkpoint=info["log_start_checkpoint"])
+    closed: list[TxnSpan] = []
+    analyser = ReplicaAnalyser(replica, on_close=closed.append)
+    for fact in facts:
+        analyser.feed(fact)
+        if closed:
+            for span in closed:
+                yield "span", R.span_row(span, key)
+            closed.clear()
+    a = analyser.finish(hw_checkpoint=info["hw_checkpoint"], log_start_checkpoint=info["log_start_checkpoint"])
     view = a.view()
-    out: list[tuple[str, R.Row]] = [("state", R.state_row(a.state, a.max_timestamp, a.leader_epoch))]
-    out.extend(("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))
-    out.extend(("span", r) for r in R.span_rows(a.replay.spans, key))
-    out.extend(("open_txn", r) for r in R.open_txn_rows(view, key))
-    out.extend(("snapshot", r) for r in R.snapshot_rows(a.snapshots, key, a.snapshot_check))
-    out.extend(("file", r) for r in R.snapshot_file_rows(a.snapshots, key))
-    out.extend(("finding", R.finding_row(f, key)) for f in a.findings)
-    return out
+    yield "state", R.state_row(a.state, a.max_timestamp, a.leader_epoch)
+    yield from (("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))
+    yield from (("span", r) for r in R.span_rows(a.replay.open_spans, key))
+    yield from (("open_txn", r) for r in R.open_txn_rows(view, key))
+    yield from (("snapshot", r) for r in R.snapshot_rows(a.snapshots, key, a.snapshot_check))
+    yield from (("file", r) for r in R.snapshot_file_rows(a.snapshots, key))
+    yield from (("finding", R.finding_row(f, key)) for f in a.findings)
 
 
 def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over the per-replica stream: rows clustered by replica, each replica's
     listing row first, then its batch facts in log order (scan.replica_stream sorts them so).
-    Each replica's batches are replayed as they arrive, so memory holds one Arrow batch and the
-    replica's producer state, never the replica's batches."""
+    Each replica's batches are replayed as they arrive and its rows leave in Arrow batches of
+    at most _FLUSH_ROWS as they are made (a span's as it closes), so memory holds one Arrow
+    batch in, one out, and the replica's producer state and open spans: never the replica's
+    batches nor its closed transactions."""
     out: list[tuple[str, R.Row]] = []
     for _, rows in groupby(_stream_rows(batches), key=itemgetter(0)):
         _, kind, info = next(rows)
         if kind != STREAM_INFO:  # batches of a replica the driver did not list: cannot happen
             raise ValueError(f"batch rows of an unlisted replica {info!r}")
-        out.extend(replica_rows(info, (fact for _, _, fact in rows)))
-        if len(out) >= _FLUSH_ROWS:
-            yield R.to_tagged_batch(out, REPLICA_OUT)
-            out = []
+        for row in replica_rows(info, (fact for _, _, fact in rows)):
+            out.append(row)
+            if len(out) >= _FLUSH_ROWS:
+                yield R.to_tagged_batch(out, REPLICA_OUT)
+                out = []
     if out:
         yield R.to_tagged_batch(out, REPLICA_OUT)
 
@@ -234,26 +246,54 @@ def metadata_step(as_of_ms: int):
     return run
 
 
+#: Order of the partition step's rows within a partition (scan.py sorts them so): the states
+#: and open transactions, few, before the closed spans, which come by end-marker offset.
+PARTITION_ROW_ORDER = ("state", "open_txn", "span")
+
+
 def partition_stream(coordinator_rows: list[R.Row], *, as_of_ms: int, max_timeout_ms: int,
                      coordinator_complete: bool, bootstrap: str):
-    """mapInArrow body over the replicas' state, open-transaction and span rows clustered by
-    (topic, partition), each carrying the partition's leader from __cluster_metadata (null when
-    it names none): per partition, logscan.state.partition.assess_partition against the
-    coordinator state (shipped in the closure: one row per transactional id)."""
-    def assess(rows: list[tuple], index) -> list[tuple[str, R.Row]]:
+    """mapInArrow body over the replicas' state, open-transaction and closed-span rows,
+    clustered by (topic, partition), each carrying the partition's leader from
+    __cluster_metadata (null when it names none): per partition,
+    logscan.state.partition.assess_partition against the coordinator state (shipped in the
+    closure: one row per transactional id).
+
+    Within a partition the rows come in PARTITION_ROW_ORDER, span rows by end-marker offset
+    (then broker and span index): the views are built from the rows before the first span
+    row, and the spans stream through assess_partition, so memory holds a partition's states
+    and open transactions, never its closed transactions."""
+    order = {kind: i for i, kind in enumerate(PARTITION_ROW_ORDER)}
+
+    def closed(first: R.Row, rows: Iterator[tuple]) -> Iterator[tuple[int, P.ClosedTxn]]:
+        for _, kind, _, _, span, _ in chain([(None, "span", None, None, first, None)], rows):
+            if kind != "span":
+                raise ValueError(f"partition rows out of order: a {kind} row after span rows")
+            if span["end_marker_offset"] is not None:  # an open span's row: its open_txn row counts
+                yield R.closed_from_row(span)
+
+    def assess(rows: Iterator[tuple], index) -> list[tuple[str, R.Row]]:
         states: dict[int, R.Row] = {}
-        members: dict[str, dict[int, list[R.Row]]] = {"open_txn": defaultdict(list), "span": defaultdict(list)}
-        for _, kind, state, txn, span, _ in rows:
+        open_txns: dict[int, list[R.Row]] = defaultdict(list)
+        leader, first_span, last = None, None, -1
+        for _, kind, state, txn, span, leader in rows:
+            if order[kind] < last:
+                raise ValueError(f"partition rows out of order: a {kind} row after {PARTITION_ROW_ORDER[last]} rows")
+            last = order[kind]
             if kind == "state":
                 states[state["broker"]] = state
             elif kind == "open_txn":
-                members["open_txn"][txn["broker"]].append(txn)
-            elif kind == "span":
-                members["span"][span["broker"]].append(span)
+                open_txns[txn["broker"]].append(txn)
+            else:
+                first_span = span
+                break
         if not states:
+            for _ in rows:  # spans of no listed replica: nothing to assess
+                pass
             return []
-        views = [R.view_from_rows(states[b], members["open_txn"][b], members["span"][b]) for b in sorted(states)]
-        result = P.assess_partition(views, metadata_leader=rows[0][5], index=index, as_of_ms=as_of_ms,
+        views = [R.view_from_rows(states[b], open_txns[b]) for b in sorted(states)]
+        result = P.assess_partition(views, () if first_span is None else closed(first_span, rows),
+                                    metadata_leader=leader, index=index, as_of_ms=as_of_ms,
                                     max_timeout_ms=max_timeout_ms, coordinator_complete=coordinator_complete,
                                     bootstrap=bootstrap)
         out = [("state", R.assessed(states[a.broker], a)) for a in result.replicas]
@@ -273,7 +313,7 @@ def partition_stream(coordinator_rows: list[R.Row], *, as_of_ms: int, max_timeou
         index = index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})
         out: list[tuple[str, R.Row]] = []
         for _, rows in groupby(rows_of(batches), key=itemgetter(0)):
-            out.extend(assess(list(rows), index))
+            out.extend(assess(rows, index))
             if len(out) >= _FLUSH_ROWS:
                 yield R.to_tagged_batch(out, PARTITION_OUT)
                 out = []

@@ -44,7 +44,16 @@ class ReplicaResult:
     def view(self) -> P.ReplicaView:
         if self.analysis is not None:
             return self.analysis.view()
-        return P.ReplicaView(self.state, [], [], max_timestamp=self.max_timestamp)
+        return P.ReplicaView(self.state, [], max_timestamp=self.max_timestamp)
+
+
+def closed_txns(replicas: list[ReplicaResult]) -> list[tuple[int, P.ClosedTxn]]:
+    """The closed transactions of ``replicas`` (one partition's) as assess_partition takes
+    them: (broker, transaction) by end-marker offset, then broker and span index, the order
+    the Spark job's partition stream sorts its span rows in."""
+    closed = sorted(((s.end_marker_offset, r.state.broker, s.index), s) for r in replicas for s in r.spans
+                    if s.end_marker_offset is not None)
+    return [(broker, R.closed_txn(s)) for (_, broker, _), s in closed]
 
 
 @dataclass(slots=True)
@@ -121,7 +130,10 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     metadata_ends: list[tuple[int, int, int]] = []
     for listed in listing.replicas:
         rdir, key = listed.replica, listed.key
-        analyser = ReplicaAnalyser(rdir)
+        # Spans leave the replay as they close, as in the Spark job; this driver keeps them
+        # for its result.
+        closed: list[TxnSpan] = []
+        analyser = ReplicaAnalyser(rdir, on_close=closed.append)
         read = _read_replica(listed, analyser, keep_batches, result.rows, on_file)
         result.bytes_read += read.bytes_read
         analysis = analyser.finish(hw_checkpoint=listed.hw_checkpoint,
@@ -129,7 +141,8 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         _add_findings(result, [(key, f) for f in read.findings + analysis.findings])
         result.rows["files"].extend(R.snapshot_file_rows(analysis.snapshots, key))
         state = analysis.state
-        result.replicas.append(ReplicaResult(state, analysis.replay.spans, analysis.replay.producers,
+        spans = sorted(closed + analysis.replay.open_spans, key=lambda s: s.index)
+        result.replicas.append(ReplicaResult(state, spans, analysis.replay.producers,
                                              analysis.max_timestamp, analysis))
         if rdir.topic == TRANSACTION_STATE_TOPIC:
             txn_logs[(rdir.partition, rdir.broker)] = read.txn_log
@@ -173,8 +186,8 @@ def _assess(result: ScanResult, max_timeout_ms: int, bootstrap: str) -> None:
     index = index_by_producer_id(result.coordinator)
     for (topic, partition), reps in sorted(_partitions(result.replicas).items()):
         views = [r.view() for r in reps]
-        out = P.assess_partition(views, metadata_leader=result.leaders.get((topic, partition)), index=index,
-                                 as_of_ms=result.as_of_ms, max_timeout_ms=max_timeout_ms,
+        out = P.assess_partition(views, closed_txns(reps), metadata_leader=result.leaders.get((topic, partition)),
+                                 index=index, as_of_ms=result.as_of_ms, max_timeout_ms=max_timeout_ms,
                                  coordinator_complete=result.coordinator_complete, bootstrap=bootstrap)
         by_broker = {a.broker: a for a in out.replicas}
         for r in reps:
@@ -190,7 +203,8 @@ def find_candidates(replicas: list[ReplicaResult], coordinator: dict[str, TxnLog
     index = index_by_producer_id(coordinator)
     out = []
     for _, reps in sorted(_partitions(replicas).items()):
-        out.extend(P.find_hanging(sorted((r.view() for r in reps), key=lambda v: v.state.broker), index,
+        views = sorted((r.view() for r in reps), key=lambda v: v.state.broker)
+        out.extend(P.find_hanging(views, P.closed_markers(views, closed_txns(reps)), index,
                                   as_of_ms, max_timeout_ms, coordinator_complete))
     return out
 

@@ -35,7 +35,7 @@ from logscan.state.facts import BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
 from logscan.state.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager, describe_producers
 from logscan.state.snapshots import compare_producers
-from logscan.state.spans import Replay, ReplicaReplay
+from logscan.state.spans import OnClose, Replay, ReplicaReplay
 
 from logscan.logdir.naming import Kind, classify
 from logscan.logdir.segment import Finding, LogWindows, open_segment
@@ -507,10 +507,12 @@ class ReplicaAnalysis:
 
 class ReplicaAnalyser:
     """Kafka's per-replica rules over one replica's batches fed in log order, one at a time:
-    memory holds the producer state and spans, never the batches. Both drivers use it."""
+    memory holds the producer state and open spans, never the batches; each span goes to
+    ``on_close`` as its end marker closes it. Both drivers use it."""
 
-    def __init__(self, replica: ReplicaDir) -> None:
+    def __init__(self, replica: ReplicaDir, on_close: Optional[OnClose] = None) -> None:
         self.replica = replica
+        self._on_close = on_close
         self.findings: list[Finding] = []
         self.snapshots = read_snapshots(replica)
         self.findings.extend(s.finding for s in self.snapshots if s.finding is not None)
@@ -529,7 +531,7 @@ class ReplicaAnalyser:
         if self._replay is None:
             # The snapshot to start from depends on the first offset the log still has.
             self._seed = snapshot_seed(self.snapshots, fact.base_offset)
-            self._replay = Replay(self._seed)
+            self._replay = Replay(self._seed, self._on_close)
         if self._newest_offset is not None and fact.base_offset >= self._newest_offset:
             self._capture_at_newest()
         self.max_timestamp = max(self.max_timestamp, fact.max_timestamp)
@@ -538,7 +540,7 @@ class ReplicaAnalyser:
     def finish(self, *, hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int]) -> ReplicaAnalysis:
         replica = self.replica
         if self._replay is None:
-            self._replay = Replay(None)
+            self._replay = Replay(None, self._on_close)
         if self._newest_offset is not None:  # every batch is below the newest snapshot
             self._at_newest = _describe(self._replay.producers)
         rep = self._replay.result()
@@ -552,10 +554,11 @@ class ReplicaAnalyser:
 
 
 def analyse_replica(replica: ReplicaDir, facts: Iterable[BatchFact], *, hw_checkpoint: Optional[int],
-                    log_start_checkpoint: Optional[int]) -> ReplicaAnalysis:
+                    log_start_checkpoint: Optional[int], on_close: Optional[OnClose] = None) -> ReplicaAnalysis:
     """One replica's batches (log order, streamed) and its snapshot and epoch files, through
-    Kafka's per-replica rules; what both drivers compute for every replica."""
-    analyser = ReplicaAnalyser(replica)
+    Kafka's per-replica rules; what both drivers compute for every replica. Closed spans go
+    to ``on_close``; the analysis keeps the open ones."""
+    analyser = ReplicaAnalyser(replica, on_close)
     for fact in facts:
         analyser.feed(fact)
     return analyser.finish(hw_checkpoint=hw_checkpoint, log_start_checkpoint=log_start_checkpoint)

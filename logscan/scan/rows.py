@@ -372,15 +372,23 @@ def _size(path: str) -> int:
         return -1
 
 
+def span_row(s: TxnSpan, key: Row) -> Row:
+    return {**key, "span_index": s.index, "producer_id": s.producer_id, "producer_epoch": s.producer_epoch,
+            "first_offset": s.first_offset, "last_data_offset": s.last_data_offset,
+            "end_marker_offset": s.end_marker_offset, "end_marker_epoch": s.end_marker_epoch,
+            "outcome": s.outcome, "coordinator_epoch": s.coordinator_epoch,
+            "start_timestamp": s.start_timestamp, "last_timestamp": s.last_timestamp,
+            "end_timestamp": s.end_timestamp, "duration_ms": s.duration_ms, "batches": s.batches,
+            "records": s.records, "bytes": s.bytes, "from_snapshot": s.from_snapshot}
+
+
 def span_rows(spans: Iterable[TxnSpan], key: Row) -> Iterable[Row]:
-    for i, s in enumerate(spans):
-        yield {**key, "span_index": i, "producer_id": s.producer_id, "producer_epoch": s.producer_epoch,
-               "first_offset": s.first_offset, "last_data_offset": s.last_data_offset,
-               "end_marker_offset": s.end_marker_offset, "end_marker_epoch": s.end_marker_epoch,
-               "outcome": s.outcome, "coordinator_epoch": s.coordinator_epoch,
-               "start_timestamp": s.start_timestamp, "last_timestamp": s.last_timestamp,
-               "end_timestamp": s.end_timestamp, "duration_ms": s.duration_ms, "batches": s.batches,
-               "records": s.records, "bytes": s.bytes, "from_snapshot": s.from_snapshot}
+    return (span_row(s, key) for s in spans)
+
+
+def closed_txn(s: TxnSpan) -> ClosedTxn:
+    """A closed span as the cross-replica rules see it."""
+    return ClosedTxn(s.producer_id, s.first_offset, s.end_marker_offset, s.outcome)
 
 
 _STATE_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "high_watermark_checkpointed",
@@ -451,14 +459,18 @@ def state_from_row(row: Row) -> ReplicaState:
     return ReplicaState(row["broker"], row["topic"], row["partition"], *(row[n] for n in _STATE_FIELDS))
 
 
-def view_from_rows(state: Row, open_txns: list[Row], spans: list[Row]) -> ReplicaView:
-    """The ReplicaView of one replica out of its partition_state, open-transaction and span rows."""
+def view_from_rows(state: Row, open_txns: list[Row]) -> ReplicaView:
+    """The ReplicaView of one replica out of its partition_state and open-transaction rows."""
     txns = sorted(open_txns, key=lambda r: r["start_offset"])
-    closed = [ClosedTxn(s["producer_id"], s["first_offset"], s["end_marker_offset"], s["outcome"])
-              for s in sorted(spans, key=lambda r: r["span_index"]) if s["end_marker_offset"] is not None]
-    return ReplicaView(state_from_row(state), [open_txn_from_row(r) for r in txns], closed,
+    return ReplicaView(state_from_row(state), [open_txn_from_row(r) for r in txns],
                        {r["producer_id"]: r["coordinator_epoch"] for r in txns},
                        state["max_timestamp"], state["leader_epoch"])
+
+
+def closed_from_row(span: Row) -> tuple[int, ClosedTxn]:
+    """(broker, closed transaction) out of a txn_spans row with an end marker."""
+    return span["broker"], ClosedTxn(span["producer_id"], span["first_offset"], span["end_marker_offset"],
+                                     span["outcome"])
 
 
 # --- Arrow -----------------------------------------------------------------------------------

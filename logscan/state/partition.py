@@ -65,7 +65,10 @@ def replica_state(broker: int, topic: str, partition: int, replay: ReplicaReplay
 # Everything below looks at all copied replicas of one partition at once: who led it, whether
 # the copies agree, which open transactions hang (find-hanging over every replica) and the
 # abort plans. Both drivers build the same ReplicaViews and call assess_partition, the local
-# loop per partition, the Spark job in a task grouped by (topic, partition).
+# loop per partition, the Spark job in a task grouped by (topic, partition). The closed
+# transactions (one per transaction of the partition's history, per replica) are not part of
+# the views: they stream through assess_partition once, ordered by end-marker offset, and
+# only what the rules show of them is kept (see ClosedMarkers).
 
 #: Where `leader` came from.
 CLUSTER_METADATA = "cluster_metadata"
@@ -84,11 +87,11 @@ class ClosedTxn:
 
 @dataclass(slots=True)
 class ReplicaView:
-    """What the cross-replica rules need of one replica, from either driver."""
+    """What the cross-replica rules need of one replica, from either driver, but its closed
+    transactions (streamed into ClosedMarkers)."""
 
     state: ReplicaState
     open_txns: list[hanging.OpenTxn]  # by start offset, as find-hanging lists them
-    closed: list[ClosedTxn]
     coordinator_epochs: dict[int, int] = field(default_factory=dict)  # producer id -> its latest
     max_timestamp: int = -1
     leader_epoch: Optional[int] = None  # latest epoch of the replica's leader-epoch-checkpoint
@@ -208,16 +211,133 @@ def leadership(views: list[ReplicaView], metadata_leader: Optional[int]
     return None, LEADER_EPOCH_CHECKPOINT, {b: None if b in holders else False for b in brokers}
 
 
-def _txns(items, limit: int = 5) -> str:
+#: Transactions a difference names before "and N more".
+SHOWN = 5
+
+
+def _txns(items, limit: int = SHOWN) -> str:
     shown = ", ".join(items[:limit])
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def replica_differences(view: ReplicaView, other: ReplicaView) -> list[str]:
+@dataclass(slots=True)
+class Shown:
+    """The first SHOWN items of a list and how many it has: what _txns prints of it."""
+
+    items: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, item: str) -> None:
+        if self.count < SHOWN:
+            self.items.append(item)
+        self.count += 1
+
+    def text(self) -> str:
+        return ", ".join(self.items) + (f" and {self.count - SHOWN} more" if self.count > SHOWN else "")
+
+
+_Marker = tuple[int, int, int, str]  # (end_marker_offset, producer_id, first_offset, outcome)
+
+
+class ClosedMarkers:
+    """Every replica's closed transactions of one partition, fed once in end-marker-offset
+    order, reduced to what the cross-replica rules show of them:
+
+    * per ordered pair of replicas (a, b), the end markers a holds and b does not, among those
+      both should hold (end marker in [max log start, min log end) of the pair: a marker past
+      a replica's log end is lag, shown by the log end offsets), as replica_differences
+      prints them: the first SHOWN in (offset, producer, first offset, outcome) order and how
+      many there are;
+    * per replica, the closed transactions another replica holds open (find-hanging's
+      "closed elsewhere").
+
+    The markers of one offset sort before those of any later offset, so comparing each
+    offset's markers (as sets, per replica) as the offset passes gives the differences of the
+    whole sets in their sorted order, holding one offset's markers at a time."""
+
+    def __init__(self, views: list[ReplicaView]) -> None:
+        states = {v.state.broker: v.state for v in views}
+        self._windows: list[tuple[int, int, int, int]] = []  # (a, b, low, high), a < b
+        for a in sorted(states):
+            for b in sorted(states):
+                if a < b:
+                    sa, sb = states[a], states[b]
+                    low = max(sa.log_start_offset, sb.log_start_offset)
+                    high = min(sa.log_end_offset, sb.log_end_offset)
+                    if low < high:
+                        self._windows.append((a, b, low, high))
+        self._only: dict[tuple[int, int], Shown] = {}
+        # (producer id, first offset) -> brokers holding that transaction open
+        self._open: dict[tuple[int, int], set[int]] = {}
+        for v in views:
+            for t in v.open_txns:
+                self._open.setdefault((t.producer_id, t.start_offset), set()).add(v.state.broker)
+        self._closed: dict[int, dict[tuple[int, int], ClosedTxn]] = {b: {} for b in states}
+        self._at: Optional[int] = None
+        self._group: dict[int, set[_Marker]] = {}
+
+    def add(self, broker: int, txn: ClosedTxn) -> None:
+        """One closed transaction of ``broker``'s replica; end-marker offsets must not decrease."""
+        at = txn.end_marker_offset
+        if self._at != at:
+            if self._at is not None and at < self._at:
+                raise ValueError(f"closed transactions out of order: end marker {at} after {self._at}")
+            self._compare()
+            self._at = at
+        self._group.setdefault(broker, set()).add((at, txn.producer_id, txn.first_offset, txn.outcome))
+        key = (txn.producer_id, txn.first_offset)
+        if key in self._open and self._open[key] - {broker}:
+            self._closed.setdefault(broker, {})[key] = txn
+
+    def _compare(self) -> None:
+        group, at = self._group, self._at
+        if not group:
+            return
+        empty: set[_Marker] = set()
+        for a, b, low, high in self._windows:
+            if low <= at < high:
+                here, there = group.get(a, empty), group.get(b, empty)
+                if here != there:
+                    for pair, diff in (((a, b), here - there), ((b, a), there - here)):
+                        for m in sorted(diff):
+                            self._only.setdefault(pair, Shown()).add(_marker_text(m))
+        self._group = {}
+
+    def finish(self) -> "ClosedMarkers":
+        """Compare the last offset's markers; call once every transaction is in."""
+        self._compare()
+        self._at = None
+        return self
+
+    def only(self, here: int, there: int) -> Shown:
+        """The end markers ``here`` holds and ``there`` does not, both should hold."""
+        return self._only.get((here, there), Shown())
+
+    def closed(self, broker: int, producer_id: int, first_offset: int) -> Optional[ClosedTxn]:
+        """The transaction (producer_id, first_offset) as ``broker``'s replica closed it, when
+        another replica holds it open."""
+        return self._closed.get(broker, {}).get((producer_id, first_offset))
+
+
+def _marker_text(m: _Marker) -> str:
+    at, pid, first, kind = m
+    return f"{kind} at {at} (producer {pid}, from {first})"
+
+
+def closed_markers(views: list[ReplicaView], closed: Iterable[tuple[int, ClosedTxn]]) -> ClosedMarkers:
+    """ClosedMarkers of ``views`` over ``closed``: (broker, closed transaction) ordered by
+    end-marker offset."""
+    markers = ClosedMarkers(views)
+    for broker, txn in closed:
+        markers.add(broker, txn)
+    return markers.finish()
+
+
+def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMarkers) -> list[str]:
     """What differs between two replicas of a partition: log end, high watermark and LSO, the
     open transactions, and the end markers both copies should hold (those between the later
     log start and the earlier log end: a marker past a replica's log end is lag, shown by
-    the log end offsets)."""
+    the log end offsets); ``markers``: the partition's closed transactions, compared."""
     a, b = view.state, other.state
     out = [f"{name} {getattr(a, name)} here, {getattr(b, name)} there"
            for name in ("log_end_offset", "high_watermark", "last_stable_offset")
@@ -228,26 +348,18 @@ def replica_differences(view: ReplicaView, other: ReplicaView) -> list[str]:
         if diff:
             txns = sorted(diff, key=lambda x: x[1])
             out.append(f"{label}: " + _txns([f"producer {p} from offset {o}" for p, o in txns]))
-    low, high = max(a.log_start_offset, b.log_start_offset), min(a.log_end_offset, b.log_end_offset)
-
-    def markers(v: ReplicaView) -> set[tuple[int, int, int, str]]:
-        return {(c.end_marker_offset, c.producer_id, c.first_offset, c.outcome) for c in v.closed
-                if low <= c.end_marker_offset < high}
-
-    m_a, m_b = markers(view), markers(other)
-    for label, diff in (("end markers here only", m_a - m_b), ("end markers there only", m_b - m_a)):
-        if diff:
-            out.append(f"{label}: " + _txns([f"{kind} at {at} (producer {pid}, from {first})"
-                                             for at, pid, first, kind in sorted(diff)]))
+    for label, diff in (("end markers here only", markers.only(a.broker, b.broker)),
+                        ("end markers there only", markers.only(b.broker, a.broker))):
+        if diff.count:
+            out.append(f"{label}: " + diff.text())
     return out
 
 
-def find_hanging(views: list[ReplicaView], index: dict[int, list[ProducerIdMatch]], as_of_ms: int,
-                 max_timeout_ms: int, coordinator_complete: bool) -> list[HangingCandidate]:
+def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[int, list[ProducerIdMatch]],
+                 as_of_ms: int, max_timeout_ms: int, coordinator_complete: bool) -> list[HangingCandidate]:
     """find-hanging over every replica of one partition: open transactions older than the max
     timeout, judged against the coordinator records that name the producer id and against
     the other replicas (a marker they hold, whether this one is behind)."""
-    closed_by = {id(v): {(c.producer_id, c.first_offset): c for c in v.closed} for v in views}
     out = []
     for view in views:
         st = view.state
@@ -259,7 +371,7 @@ def find_hanging(views: list[ReplicaView], index: dict[int, list[ProducerIdMatch
             verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator_complete)
             closed = [hanging.ClosedElsewhere(p.state.broker, c.end_marker_offset, c.outcome)
                       for p in peers
-                      for c in [closed_by[id(p)].get((txn.producer_id, txn.start_offset))] if c is not None]
+                      for c in [markers.closed(p.state.broker, txn.producer_id, txn.start_offset)] if c is not None]
             verdict = hanging.with_replicas(verdict, txn, closed, behind)
             out.append(HangingCandidate(st.broker, st.topic, st.partition, txn, as_of_ms - txn.last_timestamp, verdict))
     return out
@@ -304,21 +416,24 @@ def oldest_txn_last_timestamp(view: ReplicaView) -> int:
     return min(view.open_txns, key=lambda t: t.start_offset).last_timestamp
 
 
-def assess_partition(views: list[ReplicaView], *, metadata_leader: Optional[int],
-                     index: dict[int, list[ProducerIdMatch]], as_of_ms: int, max_timeout_ms: int,
-                     coordinator_complete: bool, bootstrap: str) -> PartitionAssessment:
-    """Every cross-replica fact of one partition (views: all its replicas in the copy)."""
+def assess_partition(views: list[ReplicaView], closed: Iterable[tuple[int, ClosedTxn]] = (), *,
+                     metadata_leader: Optional[int], index: dict[int, list[ProducerIdMatch]], as_of_ms: int,
+                     max_timeout_ms: int, coordinator_complete: bool, bootstrap: str) -> PartitionAssessment:
+    """Every cross-replica fact of one partition (views: all its replicas in the copy;
+    closed: their closed transactions as (broker, transaction) ordered by end-marker offset,
+    consumed once)."""
     views = sorted(views, key=lambda v: v.state.broker)
+    markers = closed_markers(views, closed)
     leader, source, is_leader = leadership(views, metadata_leader)
     replicas = []
     for view in views:
         diffs = [f"vs broker {p.state.broker}: " + "; ".join(d)
-                 for p in views if p is not view for d in [replica_differences(view, p)] if d]
+                 for p in views if p is not view for d in [replica_differences(view, p, markers)] if d]
         oldest = oldest_txn_last_timestamp(view)
         replicas.append(ReplicaAssessment(
             view.state.broker, leader, source, is_leader[view.state.broker], len(views), not diffs,
             " | ".join(diffs) or None, oldest, hanging.is_late(oldest, as_of_ms, max_timeout_ms)))
-    candidates = find_hanging(views, index, as_of_ms, max_timeout_ms, coordinator_complete)
+    candidates = find_hanging(views, markers, index, as_of_ms, max_timeout_ms, coordinator_complete)
     return PartitionAssessment(replicas, candidates, plan_aborts(views, candidates, is_leader, bootstrap))
 
 
@@ -329,7 +444,5 @@ def replica_view(state: ReplicaState, replay: ReplicaReplay, *, max_timestamp: i
     ongoing = sorted(psm.ongoing().items(), key=lambda kv: kv[1])
     open_txns = [hanging.OpenTxn(state.topic, state.partition, pid, psm.producers[pid].producer_epoch, first,
                                  psm.producers[pid].last_timestamp) for pid, first in ongoing]
-    closed = [ClosedTxn(s.producer_id, s.first_offset, s.end_marker_offset, s.outcome)
-              for s in replay.spans if s.end_marker_offset is not None]
-    return ReplicaView(state, open_txns, closed, {pid: psm.producers[pid].coordinator_epoch for pid, _ in ongoing},
+    return ReplicaView(state, open_txns, {pid: psm.producers[pid].coordinator_epoch for pid, _ in ongoing},
                        max_timestamp, leader_epoch)

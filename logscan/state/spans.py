@@ -3,12 +3,16 @@
 A span opens at a producer's first transactional data batch (exactly where Kafka sets
 currentTxnFirstOffset) and closes at the COMMIT/ABORT marker that completes it. Spans still
 open at the end of the log are the ones that pin the LSO.
+
+A replay keeps only the open spans (at most one per producer): a span leaves through the
+replay's ``on_close`` callback as its marker arrives, so the memory of a replica's replay
+does not grow with the number of its transactions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Optional
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
 
 from .facts import NO_TIMESTAMP, BatchFact
 from .producer_state import ProducerStateEntry, ProducerStateManager
@@ -35,6 +39,8 @@ class TxnSpan:
     # True when the span was opened by a producer snapshot: its earlier batches are not in
     # the scanned segments (deleted by retention, or before the scan start).
     from_snapshot: bool = False
+    # Ordinal of the span within the replica, in the order the spans opened (txn_spans.span_index).
+    index: int = 0
 
     @property
     def duration_ms(self) -> Optional[int]:
@@ -45,24 +51,35 @@ class TxnSpan:
 
 @dataclass(slots=True)
 class ReplicaReplay:
-    """Everything one pass over a replica's batches yields."""
+    """What one pass over a replica's batches leaves: the producers and the spans still open.
+    Closed spans went to the replay's ``on_close`` as they closed; ``closed_spans`` holds them
+    only when the caller kept them (``replay`` does)."""
 
     producers: ProducerStateManager
-    spans: list[TxnSpan]
+    open_spans: list[TxnSpan]  # by index
+    closed_spans: list[TxnSpan] = field(default_factory=list)
 
     @property
-    def open_spans(self) -> list[TxnSpan]:
-        return [s for s in self.spans if s.outcome == OPEN]
+    def spans(self) -> list[TxnSpan]:
+        """Every span kept, by index (the order they opened)."""
+        return sorted(self.closed_spans + self.open_spans, key=lambda s: s.index)
+
+
+#: Called with each span as its end marker closes it.
+OnClose = Callable[[TxnSpan], None]
 
 
 class Replay:
     """A replay fed one batch at a time (offset order), so a replica's batches can stream
-    through it: memory holds the producers and spans, never the batches."""
+    through it: memory holds the producers and the open spans, never the batches nor the
+    closed spans (each goes to ``on_close`` as its marker arrives, then is dropped)."""
 
-    def __init__(self, seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None) -> None:
+    def __init__(self, seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None,
+                 on_close: Optional[OnClose] = None) -> None:
         self.producers = ProducerStateManager()
-        self.spans: list[TxnSpan] = []
-        self._current: dict[int, TxnSpan] = {}
+        self._on_close = on_close
+        self._current: dict[int, TxnSpan] = {}  # producer id -> its open span
+        self._opened = 0
         self._start = 0
         if seed is not None:
             entries, self._start = seed
@@ -70,10 +87,18 @@ class Replay:
             self.producers.seed(entries, self._start)
             for e in entries:
                 if e.current_txn_first_offset is not None:
-                    span = TxnSpan(e.producer_id, e.producer_epoch, e.current_txn_first_offset,
-                                   e.last_data_offset, NO_TIMESTAMP, e.last_timestamp, from_snapshot=True)
-                    self.spans.append(span)
-                    self._current[e.producer_id] = span
+                    self._open(TxnSpan(e.producer_id, e.producer_epoch, e.current_txn_first_offset,
+                                       e.last_data_offset, NO_TIMESTAMP, e.last_timestamp, from_snapshot=True))
+
+    def _open(self, span: TxnSpan) -> TxnSpan:
+        span.index = self._opened
+        self._opened += 1
+        self._current[span.producer_id] = span
+        return span
+
+    @property
+    def open_spans(self) -> list[TxnSpan]:
+        return sorted(self._current.values(), key=lambda s: s.index)
 
     def feed(self, batch: BatchFact) -> None:
         if batch.last_offset < self._start:
@@ -87,10 +112,8 @@ class Replay:
             if batch.is_transactional:
                 span = current.get(batch.producer_id)
                 if span is None:
-                    span = TxnSpan(batch.producer_id, batch.producer_epoch, batch.base_offset,
-                                   batch.last_offset, batch.max_timestamp, batch.max_timestamp)
-                    self.spans.append(span)
-                    current[batch.producer_id] = span
+                    span = self._open(TxnSpan(batch.producer_id, batch.producer_epoch, batch.base_offset,
+                                              batch.last_offset, batch.max_timestamp, batch.max_timestamp))
                 span.last_data_offset = batch.last_offset
                 span.last_timestamp = batch.max_timestamp
                 span.batches += 1
@@ -103,15 +126,20 @@ class Replay:
             span.outcome = "ABORT" if completed.is_aborted else "COMMIT"
             span.coordinator_epoch = batch.coordinator_epoch
             span.end_timestamp = batch.marker_timestamp
+            if self._on_close is not None:
+                self._on_close(span)
 
     def result(self) -> ReplicaReplay:
-        return ReplicaReplay(self.producers, self.spans)
+        return ReplicaReplay(self.producers, self.open_spans)
 
 
 def replay(batches: Iterable[BatchFact],
            seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None) -> ReplicaReplay:
-    """Replay a replica's batches (offset order) and collect producer state and spans."""
-    r = Replay(seed)
+    """Replay a replica's batches (offset order) and keep producer state and every span."""
+    closed: list[TxnSpan] = []
+    r = Replay(seed, on_close=closed.append)
     for batch in batches:
         r.feed(batch)
-    return r.result()
+    out = r.result()
+    out.closed_spans = closed
+    return out

@@ -1,12 +1,13 @@
 """The Python bodies of the Spark scan (spark_jobs.tasks), run without Spark on the Arrow
-batches Spark would hand them: the per-replica stream cut anywhere, and the decode's
-streamed walk."""
+batches Spark would hand them: the per-replica stream cut anywhere, the partition stream in
+the order scan.py sorts it, cut anywhere, and the decode's streamed walk."""
 
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from logscan.scan import local
 from logscan.scan import rows as R
 from logscan.scan.listing import list_copy
 from logscan.scan.replica import ReplicaRead, iter_segment, read_replica
@@ -15,6 +16,7 @@ from spark_jobs import tasks
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "fixtures" / "hanging" / "brokers"
+CLUSTERS = sorted(p.parent.parent / "brokers" for p in (REPO / "fixtures").glob("*/truth/truth.json"))
 
 _STREAM = pa.schema([pa.field("broker", pa.int32()), pa.field("topic", pa.string()),
                      pa.field("partition", pa.int32()), pa.field("kind", pa.int32()),
@@ -25,8 +27,8 @@ _STREAM = pa.schema([pa.field("broker", pa.int32()), pa.field("topic", pa.string
                          pa.bool_(), pa.bool_(), pa.int32(), pa.int32(), pa.string(), pa.int32(), pa.int64()))]])
 
 
-def _listed():
-    listing = list_copy([CLUSTER])
+def _listed(cluster=CLUSTER):
+    listing = list_copy([cluster])
     out = []
     for listed in listing.replicas:
         r = listed.replica
@@ -62,11 +64,38 @@ def test_replica_stream_equals_one_call_per_replica(chunk):
     if chunk < 10:  # and replicas whose batches are cut across Arrow batches
         assert any(len(facts) > chunk for _, facts in listed)
     stream = pa.Table.from_pylist(_stream_rows(listed), schema=_STREAM).to_batches(max_chunksize=chunk)
-    expected = [R.to_tagged_batch(tasks.replica_rows(info, facts), tasks.REPLICA_OUT) for info, facts in listed]
+    expected = [R.to_tagged_batch(list(tasks.replica_rows(info, facts)), tasks.REPLICA_OUT) for info, facts in listed]
     got = _as_set(tasks.replica_stream(iter(stream)))
     assert got == _as_set(expected)
     states = [r for r in got if "'record_type', 'state'" in r]
     assert len(states) == len(listed)  # one state row per replica, also the empty ones
+
+
+@pytest.mark.parametrize("flush", [1, 2, 20_000])
+def test_replica_stream_flushes_rows_as_they_are_made(monkeypatch, flush):
+    # A span's row leaves as its marker closes it: with a small flush, Arrow batches come out
+    # while the replica's batches are still being read, never more than _FLUSH_ROWS rows each.
+    monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
+    listed = [max(_listed(REPO / "fixtures" / "tv2" / "brokers"),  # the replica with the most end markers
+                  key=lambda x: sum(f.is_control and f.producer_id >= 0 for f in x[1]))]
+    stream = pa.Table.from_pylist(_stream_rows(listed), schema=_STREAM).to_batches(max_chunksize=1)
+    fed = []
+
+    def counted():
+        for b in stream:
+            fed.append(b)
+            yield b
+
+    out = tasks.replica_stream(counted())
+    first = next(out)
+    read_then = len(fed)
+    rest = list(out)
+    if flush < 3:  # the replica has 3 end markers
+        assert read_then < len(stream)  # the first rows came out before the replica was read
+        assert first.column("record_type").to_pylist()[0] == "span"
+    assert all(b.num_rows <= flush for b in [first, *rest])
+    expected = [R.to_tagged_batch(list(tasks.replica_rows(*listed[0])), tasks.REPLICA_OUT)]
+    assert _as_set([first, *rest]) == _as_set(expected)
 
 
 def test_replica_stream_refuses_batches_of_an_unlisted_replica():
@@ -104,3 +133,104 @@ def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
     table = pa.Table.from_batches(got, schema=tasks.DECODED)
     assert table.column("record_type").to_pylist().count("batch") > 100
     assert sorted(map(repr, table.to_pylist())) == sorted(map(repr, pa.Table.from_batches(expected).to_pylist()))
+
+
+# --- the partition step ------------------------------------------------------------------
+
+_PARTITION_IN = pa.schema([pa.field("record_type", pa.string()), pa.field("topic", pa.string()),
+                           pa.field("partition", pa.int32()),
+                           *[tasks.REPLICA_OUT.field(n) for n in ("state", "open_txn", "span")],
+                           pa.field("leader", pa.int32())])
+
+
+def _partition_case(cluster):
+    """The partition step's input as scan.build_tables makes it (the replica step's state,
+    open-transaction and closed-span rows with the partition's leader, sorted as there) and
+    the local driver's result for the same copy."""
+    result = local.scan([cluster])
+    rows = []
+    for info, facts in _listed(cluster):
+        for kind, row in tasks.replica_rows(info, facts):
+            if kind in ("state", "open_txn") or (kind == "span" and row["end_marker_offset"] is not None):
+                rows.append({"record_type": kind, "topic": row["topic"], "partition": row["partition"], kind: row,
+                             "leader": result.leaders.get((row["topic"], row["partition"]))})
+    order = {k: i for i, k in enumerate(tasks.PARTITION_ROW_ORDER)}
+
+    def key(r):
+        span = r.get("span") or {}
+        return (r["topic"], r["partition"], order[r["record_type"]],
+                *((v is not None, v) for v in (span.get("end_marker_offset"), span.get("broker"),
+                                               span.get("span_index"))))
+
+    return result, sorted(rows, key=key)
+
+
+def _partition_out(result, rows, chunk):
+    step = tasks.partition_stream(local.tables(result)["coordinator_state"], as_of_ms=result.as_of_ms,
+                                  max_timeout_ms=local.hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+                                  coordinator_complete=result.coordinator_complete,
+                                  bootstrap=local.DEFAULT_BOOTSTRAP)
+    stream = pa.Table.from_pylist(rows, schema=_PARTITION_IN).to_batches(max_chunksize=chunk)
+    return pa.Table.from_batches(list(step(iter(stream))), schema=tasks.PARTITION_OUT).to_pylist()
+
+
+@pytest.fixture(scope="module", params=CLUSTERS, ids=[c.parent.name for c in CLUSTERS])
+def partition_case(request):
+    return _partition_case(request.param)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 10_000])
+def test_partition_stream_equals_the_local_driver(partition_case, chunk):
+    result, rows = partition_case
+    got = _partition_out(result, rows, chunk)
+    want = local.tables(result)
+    for kind, table in (("state", "partition_state"), ("candidate", "hanging_candidates"), ("plan", "abort_plans")):
+        assert sorted(repr(sorted(r[kind].items())) for r in got if r["record_type"] == kind) == \
+            sorted(repr(sorted(r.items())) for r in want[table]), table
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 10_000])
+def test_partition_stream_names_a_marker_one_replica_holds_differently(chunk):
+    # One replica's COMMIT marker turned into an ABORT: its row and its peers' must name it,
+    # whichever Arrow batches the partition's rows fall in.
+    result, rows = _partition_case(REPO / "fixtures" / "tv2" / "brokers")
+    spans = [r for r in rows if r["record_type"] == "span" and r["span"]["outcome"] == "COMMIT"]
+    changed = spans[len(spans) // 2]["span"]
+    assert sum(r["record_type"] == "span" and (r["topic"], r["partition"]) == (changed["topic"], changed["partition"])
+               for r in rows) > 3  # the partition's span rows cross Arrow batches at the small sizes
+    changed["outcome"] = "ABORT"
+    states = [r["state"] for r in _partition_out(result, rows, chunk)
+              if r["record_type"] == "state" and (r["state"]["topic"], r["state"]["partition"])
+              == (changed["topic"], changed["partition"])]
+    assert len(states) > 1
+    marker = (f"ABORT at {changed['end_marker_offset']} (producer {changed['producer_id']}, "
+              f"from {changed['first_offset']})")
+    commit = marker.replace("ABORT", "COMMIT", 1)
+    for st in states:
+        assert st["replicas_agree"] is False
+        if st["broker"] == changed["broker"]:
+            for peer in states:
+                if peer is not st:
+                    assert (f"vs broker {peer['broker']}: end markers here only: {marker}; "
+                            f"end markers there only: {commit}") in st["replica_differences"]
+        else:
+            assert (f"vs broker {changed['broker']}: end markers here only: {commit}; "
+                    f"end markers there only: {marker}") in st["replica_differences"]
+
+
+def test_partition_stream_refuses_rows_out_of_order():
+    result, rows = _partition_case(REPO / "fixtures" / "tv2" / "brokers")
+    spans = [(r["topic"], r["partition"]) for r in rows if r["record_type"] == "span"]
+    key = max(set(spans), key=spans.count)  # the partition with the most closed spans
+    first_span = next(i for i, r in enumerate(rows)
+                      if r["record_type"] == "span" and (r["topic"], r["partition"]) == key)
+    state = next(i for i, r in enumerate(rows) if r["record_type"] == "state" and (r["topic"], r["partition"]) == key)
+    moved = rows[:state] + rows[state + 1:first_span] + [rows[first_span], rows[state]] + rows[first_span + 1:]
+    with pytest.raises(ValueError, match="out of order"):
+        _partition_out(result, moved, 10_000)
+    spans = [i for i, r in enumerate(rows) if r["record_type"] == "span" and (r["topic"], r["partition"]) == key]
+    swapped = list(rows)
+    swapped[spans[0]], swapped[spans[-1]] = swapped[spans[-1]], swapped[spans[0]]
+    assert rows[spans[0]]["span"]["end_marker_offset"] < rows[spans[-1]]["span"]["end_marker_offset"]
+    with pytest.raises(ValueError, match="out of order"):
+        _partition_out(result, swapped, 10_000)

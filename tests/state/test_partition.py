@@ -1,6 +1,8 @@
 """Cross-replica rules on tiny inputs: leaders, agreement, the late flag, plans per partition,
 and the coordinator's replica choice and merge that both drivers share."""
 
+import pytest
+
 from logscan.state import hanging as h
 from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord, choose_replicas, is_complete, latest_states, merge_partitions
@@ -35,13 +37,25 @@ def state(broker, leo=10, hw=10, lso=10, start=0, topic="t", partition=0, open_t
                           open_txns, 1)
 
 
-def view(broker, leo=10, epoch=None, open_=(), closed=(), hw=None, lso=None):
+def view(broker, leo=10, epoch=None, open_=(), hw=None, lso=None, start=0):
     hw = leo if hw is None else hw
     lso = hw if lso is None else lso
     txns = [h.OpenTxn("t", 0, pid, 0, first, ts) for pid, first, ts in open_]
-    return P.ReplicaView(state(broker, leo, hw, lso, open_txns=len(txns)), txns,
-                         [P.ClosedTxn(pid, first, at, kind) for pid, first, at, kind in closed],
+    return P.ReplicaView(state(broker, leo, hw, lso, start=start, open_txns=len(txns)), txns,
                          {t.producer_id: 3 for t in txns}, leader_epoch=epoch)
+
+
+def closed(*per_replica):
+    """(broker, [(producer, first offset, end marker offset, outcome)]) pairs as the drivers
+    stream them into the cross-replica rules: by end-marker offset, then broker."""
+    out = [(b, P.ClosedTxn(pid, first, at, kind)) for b, txns in per_replica for pid, first, at, kind in txns]
+    return sorted(out, key=lambda bt: (bt[1].end_marker_offset, bt[0]))
+
+
+def differences(here, there, closed_here=(), closed_there=()):
+    views = [here, there]
+    markers = P.closed_markers(views, closed((here.state.broker, closed_here), (there.state.broker, closed_there)))
+    return P.replica_differences(here, there, markers)
 
 
 def test_leadership_from_metadata_else_from_a_single_highest_epoch():
@@ -54,17 +68,47 @@ def test_leadership_from_metadata_else_from_a_single_highest_epoch():
 
 
 def test_differences_name_offsets_open_transactions_and_markers_both_should_hold():
-    leader = view(1, leo=20, closed=[(7, 0, 5, "COMMIT"), (8, 6, 12, "ABORT"), (9, 13, 19, "COMMIT")])
-    lagging = view(2, leo=15, lso=13, open_=[(9, 13, 50)], closed=[(7, 0, 5, "COMMIT"), (8, 6, 12, "ABORT")])
-    assert P.replica_differences(lagging, leader) == [
+    leader, on_leader = view(1, leo=20), [(7, 0, 5, "COMMIT"), (8, 6, 12, "ABORT"), (9, 13, 19, "COMMIT")]
+    lagging = view(2, leo=15, lso=13, open_=[(9, 13, 50)])
+    assert differences(lagging, leader, [(7, 0, 5, "COMMIT"), (8, 6, 12, "ABORT")], on_leader) == [
         "log_end_offset 15 here, 20 there", "high_watermark 15 here, 20 there",
         "last_stable_offset 13 here, 20 there", "open here only: producer 9 from offset 13"]
-    diverged = view(2, leo=20, closed=[(7, 0, 5, "ABORT"), (8, 6, 12, "ABORT"), (9, 13, 19, "COMMIT")])
-    assert P.replica_differences(diverged, leader) == [
+    diverged = view(2, leo=20)
+    assert differences(diverged, leader, [(7, 0, 5, "ABORT"), (8, 6, 12, "ABORT"), (9, 13, 19, "COMMIT")],
+                       on_leader) == [
         "end markers here only: ABORT at 5 (producer 7, from 0)",
         "end markers there only: COMMIT at 5 (producer 7, from 0)"]
-    same = [(c.producer_id, c.first_offset, c.end_marker_offset, c.outcome) for c in leader.closed]
-    assert P.replica_differences(leader, view(0, leo=20, closed=same)) == []
+    assert differences(leader, view(0, leo=20), on_leader, on_leader) == []
+
+
+def test_marker_differences_show_five_then_count_the_rest():
+    a, b = view(0, leo=100), view(1, leo=100)
+    txns = [(p, 10 * p, 10 * p + 5, "COMMIT") for p in range(8)]
+    assert differences(a, b, txns, txns[:1]) == [
+        "end markers here only: " + ", ".join(f"COMMIT at {10 * p + 5} (producer {p}, from {10 * p})"
+                                             for p in range(1, 6)) + " and 2 more"]
+
+
+def test_closed_transactions_must_come_by_end_marker_offset():
+    markers = P.ClosedMarkers([view(0), view(1)])
+    markers.add(0, P.ClosedTxn(1, 0, 5, "COMMIT"))
+    with pytest.raises(ValueError, match="out of order"):
+        markers.add(1, P.ClosedTxn(1, 0, 4, "COMMIT"))
+
+
+def test_a_marker_another_replica_holds_amends_find_hanging():
+    # Broker 1 holds producer 5's transaction from offset 3 open; broker 2, further ahead,
+    # committed it at 9: broker 1 is behind and lacks the marker, so it is not hanging.
+    a = view(1, leo=8, lso=3, open_=[(5, 3, 1_000)])
+    b = view(2, leo=12)
+    out = P.assess_partition([a, b], closed((2, [(4, 0, 2, "COMMIT"), (5, 3, 9, "COMMIT")])), metadata_leader=2,
+                             index={}, as_of_ms=10**7, max_timeout_ms=1, coordinator_complete=True, bootstrap="b")
+    (candidate,) = out.candidates
+    assert (candidate.broker, candidate.verdict.reason, candidate.verdict.hanging) == (1, h.REPLICAS_DISAGREE, False)
+    assert "broker 2 has its COMMIT marker at offset 9" in candidate.verdict.evidence
+    alone = P.assess_partition([a, b], metadata_leader=2, index={}, as_of_ms=10**7, max_timeout_ms=1,
+                               coordinator_complete=True, bootstrap="b")
+    assert alone.candidates[0].verdict.reason == h.NO_COORDINATOR_RECORD
 
 
 def test_assess_partition_flags_late_transactions_and_plans_from_the_replica_ahead():
