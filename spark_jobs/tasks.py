@@ -174,14 +174,15 @@ def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> Iterator[tuple[str,
     replica = _replica_dir(info)
     key = R.replica_key(replica.broker, replica.topic, replica.partition)
     closed: list[TxnSpan] = []
-    analyser = ReplicaAnalyser(replica, on_close=closed.append)
+    analyser = ReplicaAnalyser(replica, on_close=closed.append, hw_checkpoint=info["hw_checkpoint"],
+                               log_start_checkpoint=info["log_start_checkpoint"])
     for fact in facts:
         analyser.feed(fact)
         if closed:
             for span in closed:
                 yield "span", R.span_row(span, key)
             closed.clear()
-    a = analyser.finish(hw_checkpoint=info["hw_checkpoint"], log_start_checkpoint=info["log_start_checkpoint"])
+    a = analyser.finish()
     view = a.view()
     yield "state", R.state_row(a.state, a.max_timestamp, a.leader_epoch)
     yield from (("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))

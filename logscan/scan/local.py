@@ -133,11 +133,11 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         # Spans leave the replay as they close, as in the Spark job; this driver keeps them
         # for its result.
         closed: list[TxnSpan] = []
-        analyser = ReplicaAnalyser(rdir, on_close=closed.append)
+        analyser = ReplicaAnalyser(rdir, on_close=closed.append, hw_checkpoint=listed.hw_checkpoint,
+                                   log_start_checkpoint=listed.log_start_checkpoint)
         read = _read_replica(listed, analyser, keep_batches, result.rows, on_file)
         result.bytes_read += read.bytes_read
-        analysis = analyser.finish(hw_checkpoint=listed.hw_checkpoint,
-                                   log_start_checkpoint=listed.log_start_checkpoint)
+        analysis = analyser.finish()
         _add_findings(result, [(key, f) for f in read.findings + analysis.findings])
         result.rows["files"].extend(R.snapshot_file_rows(analysis.snapshots, key))
         state = analysis.state

@@ -508,11 +508,18 @@ class ReplicaAnalysis:
 class ReplicaAnalyser:
     """Kafka's per-replica rules over one replica's batches fed in log order, one at a time:
     memory holds the producer state and open spans, never the batches; each span goes to
-    ``on_close`` as its end marker closes it. Both drivers use it."""
+    ``on_close`` as its end marker closes it. Both drivers use it.
 
-    def __init__(self, replica: ReplicaDir, on_close: Optional[OnClose] = None) -> None:
+    The replica's checkpointed high watermark and log start offset are given up front: with
+    them the replay keeps only the completed transactions that can still hold back the LSO."""
+
+    def __init__(self, replica: ReplicaDir, on_close: Optional[OnClose] = None, *,
+                 hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int]) -> None:
         self.replica = replica
         self._on_close = on_close
+        self._hw_checkpoint, self._log_start_checkpoint = hw_checkpoint, log_start_checkpoint
+        first_base = replica.segments[0][0] if replica.segments else None
+        self._hw_floor = max(P.log_start_offset(first_base, log_start_checkpoint), hw_checkpoint or 0)
         self.findings: list[Finding] = []
         self.snapshots = read_snapshots(replica)
         self.findings.extend(s.finding for s in self.snapshots if s.finding is not None)
@@ -531,23 +538,23 @@ class ReplicaAnalyser:
         if self._replay is None:
             # The snapshot to start from depends on the first offset the log still has.
             self._seed = snapshot_seed(self.snapshots, fact.base_offset)
-            self._replay = Replay(self._seed, self._on_close)
+            self._replay = Replay(self._seed, self._on_close, high_watermark_floor=self._hw_floor)
         if self._newest_offset is not None and fact.base_offset >= self._newest_offset:
             self._capture_at_newest()
         self.max_timestamp = max(self.max_timestamp, fact.max_timestamp)
         self._replay.feed(fact)
 
-    def finish(self, *, hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int]) -> ReplicaAnalysis:
+    def finish(self) -> ReplicaAnalysis:
         replica = self.replica
         if self._replay is None:
-            self._replay = Replay(None, self._on_close)
+            self._replay = Replay(None, self._on_close, high_watermark_floor=self._hw_floor)
         if self._newest_offset is not None:  # every batch is below the newest snapshot
             self._at_newest = _describe(self._replay.producers)
         rep = self._replay.result()
         state = replica_state(replica.broker, replica.topic, replica.partition, rep,
                               first_segment_base=replica.segments[0][0] if replica.segments else None,
                               last_segment_base=replica.segments[-1][0] if replica.segments else None,
-                              hw_checkpoint=hw_checkpoint, log_start_checkpoint=log_start_checkpoint)
+                              hw_checkpoint=self._hw_checkpoint, log_start_checkpoint=self._log_start_checkpoint)
         check = check_newest_snapshot(self.snapshots, self._at_newest, self._seed)
         return ReplicaAnalysis(state, rep, self.max_timestamp, self.snapshots, check,
                                latest_leader_epoch(replica, self.findings), self.findings)
@@ -558,7 +565,8 @@ def analyse_replica(replica: ReplicaDir, facts: Iterable[BatchFact], *, hw_check
     """One replica's batches (log order, streamed) and its snapshot and epoch files, through
     Kafka's per-replica rules; what both drivers compute for every replica. Closed spans go
     to ``on_close``; the analysis keeps the open ones."""
-    analyser = ReplicaAnalyser(replica, on_close)
+    analyser = ReplicaAnalyser(replica, on_close, hw_checkpoint=hw_checkpoint,
+                               log_start_checkpoint=log_start_checkpoint)
     for fact in facts:
         analyser.feed(fact)
-    return analyser.finish(hw_checkpoint=hw_checkpoint, log_start_checkpoint=log_start_checkpoint)
+    return analyser.finish()

@@ -71,11 +71,19 @@ class Anomaly:
 
 
 class ProducerStateManager:
-    """Producers of one partition replica, fed batches in offset order."""
+    """Producers of one partition replica, fed batches in offset order.
 
-    def __init__(self) -> None:
+    ``completed`` holds the completed transactions that can still hold back the first
+    unstable offset: Kafka keeps a completed transaction (unreplicatedTxns) until the high
+    watermark passes its marker. With ``high_watermark_floor`` (what the replica's high
+    watermark loads as at least: max(log start, HW checkpoint)) the others are dropped as they
+    complete, and of the rest only the one that started first is kept (the first unstable
+    offset takes the earliest), so memory does not grow with the transactions replayed."""
+
+    def __init__(self, high_watermark_floor: Optional[int] = None) -> None:
         self.producers: dict[int, ProducerStateEntry] = {}
         self.completed: list[CompletedTxn] = []
+        self._floor = high_watermark_floor
         self.anomalies: list[Anomaly] = []
         self.map_end_offset = 0
 
@@ -138,12 +146,20 @@ class ProducerStateManager:
         if entry.current_txn_first_offset is not None:
             completed = CompletedTxn(entry.producer_id, entry.current_txn_first_offset,
                                      batch.base_offset, batch.control_type == "ABORT")
-            self.completed.append(completed)
+            self._keep(completed)
         entry.update_epoch(batch.producer_epoch)
         entry.coordinator_epoch = batch.coordinator_epoch
         entry.current_txn_first_offset = None
         entry.last_timestamp = batch.marker_timestamp
         return completed
+
+    def _keep(self, txn: CompletedTxn) -> None:
+        if self._floor is None:
+            self.completed.append(txn)
+        elif txn.last_offset >= self._floor and (not self.completed or txn.first_offset < self.completed[0].first_offset):
+            # The high watermark is either the floor (then every kept marker is at or past
+            # it) or past the log end (then none is): one earliest transaction answers both.
+            self.completed[:] = [txn]
 
     def _note(self, offset: int, producer_id: int, kind: str, detail: str) -> None:
         self.anomalies.append(Anomaly(offset, producer_id, kind, detail))

@@ -75,8 +75,8 @@ class Replay:
     closed spans (each goes to ``on_close`` as its marker arrives, then is dropped)."""
 
     def __init__(self, seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None,
-                 on_close: Optional[OnClose] = None) -> None:
-        self.producers = ProducerStateManager()
+                 on_close: Optional[OnClose] = None, *, high_watermark_floor: Optional[int] = None) -> None:
+        self.producers = ProducerStateManager(high_watermark_floor)
         self._on_close = on_close
         self._current: dict[int, TxnSpan] = {}  # producer id -> its open span
         self._opened = 0

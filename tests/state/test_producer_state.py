@@ -99,3 +99,47 @@ def test_spans_count_batches_records_and_bytes():
     assert first.duration_ms == 20
     assert second.outcome == OPEN and second.first_offset == 7
     assert [s.first_offset for s in result.open_spans] == [7]
+
+
+def _interleaved(rng, producers=4, steps=400):
+    """Transactional batches and markers of a few producers, interleaved, in offset order."""
+    out, offset, open_ = [], 0, set()
+    for _ in range(steps):
+        pid = rng.randrange(producers)
+        if pid in open_ and rng.random() < 0.3:
+            out.append(marker(offset, rng.choice(["COMMIT", "ABORT"]), pid=pid))
+            open_.discard(pid)
+            offset += 1
+        else:
+            n = rng.randint(1, 3)
+            out.append(data(offset, offset + n - 1, pid=pid))
+            open_.add(pid)
+            offset += n
+    return out, offset
+
+
+def test_a_high_watermark_floor_keeps_one_completed_transaction_and_the_same_lso():
+    """With the floor the replica's HW loads as at least (max(log start, HW checkpoint)), the
+    replay keeps at most one completed transaction, and the first unstable offset and LSO
+    are those of the replay that keeps them all, for every checkpoint (below, inside, past
+    the log) and log start."""
+    import random
+
+    from logscan.state.partition import high_watermark
+    from logscan.state.producer_state import ProducerStateManager
+
+    rng = random.Random(5)
+    for case in range(200):
+        batches, log_end = _interleaved(rng)
+        log_start = rng.choice([0, rng.randrange(log_end)])
+        hw_checkpoint = rng.choice([None, 0, rng.randrange(log_end + 1), log_end, log_end + 10])
+        every, bounded = ProducerStateManager(), ProducerStateManager(max(log_start, hw_checkpoint or 0))
+        for b in batches:
+            every.append(b)
+            bounded.append(b)
+            assert len(bounded.completed) <= 1
+        hw = high_watermark(hw_checkpoint, log_start, log_end)
+        fuo = [first_unstable_offset(p.ongoing().values(), p.completed, hw, log_start) for p in (every, bounded)]
+        assert fuo[0] == fuo[1], (case, log_start, hw_checkpoint, log_end)
+        assert last_stable_offset(fuo[0], hw) == last_stable_offset(fuo[1], hw)
+        assert len(every.completed) > 20  # the unbounded replay did keep them all
