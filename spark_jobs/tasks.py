@@ -12,7 +12,7 @@ in scan.py), so workers need logscan, not spark_jobs, on their path.
 from __future__ import annotations
 
 from collections import defaultdict
-from itertools import chain, groupby
+from itertools import chain, groupby, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -72,28 +72,27 @@ PARTITION_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "candidate": R.HANG
                                  "plan": R.ABORT_PLANS})
 
 _FLUSH_ROWS = 20_000
-_UNIT_KEYS = [f.name for f in _RANGE_KEYS]  # DECODED's key columns: a work unit's segment and range
 
 
 def unit_tuples(group: list[R.Row]) -> list[tuple]:
     return [tuple(u[n] for n in WORK_UNIT.names) for u in group]
 
 
-def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
-    """One segment file (or byte range of one) into tagged rows, streamed as the walk goes:
-    its batches, txn-log records, findings, its hand-offs and its `files` row (last, once the
-    counts are known; a split file's rows are summed over its kept ranges in scan.py)."""
+def decode_segment(unit: R.Row) -> Iterator[tuple[str, object]]:
+    """One segment file (or byte range of one) into tagged items, streamed as the walk goes:
+    its batches (a (BatchFact, header) pair each, for R.batch_struct), then txn-log records,
+    findings, its hand-offs and its `files` row as rows (the files row last, once the counts
+    are known; a split file's rows are summed over its kept ranges in scan.py)."""
     key = R.replica_key(unit["broker"], unit["topic"], unit["partition"])
     path = unit["file"]
-    base = unit["segment_base_offset"]
     split = unit["ranges"] > 1
     rng = ByteRange(unit["range_index"], unit["ranges"], unit["split_bytes"]) if split else None
     read = ReplicaRead()
-    for fact, header in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
-                                     out=read, headers=True, byte_range=rng):
-        yield "batch", R.batch_row(fact, header, key, path, base)
-    for fact, header in read.damaged:
-        yield "batch", R.batch_row(fact, header, key, path, base)
+    for pair in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
+                             out=read, headers=True, byte_range=rng):
+        yield "batch", pair
+    for pair in read.damaged:
+        yield "batch", pair
     for row in R.txn_log_rows(read, key, path):
         yield "txn_log", row
     for finding in read.findings:
@@ -106,39 +105,54 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, R.Row]]:
                    "batches": read.batches + read.damaged_count, "detail": None}
 
 
+#: Per work unit, the value of each column its batch rows share: BATCHES' key columns, then
+#: DECODED's (segment, range_index, ranges).
+_UNIT_COLUMNS = (("broker", "broker"), ("topic", "topic"), ("partition", "partition"), ("file", "file"),
+                 ("segment_base_offset", "segment_base_offset"), ("segment", "file"),
+                 ("range_index", "range_index"), ("ranges", "ranges"))
+
+
 def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: work units in, tagged decoded rows out, in bounded Arrow batches. The
     rows of many small files share a batch; batch rows (one per batch of the copy) are built
-    column-wise, the few others through to_tagged_batch."""
-    rows: list[R.Row] = []
-    keys: dict[str, list] = {name: [] for name in _UNIT_KEYS}
+    column-wise (R.batch_struct: no dict per row), the few others through to_tagged_batch."""
+    facts: list[BatchFact] = []
+    headers: list = []
+    runs: list[tuple[tuple, int]] = []  # per unit in the pending rows: its column values, its row count
     others: list[tuple[str, R.Row]] = []
     extras: list[R.Row] = []
 
     def flush_rows() -> pa.RecordBatch:
-        batch = R.to_member_batch(rows, DECODED, "batch", keys)
-        rows.clear()
-        for values in keys.values():
-            values.clear()
+        columns = {name: list(chain.from_iterable(repeat(values[i], n) for values, n in runs))
+                   for i, (name, _) in enumerate(_UNIT_COLUMNS)}
+        batch = R.to_member_batch(R.batch_struct(facts, headers, columns), DECODED, "batch", columns)
+        facts.clear()
+        headers.clear()
+        runs.clear()
         return batch
 
     for batch in batches:
         for unit in batch.to_pylist():
+            values = tuple(unit[k] for _, k in _UNIT_COLUMNS)
             extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
-            for kind, row in decode_segment(unit):
+            start = len(facts)
+            for kind, item in decode_segment(unit):
                 if kind == "batch":
-                    rows.append(row)
-                    for name, values in keys.items():
-                        values.append(extra[name])
-                    if len(rows) >= _FLUSH_ROWS:
+                    facts.append(item[0])
+                    headers.append(item[1])
+                    if len(facts) >= _FLUSH_ROWS:
+                        runs.append((values, len(facts) - start))
                         yield flush_rows()
+                        start = 0
                 else:
-                    others.append((kind, row))
+                    others.append((kind, item))
                     extras.append(extra)
                     if len(others) >= _FLUSH_ROWS:
                         yield R.to_tagged_batch(others, DECODED, extras=extras)
                         others, extras = [], []
-    if rows:
+            if len(facts) > start:
+                runs.append((values, len(facts) - start))
+    if facts:
         yield flush_rows()
     if others:
         yield R.to_tagged_batch(others, DECODED, extras=extras)

@@ -281,16 +281,41 @@ def replica_key(broker: int, topic: Optional[str], partition: Optional[int]) -> 
 
 # --- objects -> rows -------------------------------------------------------------------------
 
+#: The batches columns a batch header gives, in the order of :func:`header_values`.
+HEADER_COLUMNS = ("position", "magic", "compression_type", "timestamp_type", "partition_leader_epoch",
+                  "base_timestamp", "delete_horizon_ms", "crc", "crc_valid")
+
+
+def header_values(header: RecordBatch | LegacyBatch) -> tuple:
+    """A v2 batch's header columns (HEADER_COLUMNS), or a v0/v1 entry's (no leader epoch, base
+    timestamp or delete horizon: null)."""
+    if header.magic >= 2:
+        return (header.position, header.magic, header.codec, header.timestamp_type, header.partition_leader_epoch,
+                header.base_timestamp, header.delete_horizon_ms, header.crc, header.crc_valid)
+    return (header.position, header.magic, header.codec, header.timestamp_type, None, None, None,
+            header.crc, header.crc_valid)
+
+
 def batch_row(fact: BatchFact, header: RecordBatch | LegacyBatch, key: Row, file: str,
               segment_base_offset: int) -> Row:
-    """A v2 batch, or a v0/v1 entry (no leader epoch, base timestamp or delete horizon: null)."""
-    v2 = header.magic >= 2
-    return {**key, "file": file, "segment_base_offset": segment_base_offset, "position": header.position,
-            "magic": header.magic, "compression_type": header.codec, "timestamp_type": header.timestamp_type,
-            "partition_leader_epoch": header.partition_leader_epoch if v2 else None,
-            "base_timestamp": header.base_timestamp if v2 else None,
-            "delete_horizon_ms": header.delete_horizon_ms if v2 else None,
-            "crc": header.crc, "crc_valid": header.crc_valid, **fact._asdict()}
+    """One batches row: a v2 batch, or a v0/v1 entry (see header_values)."""
+    return {**key, "file": file, "segment_base_offset": segment_base_offset,
+            **dict(zip(HEADER_COLUMNS, header_values(header))), **fact._asdict()}
+
+
+def batch_struct(facts: list[BatchFact], headers: list[RecordBatch | LegacyBatch],
+                 keys: dict[str, list]) -> pa.StructArray:
+    """Batches rows as one Arrow struct array, built a column at a time: the facts and the
+    header values transposed by zip, no dict per row; ``keys`` holds the other columns
+    (broker, topic, partition, file, segment_base_offset), one value per row. The rows
+    :func:`batch_row` gives, for the decode's millions of batches."""
+    columns: dict[str, Any] = dict(keys)
+    if facts:
+        columns.update(zip(BatchFact._fields, zip(*facts)))
+        columns.update(zip(HEADER_COLUMNS, zip(*map(header_values, headers))))
+    else:
+        columns.update((name, ()) for name in (*BatchFact._fields, *HEADER_COLUMNS))
+    return pa.StructArray.from_arrays([pa.array(columns[f.name], f.type) for f in BATCHES], fields=list(BATCHES))
 
 
 def txn_record_row(rec: TxnLogRecord) -> Row:
@@ -503,18 +528,18 @@ def to_tagged_batch(rows: list[tuple[str, Row]], schema: pa.Schema, extra: Optio
         schema=schema)
 
 
-def to_member_batch(rows: list[Row], schema: pa.Schema, kind: str, keys: dict[str, list]) -> pa.RecordBatch:
-    """Rows all of member ``kind`` as one tagged batch, built a column at a time: Arrow reads
-    the row dicts straight into the member's struct column, the other members are null, and
-    ``keys`` holds each key column's values. What to_tagged_batch gives for such rows, without
-    a second dict per row (the decode's batch rows: one per batch of the copy)."""
-    n = len(rows)
+def to_member_batch(member: pa.Array, schema: pa.Schema, kind: str, keys: dict[str, list]) -> pa.RecordBatch:
+    """Rows all of member ``kind`` (``member``: its struct column, e.g. from batch_struct) as
+    one tagged batch: the other members are null and ``keys`` holds each key column's values.
+    What to_tagged_batch gives for such rows, without a second dict per row (the decode's
+    batch rows: one per batch of the copy)."""
+    n = len(member)
     arrays = []
     for field in schema:
         if field.name == "record_type":
             arrays.append(pa.array([kind] * n, field.type))
         elif field.name == kind:
-            arrays.append(pa.array(rows, type=field.type))
+            arrays.append(member)
         elif pa.types.is_struct(field.type):
             arrays.append(pa.nulls(n, field.type))
         else:

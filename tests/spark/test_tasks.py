@@ -118,13 +118,20 @@ def test_the_decode_walk_is_lazy():
 @pytest.mark.parametrize("flush", [3, 20_000])
 def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
     # Batch rows are built column-wise, the rest row by row, many units to an Arrow batch:
-    # the union must be each unit's rows as to_tagged_batch makes them, keys included.
+    # the union must be each unit's rows as to_tagged_batch makes them from the local driver's
+    # row builders, keys included.
     from spark_jobs.scan import list_inputs, plan_tasks
 
     monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
     units = [u for group in plan_tasks(list_inputs([CLUSTER], split_bytes=4096).units, 2) for u in group]
     assert any(u["ranges"] > 1 for u in units)
-    expected = [R.to_tagged_batch(list(tasks.decode_segment(u)), tasks.DECODED,
+
+    def rows(u):  # batch rows as the local driver makes them (R.batch_row), one dict each
+        key = R.replica_key(u["broker"], u["topic"], u["partition"])
+        return [(kind, R.batch_row(*item, key, u["file"], u["segment_base_offset"]) if kind == "batch" else item)
+                for kind, item in tasks.decode_segment(u)]
+
+    expected = [R.to_tagged_batch(rows(u), tasks.DECODED,
                                   {"segment": u["file"], "range_index": u["range_index"], "ranges": u["ranges"]})
                 for u in units]
     work = pa.Table.from_pylist(units, schema=tasks.WORK_UNIT).to_batches(max_chunksize=5)
