@@ -41,10 +41,15 @@ BASE_CONF = {
     # for logs of a few commits.
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
-    # Delta's optimized writes: one shuffle bins each table's rows into files of up to
-    # binSize, instead of one small Parquet file per task of the grouped steps (48 files of a
-    # few KiB per table and scan on a 3000-replica copy, each a task to write and to read).
-    "spark.databricks.delta.optimizeWrite.enabled": "true",
+    # No optimized writes: their shuffle is a job and a stage more per table (53 -> 43 jobs a
+    # scan of the 3000-replica bench copy) and moves every batches row once more. The grouped
+    # steps now have a few large tasks (scan.REPLICAS_PER_TASK), so a table gets a few files
+    # per scan either way.
+    "spark.databricks.delta.optimizeWrite.enabled": "false",
+    # No per-file column statistics (min/max/null counts of the first 32 columns, computed
+    # while writing): readers of a one-shot forensic table filter on scan_id, the partition
+    # column, so the statistics would skip nothing.
+    "spark.databricks.delta.stats.collect": "false",
 }
 
 
