@@ -74,6 +74,18 @@ def random_partition(rnd: random.Random, replicas: int):
     return views, closed
 
 
+def partitions():
+    """The 300 seeded random partitions, with their streamed comparison."""
+    for seed in range(300):
+        rnd = random.Random(seed)
+        views, closed = random_partition(rnd, rnd.choice((2, 2, 3, 4)))
+        yield views, closed, P.closed_markers(views, stream(closed))
+
+
+def pairs(views):
+    return [(view, other) for view in views for other in views if other is not view]
+
+
 def stream(closed):
     return sorted(((b, c) for b, txns in closed.items() for c in txns), key=lambda bc: (bc[1].end_marker_offset, bc[0]))
 
@@ -83,11 +95,9 @@ def test_streamed_comparison_gives_the_messages_of_the_set_comparison(seed):
     rnd = random.Random(seed)
     views, closed = random_partition(rnd, rnd.choice((2, 2, 3, 4)))
     markers = P.closed_markers(views, stream(closed))
-    for view in views:
-        for other in views:
-            if other is not view:
-                expected = reference_differences(view, other, closed[view.state.broker], closed[other.state.broker])
-                assert P.replica_differences(view, other, markers) == expected
+    for view, other in pairs(views):
+        expected = reference_differences(view, other, closed[view.state.broker], closed[other.state.broker])
+        assert P.replica_differences(view, other, markers) == expected
     # and through assess_partition, which joins them per other broker
     out = P.assess_partition(views, stream(closed), metadata_leader=None, index={}, as_of_ms=0,
                              max_timeout_ms=10**9, coordinator_complete=True, bootstrap="b")
@@ -104,17 +114,12 @@ def test_the_cases_cover_what_the_comparison_must_get_right():
     """The randomized cases above reach long lists, markers outside a pair's window and
     disagreeing outcomes: otherwise they would prove little."""
     seen = set()
-    for seed in range(300):
-        rnd = random.Random(seed)
-        views, closed = random_partition(rnd, rnd.choice((2, 2, 3, 4)))
-        markers = P.closed_markers(views, stream(closed))
-        for view in views:
-            for other in views:
-                if other is not view:
-                    text = " ".join(P.replica_differences(view, other, markers))
-                    seen.update(k for k in ("more", "end markers here only", "end markers there only") if k in text)
-                    a, b = view.state, other.state
-                    low, high = max(a.log_start_offset, b.log_start_offset), min(a.log_end_offset, b.log_end_offset)
-                    if any(not low <= c.end_marker_offset < high for c in closed[a.broker]):
-                        seen.add("outside the window")
+    for views, closed, markers in partitions():
+        for view, other in pairs(views):
+            text = " ".join(P.replica_differences(view, other, markers))
+            seen.update(k for k in ("more", "end markers here only", "end markers there only") if k in text)
+            a, b = view.state, other.state
+            low, high = max(a.log_start_offset, b.log_start_offset), min(a.log_end_offset, b.log_end_offset)
+            if any(not low <= c.end_marker_offset < high for c in closed[a.broker]):
+                seen.add("outside the window")
     assert seen == {"more", "end markers here only", "end markers there only", "outside the window"}
