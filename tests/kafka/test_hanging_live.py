@@ -22,13 +22,12 @@ import json
 import os
 import re
 import shlex
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from tools.kafka.cluster import Cluster, jars_present
+from tools.kafka.cluster import Cluster, copy_live_log_dir, jars_present
 
 # LOGSCAN_FIXTURES points the file-only tests at a freshly built tree (default: the committed one)
 FIXTURES = Path(os.environ.get("LOGSCAN_FIXTURES", Path(__file__).resolve().parents[2] / "fixtures"))
@@ -105,7 +104,7 @@ def test_planned_abort_clears_each_kind_of_hang(live_cluster, tmp_path):
     # An operator's copy of the live log dirs; logscan plans from the files alone.
     copy = tmp_path / "copy"
     for node, log_dir in c.log_dirs.items():
-        shutil.copytree(log_dir, copy / f"broker-{node}")
+        copy_live_log_dir(log_dir, copy / f"broker-{node}")
     result = scan([copy])
     plans = {(p.topic, p.partition): p for p in plan_aborts(result, c.bootstrap)}
     assert sorted((p.topic, p.partition, p.producer_id, p.producer_epoch, p.start_offset)
@@ -162,7 +161,7 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
 
     copy = tmp_path / "copy"
     for node, log_dir in c.log_dirs.items():
-        shutil.copytree(log_dir, copy / f"broker-{node}")
+        copy_live_log_dir(log_dir, copy / f"broker-{node}")
     result = scan([copy])
     mine = [x for x in result.candidates if x.topic == topic]
     assert {(x.broker, x.txn.producer_id) for x in mine} == {
@@ -187,7 +186,7 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
 
     healed = tmp_path / "healed"
     for node, log_dir in c.log_dirs.items():
-        shutil.copytree(log_dir, healed / f"broker-{node}")
+        copy_live_log_dir(log_dir, healed / f"broker-{node}")
     leader = next(r for r in scan([healed]).replicas
                   if (r.state.broker, r.state.topic, r.state.partition) == (made["leader"], topic, 0))
     outcomes = {s.producer_id: s.outcome for s in leader.spans}

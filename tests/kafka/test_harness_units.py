@@ -1,12 +1,14 @@
 """Unit tests of the harness helpers that need neither jars nor a cluster."""
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
 import pytest
 
-from tools.kafka.cluster import (Cluster, KafkaHarnessError, free_ports, jars_present,
+from tools.kafka import cluster
+from tools.kafka.cluster import (Cluster, KafkaHarnessError, copy_live_log_dir, free_ports, jars_present,
                                  random_cluster_id)
 from tools.kafka.fixtures import dump_args
 from tools.kafka.scenarios import CLUSTERS, SCENARIOS
@@ -101,3 +103,27 @@ def test_parse_log_end_offsets_reads_jmxtool_properties_lines():
            "kafka.log:type=Log,name=LogEndOffset,topic=__cluster_metadata,partition=0:Value=26\n"
            "kafka.log:type=Log,name=LogEndOffset,topic=txn-a,partition=12:Value=7\n")
     assert parse_log_end_offsets(out) == {("__cluster_metadata", 0): 26, ("txn-a", 12): 7}
+
+
+def test_a_live_log_dir_copy_leaves_out_a_file_the_broker_renames_away(tmp_path, monkeypatch):
+    """A CI run failed copying a running broker's log dir: replication-offset-checkpoint.tmp
+    was listed, then renamed over the checkpoint before it was copied."""
+    import shutil
+
+    src = tmp_path / "data"
+    (src / "hang-0").mkdir(parents=True)
+    (src / "hang-0" / "00000000000000000000.log").write_bytes(b"x" * 10)
+    (src / "replication-offset-checkpoint.tmp").write_text("0\n1\nhang 0 5\n")
+    real_copy2 = shutil.copy2
+
+    def broker_renames_first(s, d, **kw):
+        if s.endswith(".tmp"):
+            os.replace(s, src / "replication-offset-checkpoint")
+        return real_copy2(s, d, **kw)
+
+    monkeypatch.setattr(shutil, "copy2", broker_renames_first)
+    copy_live_log_dir(src, tmp_path / "copy")
+    copied = sorted(str(p.relative_to(tmp_path / "copy")) for p in (tmp_path / "copy").rglob("*") if p.is_file())
+    assert copied == ["hang-0/00000000000000000000.log"]
+    with pytest.raises(FileNotFoundError):  # a missing destination is still an error
+        cluster._copy_unless_vanished(str(src / "hang-0" / "00000000000000000000.log"), str(tmp_path / "no" / "x"))

@@ -124,6 +124,21 @@ def jars_present(libs: Path = LIBS) -> bool:
     return all((libs / n).is_file() for n in needed)
 
 
+def _copy_unless_vanished(src: str, dst: str) -> None:
+    try:
+        shutil.copy2(src, dst)
+    except FileNotFoundError:
+        if os.path.exists(src):
+            raise  # the destination's fault, not a file the broker renamed away
+
+
+def copy_live_log_dir(src: Path, dst: Path) -> None:
+    """Copy a running broker's log dir, as an operator's ``cp -r`` or rsync of it would: a
+    file the broker removes while the copy runs (a checkpoint's ``.tmp``, written and then
+    renamed over the checkpoint) is left out, as rsync leaves out "vanished" files."""
+    shutil.copytree(src, dst, copy_function=_copy_unless_vanished)
+
+
 def free_ports(count: int) -> list[int]:
     """Ask the kernel for ``count`` distinct free loopback ports (held open until all are known)."""
     socks = []

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tools.kafka.cluster import REPO, Cluster, KAFKA_VERSION, run_java_tools
+from tools.kafka.cluster import REPO, Cluster, KAFKA_VERSION, copy_live_log_dir, run_java_tools
 from tools.kafka.scenarios import CLUSTERS, SCENARIO_MODULES, SCENARIOS, ScenarioContext
 from tools.kafka.truth import Recorder, _drop_slf4j_noise
 
@@ -109,7 +109,7 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
         ctx.keep_alive.clear()
     brokers = out / "brokers"
     for node, d in cluster.log_dirs.items():
-        shutil.copytree(d, brokers / f"broker-{node}")
+        copy_live_log_dir(d, brokers / f"broker-{node}")
     post_copy = {fn.__name__: fn(out) for fn in ctx.post_copy}
     t = time.monotonic()
     dumps = dump_all(brokers, truth_dir / "dump")
