@@ -2,7 +2,7 @@
 
     python -m tools.bench.scan [--quick] [--cores 1,2] [--bench 1000:1000] [--sizes-mb 100,1000,10000]
         [--partitions-at 100] [--partition-counts 100,1000,10000] [--size-at-mb 1000]
-        [--files-mb 256] [--memory-mb 1024,3072] [--memory-limit 1g] [--work DIR]
+        [--files-mb 256] [--memory-mb 1024,3072] [--memory-limit 1g] [--repeats 3] [--work DIR]
 
 Every copy is written once by tools/bench/gen_cluster.py (cached under .work/bench/scan/) and
 read from a warm page cache. Figures, each from the same run:
@@ -16,7 +16,12 @@ read from a warm page cache. Figures, each from the same run:
 2. Per-file overhead: the same bytes as few large segments and as many small ones; the
    extra time over the extra files.
 3. Scaling: time against the copy's size (three sizes 10x apart, fixed partition count) and
-   against the partition count (fixed size), with a linear fit (fixed + per-unit cost).
+   against the partition count (fixed size), with a linear fit (fixed + per-unit cost). The
+   two smaller sizes are scanned --repeats times (Spark and the single process; the largest
+   once): their time is the median, shown with its spread (min-max). Spark's fixed cost of a
+   scan (~8 s) is noisy and the lower size step's rise (~1 s) can be inside that noise: when
+   the lower step rises less than the repeats' spread, it is taken as flat and the upper step
+   is judged against its input ratio instead (see ``growth``).
 4. Memory: a partition whose single segment is larger than the Python worker's memory limit
    (``spark.executor.pyspark.memory``: in local mode it sets RLIMIT_AS, the address space
    an mmap counts against), and the peak anonymous memory of a worker against file size.
@@ -32,11 +37,12 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -49,6 +55,7 @@ TARGET_FILE_OVERHEAD_S = 0.050
 TARGET_SPARK_VS_LOCAL = 2.0     # Spark per core at most 2x slower than the single process
 TARGET_CORE_SPEEDUP = 1.6       # "near-linear" on 2 cores: 80% parallel efficiency
 LINEAR_SLACK = 1.5              # upper decade's per-unit cost at most 1.5x the lower one's
+REPEATS = 3                     # scans of each of the two smaller sizes of the size scaling
 MEMORY_SLACK = 16 * MIB         # allocator noise allowed on top of the largest batch
 
 
@@ -347,6 +354,16 @@ class Session:
     def run(self, label: str) -> SparkRun | None:
         return (self.runs or {}).get(label)
 
+    def samples(self, label: str) -> list[SparkRun]:
+        """Every scan of a copy: ``label``, then its repeats ``label#2``, ``label#3``, ..."""
+        runs = self.runs or {}
+        return [runs[k] for k in [label, *(repeat_label(label, i) for i in range(2, len(runs) + 2))] if k in runs]
+
+
+def repeat_label(label: str, i: int) -> str:
+    """The label of a copy's i-th scan in a session (the first is the copy's name)."""
+    return label if i == 1 else f"{label}#{i}"
+
 
 def spark_session(work: Path, name: str, master: str, conf: dict, runs: list[tuple[str, Copy]]) -> Session:
     """Run a child process with one Spark session over ``runs``; its figures."""
@@ -391,17 +408,32 @@ def linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
     return a, b, r2
 
 
-def growth(xs: list[float], ys: list[float]) -> tuple[bool, str]:
+def median(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def spread(samples: list[float]) -> float:
+    """max - min of repeated timings (0 for a single one): the noise a reader should see."""
+    return max(samples) - min(samples) if samples else 0.0
+
+
+def growth(xs: list[float], ys: list[float], noise: float = 0.0) -> tuple[bool, str]:
     """Is time at most linear in x? The per-unit cost of the upper step against the lower
-    one's (when the lower step is flat, fixed costs dominate: then time must not grow faster
-    than x over the upper step)."""
-    lo = (ys[1] - ys[0]) / (xs[1] - xs[0])
+    one's, at most LINEAR_SLACK. When the lower step is flat, or rises by no more than
+    ``noise`` (the spread of its points' repeated timings: the rise is not measured, only the
+    fixed cost's jitter), fixed costs dominate it: then time must not grow faster than x over
+    the upper step (time ratio / input ratio <= 1)."""
+    rise = ys[1] - ys[0]
+    lo = rise / (xs[1] - xs[0])
     hi = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
-    if lo > 0:
+    if lo > 0 and rise > noise:
         ratio = hi / lo
-        return ratio <= LINEAR_SLACK, f"per-unit cost upper/lower step {ratio:.2f}"
+        seen = f" (lower step +{rise:.2f} s > repeats' spread {noise:.2f} s)" if noise > 0 else ""
+        return ratio <= LINEAR_SLACK, f"per-unit cost upper/lower step {ratio:.2f}{seen}"
     ratio = (ys[-1] / ys[-2]) / (xs[-1] / xs[-2])
-    return ratio <= 1.0, f"lower step flat (fixed cost); upper step time ratio / input ratio {ratio:.2f}"
+    why = ("lower step flat (fixed cost)" if rise <= 0 else
+           f"lower step +{rise:.2f} s within the repeats' spread {noise:.2f} s (noise, taken as flat)")
+    return ratio <= 1.0, f"{why}; upper step time ratio / input ratio {ratio:.2f} (<= 1)"
 
 
 def verdict(ok: bool | None, text: str) -> str:
@@ -425,6 +457,8 @@ class Plan:
     partitions: list[DataSet]
     memory: list[DataSet]
     memory_limit: str
+    repeats: int = 1
+    repeated: list[DataSet] = field(default_factory=list)   # scanned ``repeats`` times: the smaller sizes
 
 
 def make_plan(args) -> Plan:
@@ -441,7 +475,8 @@ def make_plan(args) -> Plan:
                 copy_set(files_mb, files_p, segment_mb=64),
                 copy_set(files_mb, files_p, segment_mb=0.0625),
                 [copy_set(s, at_p) for s in sizes], [copy_set(at_mb, p) for p in counts],
-                [memory_set(m) for m in memory], args.memory_limit)
+                [memory_set(m) for m in memory], args.memory_limit,
+                max(1, args.repeats), [copy_set(s, at_p) for s in sorted(set(sizes))[:-1]])
 
 
 def parse_size(text: str) -> int:
@@ -465,7 +500,11 @@ def main_bench(args) -> int:
     bench, tiny = c(plan.bench.name), c(plan.tiny.name)
 
     print("Single-process scans:", file=sys.stderr, flush=True)
-    local = {name: local_scan(cp) for name, cp in copies.items() if not name.startswith("mem-")}
+    # Every scan's seconds per copy; the repeated copies' repeats come in rounds after the rest.
+    local = {name: [local_scan(cp)] for name, cp in copies.items() if not name.startswith("mem-")}
+    for _ in range(2, plan.repeats + 1):
+        for ds in plan.repeated:
+            local[ds.name].append(local_scan(c(ds.name)))
     decode_only = local_decode(bench)
 
     low, high = min(plan.cores), max(plan.cores)
@@ -483,6 +522,11 @@ def main_bench(args) -> int:
         for ds in wanted:
             if ds.name not in dict(runs):
                 runs.append((ds.name, c(ds.name)))
+        if cores == high:
+            # The smaller sizes' scans are near the fixed cost of a scan and within its noise:
+            # repeated (label name#2, name#3, ...), in rounds after the rest of the session.
+            for i in range(2, plan.repeats + 1):
+                runs += [(repeat_label(ds.name, i), c(ds.name)) for ds in plan.repeated]
         sessions[cores] = spark_session(work, f"local{cores}", f"local[{cores}]", {}, runs)
     limit = parse_size(plan.memory_limit)
     limited = None
@@ -497,13 +541,15 @@ def main_bench(args) -> int:
     return 0
 
 
-def report(plan: Plan, copies: dict[str, Copy], local: dict[str, float], decode_only: float,
+def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], decode_only: float,
            sessions: dict[int, Session], limited: Session | None, mem_batch: int, limit: int) -> list[str]:
     c = copies.__getitem__
     bench = c(plan.bench.name)
     low, high = min(plan.cores), max(plan.cores)
+    repeated = (f", except the smaller sizes' scans of the size scaling: median of {plan.repeats}"
+                if plan.repeats > 1 and plan.repeated else "")
     out = [f"Spark scan benchmarks ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores"
-           f"{', quick' if plan.quick else ''}; page cache warm; one run per figure)", ""]
+           f"{', quick' if plan.quick else ''}; page cache warm; one run per figure{repeated})", ""]
     out.append("Copies (tools/bench/gen_cluster.py):")
     for cp in copies.values():
         out.append(f"  {cp.ds.name:<24} {cp.bytes / MIB:8.0f} MiB {cp.files:7d} segment files {cp.replicas:7d} replicas "
@@ -529,7 +575,7 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, float], decode_
         return "" if r.ok else f"  INVALID: segments {r.status}, {'; '.join(r.findings) or 'files missing'}"
 
     # 1. End to end
-    t_local = local[bench.ds.name]
+    t_local = median(local[bench.ds.name])
     out += ["", f"1. End to end on {bench.ds.name} ({bench.bytes / MIB:.0f} MiB, {bench.files} segment files, "
                 f"{bench.replicas} replicas)",
             f"  single process, logscan.scan.local.scan      {t_local:8.2f} s  {rate(bench, t_local)}",
@@ -552,7 +598,7 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, float], decode_
     rf, rm = srun(high, few.ds.name), srun(high, many.ds.name)
     out += ["", f"2. Per-file overhead: {few.bytes / MIB:.0f} MiB as {few.files} and as {many.files} segment files "
                 f"(same batches)"]
-    lf, lm = local[few.ds.name], local[many.ds.name]
+    lf, lm = median(local[few.ds.name]), median(local[many.ds.name])
     local_overhead = (lm - lf) / (many.files - few.files)
     out.append(f"  single process: {lf:.2f} s / {lm:.2f} s  -> {local_overhead * 1e3:.2f} ms per extra file")
     spark_overhead = None
@@ -562,28 +608,45 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, float], decode_
                    f"per extra file ({many.files / rm.seconds:.0f} files/s){bad(rf)}{bad(rm)}")
 
     # 3. Scaling
+    def shown(samples: list[float] | None) -> str:
+        """A point's time: the median of its scans, with their spread when repeated."""
+        if not samples:
+            return f"{float('nan'):7.2f} s"
+        text = f"{median(samples):7.2f} s"
+        return text + (f" ({min(samples):.2f}-{max(samples):.2f}, {len(samples)}x)" if len(samples) > 1 else "")
+
     out += ["", f"3. Scaling (spark local[{high}] and the single process)"]
     fits = {}
     for key, dss, unit, xf in (("size", plan.sizes, "GB", lambda cp: cp.bytes / GB),
                                ("partitions", plan.partitions, "partition", lambda cp: cp.ds.partitions)):
         cps = [c(d.name) for d in dss]
-        runs = [srun(high, d.name) for d in dss]
+        s_high = sessions.get(high)
+        runs = [s_high.samples(d.name) if s_high else [] for d in dss]   # every scan of each copy
         xs = [xf(cp) for cp in cps]
-        out.append(f"  time against {key} ({', '.join(d.name for d in dss)}):")
-        for cp, r, x in zip(cps, runs, xs):
-            out.append(f"    {cp.ds.name:<22} x={x:<10.4g} single {local[cp.ds.name]:7.2f} s   spark "
-                       f"{r.seconds if r else float('nan'):7.2f} s   ({cp.files} files, {cp.replicas} replicas, "
-                       f"{cp.batches} batches){bad(r)}")
-        for who, ys in (("single", [local[cp.ds.name] for cp in cps]),
-                        ("spark", [r.seconds if r and not r.error else None for r in runs])):
-            if None in ys or len(set(xs)) < 3:
+        singles = [local[cp.ds.name] for cp in cps]
+        sparks = [[r.seconds for r in rs] if rs and not any(r.error for r in rs) else None for rs in runs]
+        repeats_shown = any(len(t) > 1 for t in singles + sparks if t)
+        out.append(f"  time against {key} ({', '.join(d.name for d in dss)}"
+                   + ("; a copy scanned N times: median s (min-max, Nx)" if repeats_shown else "") + "):")
+        cols = [(shown(t1), shown(t2)) for t1, t2 in zip(singles, sparks)]
+        w1, w2 = (max(len(col[i]) for col in cols) for i in (0, 1))
+        for cp, rs, x, (t1, t2) in zip(cps, runs, xs, cols):
+            faults = "".join(dict.fromkeys(bad(r) for r in rs)) if rs else bad(None)
+            out.append(f"    {cp.ds.name:<22} x={x:<10.4g} single {t1:<{w1}}   spark {t2:<{w2}}   ({cp.files} files, "
+                       f"{cp.replicas} replicas, {cp.batches} batches){faults}")
+        for who, samples in (("single", singles), ("spark", sparks)):
+            if None in samples or len(set(xs)) < 3:
                 fits[(key, who)] = None
                 continue
+            ys = [median(t) for t in samples]
+            # The lower step's noise: the larger spread of its two points' repeated scans.
+            noise = max(spread(t) for t in samples[:2])
             a, b, r2 = linear_fit(xs, ys)
-            ok, why = growth(xs, ys)
+            ok, why = growth(xs, ys, noise)
             fits[(key, who)] = (ok, why, a, b)
             per = f"{b:.3g} s per {unit}" + (f" ({1 / b:.3g} {unit}/s marginal)" if b > 0 and unit == "GB" else "")
-            out.append(f"    {who:<6} fit: {a:.2f} s + {per}, R^2 {r2:.3f}; {why}")
+            fit = "fit (medians)" if repeats_shown else "fit"
+            out.append(f"    {who:<6} {fit}: {a:.2f} s + {per}, R^2 {r2:.3f}; {why}")
 
     # 4. Memory
     small, big = c(plan.memory[0].name), c(plan.memory[-1].name)
@@ -638,7 +701,8 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, float], decode_
         for who in ("spark", "single"):
             f = fits.get((key, who))
             out.append(verdict(None if f is None else f[0],
-                               f"{who} time linear in {key} (upper step per-unit cost <= {LINEAR_SLACK}x the lower): "
+                               f"{who} time linear in {key} (upper step per-unit cost <= {LINEAR_SLACK}x the lower; a "
+                               f"lower step flat or within its repeats' spread: upper step time ratio <= input ratio): "
                                + ("n/a" if f is None else f[1])))
     if ms and mb and not ms.error and not mb.error:
         grew = mb.worker_rss_anon - ms.worker_rss_anon
@@ -680,6 +744,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files-mb", type=int, help="copy size for the per-file overhead (default 256)")
     ap.add_argument("--memory-mb", type=_ints, help="two single-segment sizes for memory (default 1024,3072)")
     ap.add_argument("--memory-limit", default="1g", help="spark.executor.pyspark.memory of the limit run")
+    ap.add_argument("--repeats", type=int, default=REPEATS,
+                    help=f"scans of each smaller size of the size scaling, Spark and single process; the "
+                         f"median is the figure, the spread its noise (default {REPEATS}; the largest size once)")
     ap.add_argument("--work", default=str(WORK), help="where copies, logs and outputs go")
     args = ap.parse_args(argv)
     if args.child:
