@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -110,6 +114,28 @@ def test_the_report_shows_medians_spreads_and_the_noise_rule():
     assert "per-unit cost upper/lower step" in line and "> repeats' spread 0.60 s" in line, line
 
 
+def test_cpu_by_group_counts_the_driver_and_a_python_child():
+    before = bench.cpu_by_group(os.getpid())
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ninput()"
+    child = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while (spent := bench.cpu_by_group(os.getpid())["Python workers"] - before["Python workers"]) < 0.29:
+            assert time.monotonic() < deadline, spent
+            time.sleep(0.05)
+    finally:
+        child.communicate(b"\n")
+    t = time.process_time()
+    while time.process_time() - t < 0.2:
+        pass
+    after = bench.cpu_by_group(os.getpid())
+    assert after["driver (Python)"] - before["driver (Python)"] >= 0.15
+    assert 0.29 <= spent < 2   # the child while it ran (reaped by this process, it is the driver's own no more)
+    assert after["JIT compilers"] == after["other JVM"] == 0   # no JVM under this process
+    text = bench.cpu_text({"JIT compilers": 3.0, "JVM task threads": 1.0, "GC": 0.02}, 2.0)
+    assert text == "CPU 4.0 s (2.01 cores busy): JIT compilers 3.0, JVM task threads 1.0"
+
+
 def test_parse_size():
     assert bench.parse_size("1g") == 1 << 30
     assert bench.parse_size("512m") == 512 << 20
@@ -146,6 +172,8 @@ def test_a_whole_run_on_tiny_copies(tmp_path, capsys):
     run = re.search(r"spark local\[2\], scan of the copy .* peak RssAnon (\d+) MiB, VmHWM (\d+) MiB; "
                     r"JVM VmHWM (\d+) MiB", out)
     assert run and all(int(v) > 0 for v in run.groups()), out
+    cpu = re.search(r"the copy: +CPU ([\d.]+) s \([\d.]+ cores busy\): (.*)", out)
+    assert cpu and float(cpu.group(1)) > 0 and "JVM task threads" in cpu.group(2) and "Python workers" in cpu.group(2), out
     targets = out.split("Targets (issue 7):")[1].splitlines()[1:]
     names = ["overhead per file", "within 2x of the single-process", "near-linear with cores",
              "spark time linear in size", "single time linear in size", "spark time linear in partitions",

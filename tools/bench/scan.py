@@ -172,6 +172,62 @@ def local_decode(copy: Copy) -> float:
 
 # --- Spark, in a child process per session ------------------------------------------------
 
+#: Where a Spark scan's CPU goes, by JVM thread name (prefix) or process: the groups the
+#: report prints. JVM threads named by none of them (driver, scheduler, Delta's commits,
+#: Arrow and shuffle I/O threads, and threads that ended) are "other JVM".
+CPU_GROUPS = (("JIT compilers", ("C1 CompilerThre", "C2 CompilerThre")),
+              ("JVM task threads", ("Executor task",)),
+              ("GC", ("GC Thread", "G1 ", "VM Thread")))
+
+
+def _stat_fields(path: str) -> list[bytes] | None:
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return [text[text.index(b"(") + 1:text.rindex(b")")], *text.rsplit(b")", 1)[1].split()]
+
+
+def cpu_by_group(root: int) -> dict[str, float]:
+    """CPU seconds so far of the processes under ``root`` (a Spark driver's Python), by
+    CPU_GROUPS: the JVM per thread; the pyspark Python workers (their daemon's reaped
+    children included); the driver's Python."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    stats: dict[int, list[bytes]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (f := _stat_fields(f"/proc/{name}/stat")) is not None:
+            stats[int(name)], parents[int(name)] = f, int(f[2])
+    out = dict.fromkeys([g for g, _ in CPU_GROUPS] + ["other JVM", "Python workers", "driver (Python)"], 0.0)
+
+    def under_root(pid: int) -> bool:
+        while pid in parents and pid != root:
+            pid = parents[pid]
+        return pid == root
+
+    for pid, f in stats.items():
+        if not under_root(pid):
+            continue
+        own, reaped = (int(f[12]) + int(f[13])) / tick, (int(f[14]) + int(f[15])) / tick
+        if pid == root:
+            out["driver (Python)"] += own
+        elif f[0] == b"java":
+            named = 0.0
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                t = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
+                for group, prefixes in CPU_GROUPS if t else ():
+                    if t[0].startswith(tuple(p.encode() for p in prefixes)):
+                        cpu = (int(t[12]) + int(t[13])) / tick
+                        out[group] += cpu
+                        named += cpu
+                        break
+            out["other JVM"] += max(own - named, 0.0)
+        elif f[0].startswith(b"python"):
+            out["Python workers"] += own + reaped
+    return out
+
+
 class WorkerSampler(threading.Thread):
     """Peak memory of the pyspark Python processes (daemon and forked workers) under ``root``
     and of the JVM, from /proc/<pid>/status."""
@@ -308,6 +364,7 @@ def child(spec_path: str) -> int:
             shutil.rmtree(output, ignore_errors=True)
             warm(Path(item["path"]))
             sampler.start_window()
+            cpu0 = cpu_by_group(os.getpid())
             t1 = time.perf_counter()
             error = None
             try:
@@ -316,9 +373,11 @@ def child(spec_path: str) -> int:
                 error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
             seconds = time.perf_counter() - t1
             mem = sampler.end_window()
+            cpu = {k: v - cpu0[k] for k, v in cpu_by_group(os.getpid()).items()}
             check = {"ok": False, "status": {}, "findings": []} if error else _check_output(
                 spark, output, item["files"])
-            result["runs"].append({"label": item["label"], "seconds": seconds, "error": error, **mem, **check})
+            result["runs"].append({"label": item["label"], "seconds": seconds, "error": error, "cpu": cpu, **mem,
+                                   **check})
             Path(spec["result"]).write_text(json.dumps(result))
             print(f"{item['label']}: {seconds:.1f} s {'' if check['ok'] else 'NOT OK'} {error or ''}",
                   file=sys.stderr, flush=True)
@@ -341,6 +400,14 @@ class SparkRun:
     ok: bool
     status: dict
     findings: list
+    cpu: dict = field(default_factory=dict)   # CPU seconds by cpu_by_group's groups
+
+
+def cpu_text(cpu: dict, seconds: float) -> str:
+    """A run's CPU by group, largest first, with the cores it kept busy on average."""
+    total = sum(cpu.values())
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(cpu.items(), key=lambda kv: -kv[1]) if v >= 0.05)
+    return f"CPU {total:.1f} s ({total / seconds:.2f} cores busy): {parts}" if seconds > 0 else "n/a"
 
 
 @dataclass
@@ -592,6 +659,12 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
             if first and tiny_run:
                 one_shot = s.session_start + first.seconds - tiny_run.seconds + run.seconds
                 out.append(f"  spark local[{cores}], as one command (start + first-scan extra + scan) ~{one_shot:.1f} s")
+            if run.cpu and tiny_run and tiny_run.cpu:
+                # Where the time goes: the process tree's CPU by thread group (JVM) and process.
+                out.append(f"    the copy:        {cpu_text(run.cpu, run.seconds)}")
+                out.append(f"    the tiny copy:   {cpu_text(tiny_run.cpu, tiny_run.seconds)}")
+                beyond = {k: run.cpu[k] - tiny_run.cpu.get(k, 0.0) for k in run.cpu}
+                out.append(f"    the difference:  {cpu_text(beyond, run.seconds - tiny_run.seconds)}")
 
     # 2. Per-file overhead
     few, many = c(plan.files_few.name), c(plan.files_many.name)
