@@ -12,7 +12,9 @@ read from a warm page cache. Figures, each from the same run:
    then ``spark_jobs.scan.run`` in a fresh process per core count (``local[N]``), which
    separates the JVM and session start, the first scan (Python workers start, imports), the
    fixed cost of a scan (a warm scan of a tiny copy: jobs and one Delta commit per table) and the
-   scan of the bench copy: bytes/s, files/s, peak memory of the Python workers.
+   scan of the bench copy: bytes/s, files/s, peak memory of the Python workers, and where
+   the CPU went (``cpu_by_group``: JIT compiler, task and GC threads of the JVM, its other
+   threads, the Python workers, the driver's Python).
 2. Per-file overhead: the same bytes as few large segments and as many small ones; the
    extra time over the extra files.
 3. Scaling: time against the copy's size (three sizes 10x apart, fixed partition count) and
