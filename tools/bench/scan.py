@@ -177,12 +177,13 @@ def local_decode(copy: Copy) -> float:
 #: Where a Spark scan's CPU goes, by JVM thread name (prefix) or process: the groups the
 #: report prints. JVM threads named by none of them (driver, scheduler, Delta's commits,
 #: Arrow and shuffle I/O threads, and threads that ended) are "other JVM".
-CPU_GROUPS = (("JIT compilers", ("C1 CompilerThre", "C2 CompilerThre")),
-              ("JVM task threads", ("Executor task",)),
-              ("GC", ("GC Thread", "G1 ", "VM Thread")))
+CPU_GROUPS = (("JIT compilers", (b"C1 CompilerThre", b"C2 CompilerThre")),
+              ("JVM task threads", (b"Executor task",)),
+              ("GC", (b"GC Thread", b"G1 ", b"VM Thread")))
 
 
 def _stat_fields(path: str) -> list[bytes] | None:
+    """/proc/.../stat as [comm, state, ppid, ...] (field i of proc(5) at index i - 2)."""
     try:
         with open(path, "rb") as f:
             text = f.read()
@@ -191,26 +192,30 @@ def _stat_fields(path: str) -> list[bytes] | None:
     return [text[text.index(b"(") + 1:text.rindex(b")")], *text.rsplit(b")", 1)[1].split()]
 
 
+def process_tree(root: int) -> dict[int, list[bytes]]:
+    """``root`` and every process below it, each with its _stat_fields."""
+    stats: dict[int, list[bytes]] = {}
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (f := _stat_fields(f"/proc/{name}/stat")) is not None:
+            stats[int(name)] = f
+            children.setdefault(int(f[2]), []).append(int(name))
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            tree[pid] = stats[pid]
+        todo.extend(children.get(pid, ()))
+    return tree
+
+
 def cpu_by_group(root: int) -> dict[str, float]:
     """CPU seconds so far of the processes under ``root`` (a Spark driver's Python), by
     CPU_GROUPS: the JVM per thread; the pyspark Python workers (their daemon's reaped
     children included); the driver's Python."""
     tick = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    stats: dict[int, list[bytes]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (f := _stat_fields(f"/proc/{name}/stat")) is not None:
-            stats[int(name)], parents[int(name)] = f, int(f[2])
     out = dict.fromkeys([g for g, _ in CPU_GROUPS] + ["other JVM", "Python workers", "driver (Python)"], 0.0)
-
-    def under_root(pid: int) -> bool:
-        while pid in parents and pid != root:
-            pid = parents[pid]
-        return pid == root
-
-    for pid, f in stats.items():
-        if not under_root(pid):
-            continue
+    for pid, f in process_tree(root).items():
         own, reaped = (int(f[12]) + int(f[13])) / tick, (int(f[14]) + int(f[15])) / tick
         if pid == root:
             out["driver (Python)"] += own
@@ -219,7 +224,7 @@ def cpu_by_group(root: int) -> dict[str, float]:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 t = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
                 for group, prefixes in CPU_GROUPS if t else ():
-                    if t[0].startswith(tuple(p.encode() for p in prefixes)):
+                    if t[0].startswith(prefixes):
                         cpu = (int(t[12]) + int(t[13])) / tick
                         out[group] += cpu
                         named += cpu
@@ -257,21 +262,7 @@ class WorkerSampler(threading.Thread):
             time.sleep(self.interval)
 
     def _discover(self) -> None:
-        children: dict[int, list[int]] = {}
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(name))
-        todo, found = [self.root], []
-        while todo:
-            for child in children.get(todo.pop(), ()):
-                found.append(child)
-                todo.append(child)
+        found = [pid for pid in process_tree(self.root) if pid != self.root]
         with self.lock:
             for pid in found:
                 if pid in self.workers or pid in self.jvms:
