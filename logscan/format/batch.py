@@ -235,13 +235,14 @@ class Record(NamedTuple):
     size_in_bytes: int
 
 
-def iter_records(buf, batch: RecordBatch, *,
-                 max_decompressed: int = compression.DEFAULT_MAX_OUTPUT) -> Iterator[Record]:
+def iter_records(buf, batch: RecordBatch, *, max_decompressed: int = compression.DEFAULT_MAX_OUTPUT,
+                 base: int = 0) -> Iterator[Record]:
     """The batch's records, decoded one by one; decompression happens on first ``next()``.
 
-    Errors are located: absolute positions for uncompressed batches; for compressed ones the
-    position of the compressed payload, with the offset inside the decompressed stream in
-    the message.
+    ``buf`` may be a window of a larger log: ``buf[0]`` is byte ``base`` of the log, in which
+    ``batch.position`` is. Errors are located in the log: absolute positions for uncompressed
+    batches; for compressed ones the position of the compressed payload, with the offset
+    inside the decompressed stream in the message.
     """
     count = batch.records_count
     if count == 0:
@@ -249,20 +250,22 @@ def iter_records(buf, batch: RecordBatch, *,
     if count < 0:
         raise CorruptRecordError(f"Found invalid record count {count} in magic v2 batch",
                                  batch.position + RECORD_BATCH_OVERHEAD - 4, expected=">= 0", found=count)
-    start = batch.position + RECORD_BATCH_OVERHEAD
-    end = batch.next_position
+    at = batch.position - base  # in buf
+    start = at + RECORD_BATCH_OVERHEAD
+    end = at + batch.batch_length + LOG_OVERHEAD
     if end > len(buf):
         raise TruncatedInput("batch runs past the end of the buffer", batch.position,
-                             expected=batch.size_in_bytes, found=len(buf) - batch.position)
+                             expected=batch.size_in_bytes, found=len(buf) - at)
     mv = memoryview(buf)
-    if batch.compression == compression.NONE:
+    codec = batch.attributes & COMPRESSION_CODEC_MASK
+    if codec == compression.NONE:
         # One bounded copy of the batch's record bytes: indexing and slicing bytes is several
         # times cheaper than going through a memoryview, and the batch is already in memory.
-        yield from _decode_records(bytes(mv[start:end]), count, batch, start, compressed=False)
+        yield from _decode_records(bytes(mv[start:end]), count, batch, start + base, compressed=False)
     else:
-        payload = compression.decompress(batch.compression, mv[start:end], magic=batch.magic,
-                                         max_output=max_decompressed, position=start)
-        yield from _decode_records(payload, count, batch, start, compressed=True)
+        payload = compression.decompress(codec, mv[start:end], magic=batch.magic,
+                                         max_output=max_decompressed, position=start + base)
+        yield from _decode_records(payload, count, batch, start + base, compressed=True)
 
 
 def _varint(data, p: int, end: int, max_bytes: int = 5, bits: int = 32) -> tuple[int, int]:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
-from logscan.format.batch import RecordBatch, iter_records
+from logscan.format.batch import (CONTROL_FLAG_MASK, INT32_MAX, LOG_OVERHEAD, NO_SEQUENCE, TRANSACTIONAL_FLAG_MASK,
+                                   RecordBatch, increment_sequence, iter_records)
 from logscan.format.checkpoint import parse_leader_epoch_checkpoint
 from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.errors import DecodeError
@@ -31,7 +32,7 @@ from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decod
 from logscan.format.txnlog import decode_txnlog_entry
 from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
-from logscan.state.facts import BatchFact
+from logscan.state.facts import NO_TIMESTAMP, BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
 from logscan.state.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager, describe_producers
 from logscan.state.snapshots import compare_producers
@@ -87,23 +88,19 @@ class ReplicaRead:
     bytes_read: int = 0
 
 
-def _records(buf, batch: RecordBatch, base: int):
-    """iter_records of ``batch`` (at log position ``batch.position``) read from a window of the
-    log that starts at byte ``base``; errors are located in the log."""
-    try:
-        yield from iter_records(buf, batch._replace(position=batch.position - base) if base else batch)
-    except DecodeError as e:
-        e.position += base
-        raise
-
-
 def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base: int = 0) -> BatchFact:
+    """The fact of a v2 batch read from ``buf``, a window of the log starting at byte ``base``.
+    Runs once per batch of every segment: the header's fields are taken in one unpacking and
+    the fact is built without NamedTuple's Python-level constructor."""
+    (_, base_offset, batch_length, _, _, _, attributes, last_delta, _, max_timestamp, producer_id, producer_epoch,
+     base_sequence, records_count, _) = batch
+    control = attributes & CONTROL_FLAG_MASK != 0
     control_type = None
     coordinator_epoch = -1
-    marker_ts = -1
-    if batch.is_control and batch.records_count > 0:
+    marker_ts = NO_TIMESTAMP
+    if control and records_count > 0:
         try:
-            record = next(_records(buf, batch, base), None)
+            record = next(iter_records(buf, batch, base=base), None)
             if record is not None:
                 key = decode_control_key(record.key, batch.position)
                 control_type = key.name
@@ -113,10 +110,19 @@ def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base
         except DecodeError as e:
             findings.append(Finding.from_error(path, e))
             control_type = "UNREADABLE"
-    return BatchFact(batch.base_offset, batch.last_offset, batch.producer_id, batch.producer_epoch,
-                     batch.base_sequence, batch.last_sequence, batch.max_timestamp,
-                     batch.is_transactional, batch.is_control, batch.records_count,
-                     batch.size_in_bytes, control_type, coordinator_epoch, marker_ts)
+    if base_sequence == NO_SEQUENCE:
+        last_sequence = NO_SEQUENCE
+    elif 0 <= base_sequence <= INT32_MAX - last_delta:
+        last_sequence = base_sequence + last_delta  # increment_sequence without a wrap: nearly every batch
+    else:
+        last_sequence = increment_sequence(base_sequence, last_delta)
+    return _new_fact(BatchFact, (base_offset, base_offset + last_delta, producer_id, producer_epoch, base_sequence,
+                                 last_sequence, max_timestamp, attributes & TRANSACTIONAL_FLAG_MASK != 0, control,
+                                 records_count, batch_length + LOG_OVERHEAD, control_type, coordinator_epoch,
+                                 marker_ts))
+
+
+_new_fact = tuple.__new__
 
 
 def legacy_fact(entry: LegacyBatch, path: str, findings: list[Finding]) -> BatchFact:
@@ -140,7 +146,7 @@ def legacy_fact(entry: LegacyBatch, path: str, findings: list[Finding]) -> Batch
 def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
                      findings: list[Finding], base: int = 0) -> Iterator[TxnLogRecord]:
     try:
-        for rec in _records(buf, batch, base):
+        for rec in iter_records(buf, batch, base=base):
             try:
                 e = decode_txnlog_entry(rec.key, rec.value)
             except DecodeError as err:
@@ -253,30 +259,36 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             out.findings.append(Finding(path, -1, "io", str(e)))
             return
         out.bytes_read += log.size
+        findings = out.findings
+        # The counts are kept in locals while the walk runs (this loop runs once per batch) and
+        # stored in ``out`` before every yield, so a consumer sees them current.
+        batches, max_timestamp = out.batches, out.max_timestamp
         for entry, win in walk_range(log, byte_range, out.handoffs, window=window):
-            if isinstance(entry, DecodeError):
-                out.findings.append(Finding.from_error(path, entry))
+            kind = type(entry)
+            if kind is not RecordBatch and kind is not LegacyBatch:
+                findings.append(Finding.from_error(path, entry))
                 continue
-            buf, base = win.buf, win.base
             if not entry.crc_valid:
-                out.findings.append(crc_finding(path, entry))
-                if isinstance(entry, RecordBatch):
+                findings.append(crc_finding(path, entry))
+                if kind is RecordBatch:
                     out.damaged_count += 1
                     if headers:
-                        out.damaged.append((batch_fact(buf, entry, path, [], base), entry))
+                        out.damaged.append((batch_fact(win.buf, entry, path, [], win.base), entry))
                 continue
-            if isinstance(entry, RecordBatch):
-                fact = batch_fact(buf, entry, path, out.findings, base)
+            if kind is RecordBatch:
+                fact = batch_fact(win.buf, entry, path, findings, win.base)
             else:
-                fact = legacy_fact(entry, path, out.findings)
+                fact = legacy_fact(entry, path, findings)
             if out.first_offset is None:
                 out.first_offset = fact.base_offset
-            out.max_timestamp = max(out.max_timestamp, fact.max_timestamp)
-            out.batches += 1
+            if fact.max_timestamp > max_timestamp:
+                max_timestamp = out.max_timestamp = fact.max_timestamp
+            batches += 1
+            out.batches = batches
             yield fact, entry
-            if is_txn_log and isinstance(entry, RecordBatch) and not entry.is_control:
+            if is_txn_log and kind is RecordBatch and not entry.attributes & CONTROL_FLAG_MASK:
                 before = len(out.txn_log)
-                out.txn_log.extend(_txn_log_records(buf, entry, partition, path, out.findings, base))
+                out.txn_log.extend(_txn_log_records(win.buf, entry, partition, path, findings, win.base))
                 out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))
 
 

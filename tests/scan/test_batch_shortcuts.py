@@ -1,0 +1,128 @@
+"""The scan's per-batch code reads a v2 header in one unpacking instead of through
+RecordBatch's properties (it runs once per batch of a copy). These tests hold the shortcuts to
+the properties over every attribute bit, codec id and sequence edge, and hold the windowed
+record reads (``base``) to reads of the whole buffer."""
+
+import itertools
+
+import pytest
+
+from logscan.format import compression
+from logscan.format.batch import INT32_MAX, NO_SEQUENCE, decode_batch_header, iter_records
+from logscan.format.control import decode_control_key, decode_end_txn_marker
+from logscan.format.errors import DecodeError
+from logscan.scan.replica import ReplicaRead, batch_fact, read_segment
+from logscan.scan.rows import header_values
+from logscan.state.facts import BatchFact
+from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch
+
+RECORDS = [Rec(b"value-%d" % i, key=b"k%d" % i, timestamp=1_700_000_000_000 + i) for i in range(3)]
+
+
+def reference_fact(buf, batch, findings) -> BatchFact:
+    """batch_fact as the properties say it (the code before the shortcut)."""
+    control_type, coordinator_epoch, marker_ts = None, -1, -1
+    if batch.is_control and batch.records_count > 0:
+        try:
+            record = next(iter_records(buf, batch), None)
+            if record is not None:
+                key = decode_control_key(record.key, batch.position)
+                control_type, marker_ts = key.name, record.timestamp
+                if key.is_transaction_marker:
+                    coordinator_epoch = decode_end_txn_marker(key, record.value, batch.position).coordinator_epoch
+        except DecodeError:
+            control_type = "UNREADABLE"
+    return BatchFact(batch.base_offset, batch.last_offset, batch.producer_id, batch.producer_epoch,
+                     batch.base_sequence, batch.last_sequence, batch.max_timestamp, batch.is_transactional,
+                     batch.is_control, batch.records_count, batch.size_in_bytes, control_type, coordinator_epoch,
+                     marker_ts)
+
+
+def reference_header(batch) -> tuple:
+    return (batch.position, batch.magic, batch.codec, batch.timestamp_type, batch.partition_leader_epoch,
+            batch.base_timestamp, batch.delete_horizon_ms, batch.crc, batch.crc_valid)
+
+
+SEQUENCES = [NO_SEQUENCE, 0, 7, INT32_MAX - 2, INT32_MAX, -7, -(2**31)]
+
+
+@pytest.mark.parametrize("base_sequence", SEQUENCES)
+@pytest.mark.parametrize("last_offset_delta", [0, 2, 5, INT32_MAX, -3])
+def test_fact_sequences_match_the_properties(base_sequence, last_offset_delta):
+    raw = encode_batch(RECORDS, producer_id=11, producer_epoch=2, base_sequence=base_sequence,
+                       last_offset_delta=last_offset_delta, base_offset=1000)
+    batch, _ = decode_batch_header(raw, 0, verify_crc=False)
+    assert batch_fact(raw, batch, "f", []) == reference_fact(raw, batch, [])
+    assert type(batch_fact(raw, batch, "f", [])) is BatchFact
+
+
+@pytest.mark.parametrize("attributes", range(0x80))
+def test_header_values_and_flags_match_the_properties_for_every_attribute_bit(attributes):
+    # Every codec id (unknown ones included), timestamp type, transactional, control and
+    # delete-horizon bit; the header is decoded without CRC so a bad combination still reads.
+    raw = encode_batch(RECORDS, producer_id=11, producer_epoch=2, base_sequence=4, partition_leader_epoch=9,
+                       extra_attributes=attributes)
+    batch, _ = decode_batch_header(raw, 0, verify_crc=False)
+    assert header_values(batch) == reference_header(batch)
+    fact = batch_fact(raw, batch, "f", [])
+    expected = reference_fact(raw, batch, [])
+    assert fact == expected
+    assert (fact.is_transactional, fact.is_control) == (bool(attributes & 0x10), bool(attributes & 0x20))
+
+
+@pytest.mark.parametrize("commit", [True, False])
+def test_marker_fact_from_a_window_matches_the_whole_buffer(commit):
+    lead = encode_batch(RECORDS, transactional=True, producer_id=5, producer_epoch=1, base_sequence=0)
+    marker = end_txn_marker_batch(commit=commit, coordinator_epoch=13, producer_id=5, producer_epoch=1,
+                                  base_offset=3, timestamp=1_700_000_000_500)
+    log = lead + marker
+    whole, _ = decode_batch_header(log, len(lead))
+    expected = reference_fact(log, whole, [])
+    assert expected.control_type == ("COMMIT" if commit else "ABORT") and expected.coordinator_epoch == 13
+    # The same batch seen through a window that starts at byte ``base`` of the log.
+    for base in (1, len(lead) - 5, len(lead)):
+        window = memoryview(log)[base:]
+        assert batch_fact(window, whole, "f", [], base) == expected
+
+
+def test_windowed_records_equal_the_whole_buffer_and_errors_stay_located_in_the_log():
+    for codec in (compression.NONE, compression.GZIP, compression.ZSTD):
+        log = encode_batch(RECORDS) + encode_batch(RECORDS, base_offset=3, codec=codec)
+        second, _ = decode_batch_header(log, len(encode_batch(RECORDS)))
+        base = second.position - 17
+        assert (list(iter_records(memoryview(log)[base:], second, base=base))
+                == list(iter_records(log, second)))
+    # A record count larger than the records: Kafka's premature EOF, located in the log.
+    lead = encode_batch(RECORDS)
+    bad = encode_batch(RECORDS, base_offset=3, records_count=5)
+    log = lead + bad
+    batch, _ = decode_batch_header(log, len(lead))
+    with pytest.raises(DecodeError) as whole:
+        list(iter_records(log, batch))
+    with pytest.raises(DecodeError) as windowed:
+        list(iter_records(memoryview(log)[len(lead) - 9:], batch, base=len(lead) - 9))
+    assert windowed.value.position == whole.value.position >= len(lead)
+    assert str(windowed.value) == str(whole.value)
+
+
+def test_read_segment_counts_match_its_facts(tmp_path):
+    """The walk keeps its counts in locals; ``out`` must still say what the facts say."""
+    batches = [encode_batch(RECORDS, base_offset=3 * i, producer_id=1, producer_epoch=0, base_sequence=3 * i,
+                            max_timestamp=ts) for i, ts in enumerate([50, 20, 90, 10])]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(batches))
+    read = read_segment(str(path), 0, is_txn_log=False)
+    assert read.batches == len(read.facts) == 4
+    assert read.max_timestamp == 90 and read.first_offset == 0
+    out, seen = ReplicaRead(), []
+    read_segment(str(path), 0, is_txn_log=False, out=out,
+                 on_fact=lambda fact, _: seen.append((out.batches, out.max_timestamp)))
+    assert seen == [(1, 50), (2, 50), (3, 90), (4, 90)]  # current at each fact
+
+
+def test_every_codec_name_is_precomputed():
+    raw = encode_batch(RECORDS)
+    batch, _ = decode_batch_header(raw, 0)
+    for codec_id, flags in itertools.product(range(8), (0, 0x08, 0x40)):
+        header = batch._replace(attributes=codec_id | flags)
+        assert header_values(header) == reference_header(header)
