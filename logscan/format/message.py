@@ -46,6 +46,8 @@ import struct
 import uuid as _uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from typing import NamedTuple
 
 from .errors import CorruptRecordError, DecodeError, TruncatedInput, UnknownVersion
 from .primitives import (FLOAT64, INT8, INT16, INT32, INT64, UINT16, encode_unsigned_varint,
@@ -87,10 +89,12 @@ class Field:
     tagged: Versions | None
     default: object
     fields: "tuple[Field, ...] | None"   # for struct and array-of-struct types
+    # The spec name with the first letter lower-cased: the JSON key and the decoded value's
+    # key. Stored, not derived per use: the reader names a field for every value it reads.
+    json_name: str = dataclass_field(init=False, repr=False, compare=False)
 
-    @property
-    def json_name(self) -> str:
-        return self.name[:1].lower() + self.name[1:]
+    def __post_init__(self):
+        object.__setattr__(self, "json_name", self.name[:1].lower() + self.name[1:])
 
     @property
     def attr_name(self) -> str:
@@ -187,13 +191,15 @@ _NESTED: dict = {}
 
 def _attr_names(schema: Schema) -> dict[str, str]:
     """snake_case attribute name -> JSON name, once per schema: attribute access is on the
-    scan's hot path (one TransactionLogValue per __transaction_state record)."""
-    def make(schema: Schema) -> dict[str, str]:
+    scan's hot path (one TransactionLogValue per __transaction_state record), so the cache is
+    looked up by the schema's id directly (the entry keeps the schema alive)."""
+    entry = _ATTR_NAMES.get(id(schema))
+    if entry is None:
         names: dict[str, str] = {}
         for f in schema.fields:
             names.setdefault(f.attr_name, f.json_name)
-        return names
-    return _by_identity(_ATTR_NAMES, (schema,), make)
+        entry = _ATTR_NAMES[id(schema)] = (schema, names)
+    return entry[1]
 
 
 # --------------------------------------------------------------------------- decoded values
@@ -335,32 +341,89 @@ def _nested_schema(f: Field, flexible: Versions | None, valid: Versions) -> Sche
                         lambda f, flexible, valid: Schema(f.element_type, valid, flexible, None, f.fields))
 
 
+class _Slot(NamedTuple):
+    """How one field of a schema is read at one version, worked out once (see _plan)."""
+    field: Field
+    name: str  # the JSON name, the key of the decoded values
+    read: bool  # in the version and not tagged there: read in place
+    nullable: bool
+    array: bool
+    type: str  # an array's element type, else the field's type
+    layout: struct.Struct | None  # a fixed-size scalar (not an array) read with this layout
+    default: object  # the value of a field not read; STRUCT_DEFAULT: built per message
+
+
+class _Plan(NamedTuple):
+    flex: bool
+    slots: tuple[_Slot, ...]
+    tags: dict[int, _Slot]  # the tagged fields of the version, by tag
+
+
+_PLANS: dict[tuple[int, int], tuple[Schema, _Plan]] = {}
+#: Plans kept: one per (schema, version) met, and a lenient read of damaged records can meet
+#: any int16 version; past this many, plans are worked out per message and not kept.
+_MAX_PLANS = 4096
+
+
+def _plan(schema: Schema, version: int) -> _Plan:
+    """The per-field decisions of _read_struct for ``schema`` at ``version`` (version ranges,
+    tags, nullability, JSON names, layouts): the same for every message of a topic, and most
+    of the reader's work when taken field by field (the scan reads one TransactionLogValue
+    per ``__transaction_state`` record)."""
+    key = (id(schema), version)
+    entry = _PLANS.get(key)
+    if entry is not None:
+        return entry[1]  # the entry keeps the schema alive, so its id is not reused
+    flex = schema.flexible is not None and version in schema.flexible
+    slots = []
+    tags = {}
+    for f in schema.fields:
+        array = f.is_array
+        tagged = f.tagged is not None and version in f.tagged
+        slot = _Slot(f, f.json_name, version in f.versions and not tagged,
+                     f.nullable is not None and version in f.nullable, array, f.element_type,
+                     None if array else _FIXED.get(f.type), f.default)
+        slots.append(slot)
+        if flex and tagged and f.tag is not None:
+            tags[f.tag] = slot
+    plan = _Plan(flex, tuple(slots), tags)
+    if len(_PLANS) < _MAX_PLANS:
+        _PLANS[key] = (schema, plan)
+    return plan
+
+
 def _read_struct(r: _Reader, schema: Schema, version: int, top: bool) -> Message:
     start = r.pos
-    fields, flexible, valid = schema.fields, schema.flexible, schema.valid
+    flexible, valid = schema.flexible, schema.valid
     if not top and version > valid.hi:
         raise _error(UnknownVersion, f"cannot read version {version} of {schema.name}", r.pos,
                      f"Can't read version {version} of {schema.name}",
                      expected=valid.hi, found=version)
-    flex = flexible is not None and version in flexible
+    flex, slots, tags = _plan(schema, version)
     values: dict = {}
-    for f in fields:
-        if version in f.versions and not (f.tagged is not None and version in f.tagged):
-            values[f.json_name] = _read_field(r, f, version, flex, flexible, valid)
+    buf = r.buf
+    for slot in slots:
+        if not slot.read:
+            default = slot.default
+            values[slot.name] = (default if default is not STRUCT_DEFAULT
+                                 else _default_value(slot.field, version, flexible, valid))
+            continue
+        layout = slot.layout
+        if layout is not None and r.pos + layout.size <= r.end:  # a fixed-size scalar, inline
+            values[slot.name] = layout.unpack_from(buf, r.pos)[0]
+            r.pos += layout.size
         else:
-            values[f.json_name] = _default_value(f, version, flexible, valid)
+            values[slot.name] = _read_field(r, slot, version, flex, flexible, valid)
     unknown = []
     if flex:
-        by_tag = {f.tag: f for f in fields
-                  if f.tag is not None and f.tagged is not None and version in f.tagged}
         for _ in range(r.uvarint()):
             tag = r.uvarint()
             size = r.uvarint()
-            f = by_tag.get(tag)
-            if f is None:
+            slot = tags.get(tag)
+            if slot is None:
                 unknown.append((tag, r.raw(size, f"unknown tagged field {tag}")))
             else:
-                values[f.json_name] = _read_field(r, f, version, flex, flexible, valid, True)
+                values[slot.name] = _read_field(r, slot, version, flex, flexible, valid, True)
     return Message(schema, version, values, unknown, start)
 
 
@@ -386,28 +449,28 @@ def is_empty_struct(msg: Message) -> bool:
     return True
 
 
-def _read_field(r: _Reader, f: Field, version: int, flex: bool, flexible, valid,
-                tagged: bool = False):
+def _read_field(r: _Reader, slot: _Slot, version: int, flex: bool, flexible, valid,
+               tagged: bool = False):
     start = r.pos
-    nullable = f.nullable is not None and version in f.nullable
-    if nullable and f.fields is not None and not f.is_array:
+    f, nullable = slot.field, slot.nullable
+    if nullable and f.fields is not None and not slot.array:
         # A nullable struct is preceded by a presence marker: int8 (-1 = null), or an
         # unsigned varint (<= 0 = null) when it sits in a tagged field.
-        present = r.uvarint() > 0 if tagged else r.fixed(INT8, f.json_name) >= 0
+        present = r.uvarint() > 0 if tagged else r.fixed(INT8, slot.name) >= 0
         if not present:
             return None
-    if f.is_array:
+    if slot.array:
         count = r.length(flex, True)
         if count < 0:
             return _null(start, f, nullable)
         left = r.end - r.pos
         if count > left:
-            raise _error(TruncatedInput, f"{f.json_name}: {count} elements, {left} bytes left",
+            raise _error(TruncatedInput, f"{slot.name}: {count} elements, {left} bytes left",
                          r.pos, f"Tried to allocate a collection of size {count}, but there are"
                          f" only {left} bytes remaining.", expected=f"<= {left}", found=count)
-        return tuple(_read_one(r, f, f.element_type, version, flex, flexible, valid, nullable)
+        return tuple(_read_one(r, f, slot.type, version, flex, flexible, valid, nullable)
                      for _ in range(count))
-    return _read_one(r, f, f.type, version, flex, flexible, valid, nullable)
+    return _read_one(r, f, slot.type, version, flex, flexible, valid, nullable)
 
 
 def _read_one(r: _Reader, f: Field, type: str, version: int, flex: bool, flexible, valid,

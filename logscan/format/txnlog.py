@@ -106,18 +106,18 @@ def decode_txnlog_entry(key, value) -> TransactionLogEntry:
     """Typed view of one record; raises DecodeError subclasses (UnknownVersion for unknown
     key types and value versions, TruncatedInput for short input)."""
     rec = decode_txnlog_record(key, value)
-    tid = rec.key.transactional_id
+    tid = rec.key["transactionalId"]
     v = rec.value
     if v is None:
         return TransactionLogEntry(tid, None)
-    parts = None
-    if v.transaction_partitions is not None:
-        parts = tuple((p.topic, pid) for p in v.transaction_partitions for pid in p.partition_ids)
+    # Read by JSON name (the mapping's keys): one entry per __transaction_state record of a scan.
+    parts = v["transactionPartitions"]
+    if parts is not None:
+        parts = tuple((p["topic"], pid) for p in parts for pid in p["partitionIds"])
     return TransactionLogEntry(
-        tid, v.version, v.producer_id, v.previous_producer_id, v.next_producer_id,
-        v.producer_epoch, v.next_producer_epoch, v.transaction_timeout_ms, v.transaction_status,
-        parts, v.transaction_last_update_timestamp_ms, v.transaction_start_timestamp_ms,
-        v.client_transaction_version)
+        tid, v.version, v["producerId"], v["previousProducerId"], v["nextProducerId"], v["producerEpoch"],
+        v["nextProducerEpoch"], v["transactionTimeoutMs"], v["transactionStatus"], parts,
+        v["transactionLastUpdateTimestampMs"], v["transactionStartTimestampMs"], v["clientTransactionVersion"])
 
 
 def render_txnlog_key_payload(key, value, offset: int, errors: list | None = None

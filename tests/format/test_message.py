@@ -209,6 +209,23 @@ def test_versions_follow_kafka_generator_checks():
     assert decode_message(schema, b"\x01", 0, 9, lenient=True)[0]["a"] == 1
 
 
+def test_plans_are_kept_per_schema_and_version_up_to_a_bound(monkeypatch):
+    """The reader works out each (schema, version)'s field decisions once. A lenient read of
+    damaged records can meet every int16 version: past the bound, plans are worked out per
+    message and not kept, and every read still decodes by its own version."""
+    from logscan.format import message
+
+    schema = M("X", "0-3", "none", None, [F("A", "int8", "0+"), F("B", "int8", "1-2")])
+    monkeypatch.setattr(message, "_PLANS", {})
+    monkeypatch.setattr(message, "_MAX_PLANS", 3)
+    decoded = [decode_message(schema, b"\x01\x02", 0, v, lenient=True)[0] for v in range(8)]
+    assert len(message._PLANS) == 3
+    assert [dict(m) for m in decoded] == ([{"a": 1, "b": 0}] + [{"a": 1, "b": 2}] * 2
+                                          + [{"a": 1, "b": 0}] * 5)
+    again = [decode_message(schema, b"\x01\x02", 0, v, lenient=True)[0] for v in range(8)]
+    assert again == decoded and len(message._PLANS) == 3
+
+
 # --------------------------------------------------------------------------- real fixtures
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
