@@ -210,7 +210,7 @@ def segment_files(decoded: DataFrame) -> DataFrame:
             .drop("_rank"))
 
 
-def replica_stream(replicas: DataFrame, batches: DataFrame) -> DataFrame:
+def replica_stream_input(replicas: DataFrame, batches: DataFrame) -> DataFrame:
     """The input of the per-replica step (tasks.replica_stream): every replica's listing row
     and its checksum-valid batches, clustered by replica, the listing row first, then the
     batches in log order. Spark's shuffle and sort do the grouping (spilling to disk when they
@@ -247,7 +247,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     txn_log = S.members(kept, "txn_log")
 
     replicas = _frame(spark, listing.replicas, tasks.REPLICA_INFO)
-    replica_out = (replica_stream(replicas, batches)
+    replica_out = (replica_stream_input(replicas, batches)
                    .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
     states = S.members(replica_out, "state")
 

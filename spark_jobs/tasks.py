@@ -162,8 +162,8 @@ def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield R.to_tagged_batch(others, DECODED, extras=extras)
 
 
-#: ``kind`` of the rows of the per-replica stream (scan.replica_stream): a replica's listing
-#: row sorts before its batch rows.
+#: ``kind`` of the rows of the per-replica stream (scan.replica_stream_input): a replica's
+#: listing row sorts before its batch rows.
 STREAM_INFO, STREAM_BATCH = 0, 1
 _STREAM_KEYS = ("broker", "topic", "partition", "kind", "info")
 
@@ -213,8 +213,8 @@ def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> Iterator[tuple[str,
 
 def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over the per-replica stream: rows clustered by replica, each replica's
-    listing row first, then its batch facts in log order (scan.replica_stream sorts them so).
-    Each replica's batches are replayed as they arrive and its rows leave in Arrow batches of
+    listing row first, then its batch facts in log order (scan.replica_stream_input sorts them
+    so). Each replica's batches are replayed as they arrive and its rows leave in Arrow batches of
     at most _FLUSH_ROWS as they are made (a span's as it closes), so memory holds one Arrow
     batch in, one out, and the replica's producer state and open spans: never the replica's
     batches nor its closed transactions."""

@@ -41,7 +41,7 @@ def _listed(cluster=CLUSTER):
 
 
 def _stream_rows(listed):
-    """What scan.replica_stream hands the Python side: per replica its listing row, then its
+    """What scan.replica_stream_input hands the Python side: per replica its listing row, then its
     batch facts in log order."""
     rows = []
     for info, facts in listed:
