@@ -247,6 +247,27 @@ def iter_records(buf, batch: RecordBatch, *, max_decompressed: int = compression
     count = batch.records_count
     if count == 0:
         return  # DefaultRecordBatch.iterator(): empty, without looking at the bytes
+    data, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed)
+    yield from _decode_records(data, count, batch, origin, compressed)
+
+
+def first_record(buf, batch: RecordBatch, *, max_decompressed: int = compression.DEFAULT_MAX_OUTPUT,
+                 base: int = 0) -> Record | None:
+    """``next(iter_records(buf, batch, ...), None)``: the first record as Kafka's
+    ``batch.iterator().next()`` reads a control batch's, the bytes after it unread. Without a
+    suspended generator to close: closing one cost more than decoding a marker's record, and
+    the scan reads one per COMMIT/ABORT marker."""
+    count = batch.records_count
+    if count == 0:
+        return None
+    data, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed)
+    (record,) = _decode_records(data, 1, batch, origin, compressed, whole=False)
+    return record
+
+
+def _record_bytes(buf, batch: RecordBatch, count: int, base: int, max_decompressed: int
+                  ) -> tuple[bytes, int, bool]:
+    """(the batch's record bytes, decompressed; where they are located; compressed or not)."""
     if count < 0:
         raise CorruptRecordError(f"Found invalid record count {count} in magic v2 batch",
                                  batch.position + RECORD_BATCH_OVERHEAD - 4, expected=">= 0", found=count)
@@ -261,11 +282,10 @@ def iter_records(buf, batch: RecordBatch, *, max_decompressed: int = compression
     if codec == compression.NONE:
         # One bounded copy of the batch's record bytes: indexing and slicing bytes is several
         # times cheaper than going through a memoryview, and the batch is already in memory.
-        yield from _decode_records(bytes(mv[start:end]), count, batch, start + base, compressed=False)
-    else:
-        payload = compression.decompress(codec, mv[start:end], magic=batch.magic,
-                                         max_output=max_decompressed, position=start + base)
-        yield from _decode_records(payload, count, batch, start + base, compressed=True)
+        return bytes(mv[start:end]), start + base, False
+    payload = compression.decompress(codec, mv[start:end], magic=batch.magic,
+                                     max_output=max_decompressed, position=start + base)
+    return payload, start + base, True
 
 
 def _varint(data, p: int, end: int, max_bytes: int = 5, bits: int = 32) -> tuple[int, int]:
@@ -299,7 +319,7 @@ def _varint(data, p: int, end: int, max_bytes: int = 5, bits: int = 32) -> tuple
 
 
 def _decode_records(data: bytes, count: int, batch: RecordBatch, origin: int,
-                    compressed: bool) -> Iterator[Record]:
+                    compressed: bool, whole: bool = True) -> Iterator[Record]:
     """Records in ``data`` (exactly the batch's record bytes). ``origin`` is the file position
     of ``data[0]`` (uncompressed) or of the compressed payload (``data`` is then the
     decompressed stream, and errors name the byte inside it).
@@ -431,7 +451,7 @@ def _decode_records(data: bytes, count: int, batch: RecordBatch, origin: int,
             (base_sequence + offset_delta if base_sequence + offset_delta <= INT32_MAX
              else increment_sequence(base_sequence, offset_delta)) if base_sequence >= 0 else NO_SEQUENCE,
             key, value, headers, p - record_start))
-    if p != end:
+    if whole and p != end:  # not for first_record: Kafka reads no further than it needs
         raise fail("Incorrect declared batch size, records still remaining in file", p,
                    expected="end of records", found=f"{end - p} more bytes")
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from logscan.format.batch import (CONTROL_FLAG_MASK, INT32_MAX, LOG_OVERHEAD, NO_SEQUENCE, TRANSACTIONAL_FLAG_MASK,
-                                   RecordBatch, increment_sequence, iter_records)
+                                   RecordBatch, first_record, increment_sequence, iter_records)
 from logscan.format.checkpoint import parse_leader_epoch_checkpoint
 from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.errors import DecodeError
@@ -100,7 +100,7 @@ def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base
     marker_ts = NO_TIMESTAMP
     if control and records_count > 0:
         try:
-            record = next(iter_records(buf, batch, base=base), None)
+            record = first_record(buf, batch, base=base)
             if record is not None:
                 key = decode_control_key(record.key, batch.position)
                 control_type = key.name

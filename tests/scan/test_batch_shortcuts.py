@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from logscan.format import compression
-from logscan.format.batch import INT32_MAX, NO_SEQUENCE, decode_batch_header, iter_records
+from logscan.format.batch import INT32_MAX, NO_SEQUENCE, decode_batch_header, first_record, iter_records
 from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.errors import DecodeError
 from logscan.scan.replica import ReplicaRead, batch_fact, read_segment
@@ -126,3 +126,47 @@ def test_every_codec_name_is_precomputed():
     for codec_id, flags in itertools.product(range(8), (0, 0x08, 0x40)):
         header = batch._replace(attributes=codec_id | flags)
         assert header_values(header) == reference_header(header)
+
+
+def _first_by_iteration(buf, batch, base=0):
+    try:
+        return next(iter_records(buf, batch, base=base), None)
+    except DecodeError as e:
+        return type(e), e.position, str(e)
+
+
+def _first(buf, batch, base=0):
+    try:
+        return first_record(buf, batch, base=base)
+    except DecodeError as e:
+        return type(e), e.position, str(e)
+
+
+def _marker_variants():
+    marker = end_txn_marker_batch(commit=True, coordinator_epoch=4, producer_id=9, producer_epoch=1, timestamp=77)
+    yield "marker", marker
+    for codec in (compression.GZIP, compression.LZ4, compression.ZSTD):
+        yield f"codec {codec}", encode_batch(RECORDS, control=True, codec=codec)
+    yield "count past the records", encode_batch(RECORDS[:1], control=True, records_count=3)
+    yield "records past the count", encode_batch(RECORDS, control=True, records_count=1)
+    yield "no records", encode_batch([], control=True)
+    yield "negative count", encode_batch(RECORDS, control=True, records_count=-2)
+    yield "truncated", marker + b"<cut>"  # the read's buffer ends 3 bytes into the batch
+    body = bytearray(marker)
+    body[61] = 0x7F  # the first record's length varint: past the batch's end
+    yield "bad record length", bytes(body)
+
+
+@pytest.mark.parametrize("name,raw", list(_marker_variants()), ids=[n for n, _ in _marker_variants()])
+def test_first_record_is_the_first_of_the_iteration(name, raw):
+    """first_record reads what next(iter_records(...)) reads, the same record or the same
+    located error, and no further: bytes after the first record are Kafka's concern only
+    when it iterates on."""
+    lead = encode_batch(RECORDS)
+    log = lead + raw
+    batch, _ = decode_batch_header(log.removesuffix(b"<cut>"), len(lead), verify_crc=False)
+    if log.endswith(b"<cut>"):
+        log = log[:-8]
+    assert _first(log, batch) == _first_by_iteration(log, batch)
+    base = len(lead) - 7
+    assert _first(memoryview(log)[base:], batch, base) == _first_by_iteration(log, batch)
