@@ -86,6 +86,8 @@ def _java_int(value: int) -> int:
 
 def increment_sequence(sequence: int, increment: int) -> int:
     """DefaultRecordBatch.incrementSequence: sequences wrap from INT32_MAX to 0."""
+    if 0 <= sequence <= INT32_MAX - increment:
+        return sequence + increment  # no wrap and within int32: nearly every batch, once per batch
     if sequence > INT32_MAX - increment:
         return _java_int(increment - (INT32_MAX - sequence) - 1)
     return _java_int(sequence + increment)
@@ -144,7 +146,7 @@ class RecordBatch(NamedTuple):
 
     @property
     def timestamp_type(self) -> str:
-        return "LogAppendTime" if self.attributes & TIMESTAMP_TYPE_MASK else "CreateTime"
+        return timestamp_type_name(self.attributes)
 
     @property
     def is_transactional(self) -> bool:
@@ -177,6 +179,11 @@ class RecordBatch(NamedTuple):
     def is_valid(self) -> bool:
         """DefaultRecordBatch.isValid(): what kafka-dump-log prints as ``isvalid``."""
         return self.crc_valid
+
+
+def timestamp_type_name(attributes: int) -> str:
+    """kafka-dump-log's name of a v2 batch's timestamp type, from its attributes."""
+    return "LogAppendTime" if attributes & TIMESTAMP_TYPE_MASK else "CreateTime"
 
 
 _new_tuple = tuple.__new__  # NamedTuple's own __new__ adds a Python call per batch

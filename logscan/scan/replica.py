@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
-from logscan.format.batch import (CONTROL_FLAG_MASK, INT32_MAX, LOG_OVERHEAD, NO_SEQUENCE, TRANSACTIONAL_FLAG_MASK,
+from logscan.format.batch import (CONTROL_FLAG_MASK, LOG_OVERHEAD, NO_SEQUENCE, TRANSACTIONAL_FLAG_MASK,
                                    RecordBatch, first_record, increment_sequence, iter_records)
 from logscan.format.checkpoint import parse_leader_epoch_checkpoint
 from logscan.format.control import decode_control_key, decode_end_txn_marker
@@ -110,12 +110,7 @@ def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base
         except DecodeError as e:
             findings.append(Finding.from_error(path, e))
             control_type = "UNREADABLE"
-    if base_sequence == NO_SEQUENCE:
-        last_sequence = NO_SEQUENCE
-    elif 0 <= base_sequence <= INT32_MAX - last_delta:
-        last_sequence = base_sequence + last_delta  # increment_sequence without a wrap: nearly every batch
-    else:
-        last_sequence = increment_sequence(base_sequence, last_delta)
+    last_sequence = NO_SEQUENCE if base_sequence == NO_SEQUENCE else increment_sequence(base_sequence, last_delta)
     return _new_fact(BatchFact, (base_offset, base_offset + last_delta, producer_id, producer_epoch, base_sequence,
                                  last_sequence, max_timestamp, attributes & TRANSACTIONAL_FLAG_MASK != 0, control,
                                  records_count, batch_length + LOG_OVERHEAD, control_type, coordinator_epoch,

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Optional
 
 import pyarrow as pa
 
-from logscan.format.batch import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK, TIMESTAMP_TYPE_MASK, RecordBatch
+from logscan.format.batch import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK, RecordBatch, timestamp_type_name
 from logscan.format.compression import codec_name
 from logscan.format.legacy import LegacyBatch
 from logscan.logdir.segment import Finding
@@ -294,12 +294,12 @@ _CODEC_NAMES = tuple(codec_name(i) for i in range(COMPRESSION_CODEC_MASK + 1))
 def header_values(header: RecordBatch | LegacyBatch) -> tuple:
     """A v2 batch's header columns (HEADER_COLUMNS), or a v0/v1 entry's (no leader epoch, base
     timestamp or delete horizon: null). A v2 header's are taken in one unpacking (the
-    properties RecordBatch.codec, timestamp_type and delete_horizon_ms, inline): this runs
-    once per batch of the copy."""
+    properties RecordBatch.codec and delete_horizon_ms, inline): this runs once per batch
+    of the copy."""
     if type(header) is RecordBatch:
         (position, _, _, leader_epoch, magic, crc, attributes, _, base_timestamp, _, _, _, _, _, crc_valid) = header
         return (position, magic, _CODEC_NAMES[attributes & COMPRESSION_CODEC_MASK],
-                "LogAppendTime" if attributes & TIMESTAMP_TYPE_MASK else "CreateTime", leader_epoch, base_timestamp,
+                timestamp_type_name(attributes), leader_epoch, base_timestamp,
                 base_timestamp if attributes & DELETE_HORIZON_FLAG_MASK else None, crc, crc_valid)
     return (header.position, header.magic, header.codec, header.timestamp_type, None, None, None,
             header.crc, header.crc_valid)
