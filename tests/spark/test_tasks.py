@@ -142,6 +142,50 @@ def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
     assert sorted(map(repr, table.to_pylist())) == sorted(map(repr, pa.Table.from_batches(expected).to_pylist()))
 
 
+@pytest.mark.parametrize("was_enabled", [True, False])
+def test_decode_files_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch, was_enabled):
+    # The decode runs with Python's cyclic collector paused and collects the young generations
+    # itself at each flush: a cycle left while a flush's rows were decoded is gone once the
+    # flush's batch is handed out, and the collector is left as it was found.
+    import gc
+    import weakref
+
+    from spark_jobs.scan import list_inputs
+
+    monkeypatch.setattr(tasks, "_FLUSH_ROWS", 5)
+    units = list_inputs([CLUSTER]).units
+    cycles = []
+
+    class Cycle:
+        pass
+
+    real = tasks.decode_segment
+
+    def leaving_cycles(unit):
+        for item in real(unit):
+            c = Cycle()
+            c.me = c             # unreachable once dropped: only the cyclic collector frees it
+            cycles.append(weakref.ref(c))
+            del c
+            yield item
+
+    monkeypatch.setattr(tasks, "decode_segment", leaving_cycles)
+    (gc.enable if was_enabled else gc.disable)()
+    try:
+        work = pa.Table.from_pylist(units, schema=tasks.WORK_UNIT).to_batches()
+        flushes = 0
+        for batch in tasks.decode_files(iter(work)):
+            assert not gc.isenabled()
+            if batch.column("record_type")[0].as_py() == "batch":
+                flushes += 1
+                made = len(cycles)
+                assert made >= batch.num_rows and all(ref() is None for ref in cycles), "a cycle outlived its flush"
+        assert flushes > 10 and cycles
+        assert gc.isenabled() is was_enabled
+    finally:
+        gc.enable()
+
+
 # --- the partition step ------------------------------------------------------------------
 
 _PARTITION_IN = pa.schema([pa.field("record_type", pa.string()), pa.field("topic", pa.string()),
