@@ -87,14 +87,20 @@ def test_plan_repeats_the_smaller_sizes():
     assert _plan(repeats=1).repeats == 1
 
 
-def test_the_report_shows_medians_spreads_and_the_noise_rule():
-    # The failing run's figures, now with repeats of the smaller sizes (no Spark: made-up runs).
-    plan = _plan()
+def _copies(plan):
+    """Made-up copies of the plan's data sets (nothing on disk) and single-process times."""
     every = [plan.tiny, plan.bench, plan.files_few, plan.files_many, *plan.sizes, *plan.partitions, *plan.memory]
     files = {d.name: 3 * d.partitions * max(1, math.ceil(d.size_mb / d.partitions / d.segment_mb)) for d in every}
     copies = {d.name: bench.Copy(d, bench.ROOT / "nowhere", int(d.size_mb * 1e6), files[d.name],
                                  1000 * d.size_mb, 3 * d.partitions) for d in every}
     local = {name: [0.05 * copies[name].bytes / 1e9 + 0.3] for name in copies if not name.startswith("mem-")}
+    return copies, local
+
+
+def test_the_report_shows_medians_spreads_and_the_noise_rule():
+    # The failing run's figures, now with repeats of the smaller sizes (no Spark: made-up runs).
+    plan = _plan()
+    copies, local = _copies(plan)
     local["100m-100p"] += [0.33, 0.36]
     local["1000m-100p"] += [0.37, 0.34]
     spark = {"100m-100p": [8.70, 8.10, 9.40], "1000m-100p": [8.96, 9.20, 8.60], "10000m-100p": [25.35],
@@ -112,6 +118,29 @@ def test_the_report_shows_medians_spreads_and_the_noise_rule():
     # The partition series: its lower point is the repeated 1 GB copy; its rise (7.8 s) is no noise.
     (line,) = [t for t in out.splitlines() if "spark time linear in partitions" in t]
     assert "per-unit cost upper/lower step" in line and "> repeats' spread 0.60 s" in line, line
+
+
+def test_throughput_and_cores_are_judged_on_the_warm_scans():
+    # Each session scans the bench copy once before the timed scans (the JIT's warm-up of the
+    # data paths): the targets use the warm scan beyond the warm fixed cost, and the first
+    # scan of the copy is printed beside them.
+    plan = _plan()
+    copies, local = _copies(plan)   # the single process: 0.35 s on the 1000 MB bench copy
+    times = {1: {bench.FIRST: 30, bench.FIRST_OF_COPY: 20.0, "4m-10p": 8.0, "1000m-1000p": 8.7},
+             2: {bench.FIRST: 30, bench.FIRST_OF_COPY: 15.0, "4m-10p": 8.0, "1000m-1000p": 8.4}}
+    sessions = {cores: bench.Session(f"local[{cores}]", {}, 9.0, {k: _run(k, t) for k, t in runs.items()})
+                for cores, runs in times.items()}
+    out = "\n".join(bench.report(plan, copies, local, 0.2, sessions, None, 16384, 1 << 30))
+    (line,) = [t for t in out.splitlines() if "within 2x of the single-process" in t]
+    # (8.7 - 8.0) x 1 core / 0.35 s = 2.0x (met); the first scan of the copy: (20 - 8) / 0.35.
+    assert line.lstrip().startswith("[    met]") and "= 2.0x slower" in line, line
+    assert "first scan of the copy, 20.0 s: 34.3x beyond the fixed cost" in line, line
+    (line,) = [t for t in out.splitlines() if "near-linear with cores" in t]
+    assert line.lstrip().startswith("[    met]") and "local[2] is 1.75x local[1]" in line, line
+    (line,) = [t for t in out.splitlines() if "spark local[1], first scan of the copy" in t]
+    assert "20.00 s" in line, line
+    (line,) = [t for t in out.splitlines() if "spark local[1], as one command" in t]
+    assert "~51.0 s" in line, line   # start 9 + first-scan extra (30 - 8) + first scan of the copy 20
 
 
 def test_cpu_by_group_counts_the_driver_and_a_python_child():
