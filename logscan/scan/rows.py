@@ -525,16 +525,33 @@ def tagged_schema(members: dict[str, pa.Schema], keys: Iterable[pa.Field] = ()) 
 
 def to_tagged_batch(rows: list[tuple[str, Row]], schema: pa.Schema, extra: Optional[Row] = None,
                     extras: Optional[list[Row]] = None) -> pa.RecordBatch:
-    """Tagged rows as one batch; key columns come from ``extra`` (the same for every row), or
-    ``extras`` (one dict per row), or else from each row's value of that name."""
+    """Tagged rows as one batch, in their order; key columns come from ``extra`` (the same for
+    every row), or ``extras`` (one dict per row), or else from each row's value of that name.
+    Each member's struct column is built from its own rows only and spread to their places
+    (null elsewhere) by one take: no second dict per row, no nulls converted one by one."""
     keys = [n for n in schema.names[1:] if not pa.types.is_struct(schema.field(n).type)]
     names = [n for n in schema.names[1:] if n not in keys]
+    n = len(rows)
     if extras is None:
-        extras = [extra or {}] * len(rows)
-    return pa.RecordBatch.from_pylist(
-        [{"record_type": kind, **{k: ex[k] if k in ex else row.get(k) for k in keys},
-          **{n: (row if n == kind else None) for n in names}} for (kind, row), ex in zip(rows, extras)],
-        schema=schema)
+        extras = [extra or {}] * n
+    kinds = [kind for kind, _ in rows]
+    arrays = [pa.array(kinds, schema.field("record_type").type)]
+    arrays += [pa.array([ex[k] if k in ex else row.get(k) for (_, row), ex in zip(rows, extras)],
+                        schema.field(k).type) for k in keys]
+    for name in names:
+        struct = schema.field(name).type
+        at = [i for i, kind in enumerate(kinds) if kind == name]
+        if not at:
+            arrays.append(pa.nulls(n, struct))
+            continue
+        member = pa.array([rows[i][1] for i in at], struct)
+        if len(at) < n:
+            places: list[Optional[int]] = [None] * n
+            for j, i in enumerate(at):
+                places[i] = j
+            member = member.take(pa.array(places, pa.int32()))
+        arrays.append(member)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def to_member_batch(member: pa.Array, schema: pa.Schema, kind: str, keys: dict[str, list]) -> pa.RecordBatch:
