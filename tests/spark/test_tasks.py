@@ -2,6 +2,8 @@
 batches Spark would hand them: the per-replica stream cut anywhere, the partition stream in
 the order scan.py sorts it, cut anywhere, and the decode's streamed walk."""
 
+import gc
+import weakref
 from pathlib import Path
 
 import pyarrow as pa
@@ -142,46 +144,69 @@ def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
     assert sorted(map(repr, table.to_pylist())) == sorted(map(repr, pa.Table.from_batches(expected).to_pylist()))
 
 
+class _Cycle:
+    """An object that refers to itself: unreachable once dropped, only the cyclic collector
+    frees it."""
+
+    def __init__(self, refs: list):
+        self.me = self
+        refs.append(weakref.ref(self))
+
+
+@pytest.mark.parametrize("was_enabled", [True, False])
+def test_replica_stream_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch, was_enabled):
+    # Like the decode: young collections at each flush free the cycles left while the
+    # flushed rows were made; the collector is left as it was found.
+    monkeypatch.setattr(tasks, "_FLUSH_ROWS", 3)
+    cycles = []
+    real = tasks.replica_rows
+
+    def leaving_cycles(info, facts):
+        for row in real(info, facts):
+            _Cycle(cycles)
+            yield row
+
+    monkeypatch.setattr(tasks, "replica_rows", leaving_cycles)
+    stream = pa.Table.from_pylist(_stream_rows(_listed()), schema=_STREAM).to_batches(max_chunksize=7)
+    (gc.enable if was_enabled else gc.disable)()
+    try:
+        flushes = rows = 0
+        for batch in tasks.replica_stream(iter(stream)):
+            assert not gc.isenabled()
+            flushes, rows = flushes + 1, rows + batch.num_rows
+            assert len(cycles) >= rows and all(ref() is None for ref in cycles), "a cycle outlived its flush"
+        assert flushes > 10 and gc.isenabled() is was_enabled
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("was_enabled", [True, False])
 def test_decode_files_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch, was_enabled):
     # The decode runs with Python's cyclic collector paused and collects the young generations
     # itself at each flush: a cycle left while a flush's rows were decoded is gone once the
     # flush's batch is handed out, and the collector is left as it was found.
-    import gc
-    import weakref
-
     from spark_jobs.scan import list_inputs
 
     monkeypatch.setattr(tasks, "_FLUSH_ROWS", 5)
     units = list_inputs([CLUSTER]).units
     cycles = []
-
-    class Cycle:
-        pass
-
     real = tasks.decode_segment
 
     def leaving_cycles(unit):
         for item in real(unit):
-            c = Cycle()
-            c.me = c             # unreachable once dropped: only the cyclic collector frees it
-            cycles.append(weakref.ref(c))
-            del c
+            _Cycle(cycles)
             yield item
 
     monkeypatch.setattr(tasks, "decode_segment", leaving_cycles)
     (gc.enable if was_enabled else gc.disable)()
     try:
         work = pa.Table.from_pylist(units, schema=tasks.WORK_UNIT).to_batches()
-        flushes = 0
-        for batch in tasks.decode_files(iter(work)):
+        flushes = rows = 0
+        for batch in tasks.decode_files(iter(work)):   # batch rows and the others' flushes alike
             assert not gc.isenabled()
-            if batch.column("record_type")[0].as_py() == "batch":
-                flushes += 1
-                made = len(cycles)
-                assert made >= batch.num_rows and all(ref() is None for ref in cycles), "a cycle outlived its flush"
-        assert flushes > 10 and cycles
-        assert gc.isenabled() is was_enabled
+            flushes, rows = flushes + 1, rows + batch.num_rows
+            assert len(cycles) >= rows and all(ref() is None for ref in cycles), "a cycle outlived its flush"
+        assert flushes > 10 and gc.isenabled() is was_enabled
     finally:
         gc.enable()
 
