@@ -153,56 +153,40 @@ class _Cycle:
         refs.append(weakref.ref(self))
 
 
-@pytest.mark.parametrize("was_enabled", [True, False])
-def test_replica_stream_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch, was_enabled):
-    # Like the decode: young collections at each flush free the cycles left while the
-    # flushed rows were made; the collector is left as it was found.
-    monkeypatch.setattr(tasks, "_FLUSH_ROWS", 3)
-    cycles = []
-    real = tasks.replica_rows
-
-    def leaving_cycles(info, facts):
-        for row in real(info, facts):
-            _Cycle(cycles)
-            yield row
-
-    monkeypatch.setattr(tasks, "replica_rows", leaving_cycles)
-    stream = pa.Table.from_pylist(_stream_rows(_listed()), schema=_STREAM).to_batches(max_chunksize=7)
-    (gc.enable if was_enabled else gc.disable)()
-    try:
-        flushes = rows = 0
-        for batch in tasks.replica_stream(iter(stream)):
-            assert not gc.isenabled()
-            flushes, rows = flushes + 1, rows + batch.num_rows
-            assert len(cycles) >= rows and all(ref() is None for ref in cycles), "a cycle outlived its flush"
-        assert flushes > 10 and gc.isenabled() is was_enabled
-    finally:
-        gc.enable()
-
-
-@pytest.mark.parametrize("was_enabled", [True, False])
-def test_decode_files_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch, was_enabled):
-    # The decode runs with Python's cyclic collector paused and collects the young generations
-    # itself at each flush: a cycle left while a flush's rows were decoded is gone once the
-    # flush's batch is handed out, and the collector is left as it was found.
+def _decode_input():
     from spark_jobs.scan import list_inputs
 
-    monkeypatch.setattr(tasks, "_FLUSH_ROWS", 5)
-    units = list_inputs([CLUSTER]).units
-    cycles = []
-    real = tasks.decode_segment
+    return pa.Table.from_pylist(list_inputs([CLUSTER]).units, schema=tasks.WORK_UNIT).to_batches()
 
-    def leaving_cycles(unit):
-        for item in real(unit):
+
+def _replica_input():
+    return pa.Table.from_pylist(_stream_rows(_listed()), schema=_STREAM).to_batches(max_chunksize=7)
+
+
+@pytest.mark.parametrize("was_enabled", [True, False])
+@pytest.mark.parametrize("step, maker, make_input", [("decode_files", "decode_segment", _decode_input),
+                                                     ("replica_stream", "replica_rows", _replica_input)])
+def test_a_step_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch, was_enabled, step, maker,
+                                                                     make_input):
+    # The decode and the replica step run with Python's cyclic collector paused and collect the
+    # young generations themselves at each flush: a cycle left while a flush's rows were made
+    # (one per row here) is gone once that flush's batch is handed out (batch rows and the
+    # others' flushes alike), and the collector is left as it was found.
+    monkeypatch.setattr(tasks, "_FLUSH_ROWS", 3)
+    cycles = []
+    real = getattr(tasks, maker)
+
+    def leaving_cycles(*args):
+        for item in real(*args):
             _Cycle(cycles)
             yield item
 
-    monkeypatch.setattr(tasks, "decode_segment", leaving_cycles)
+    monkeypatch.setattr(tasks, maker, leaving_cycles)
+    work = make_input()
     (gc.enable if was_enabled else gc.disable)()
     try:
-        work = pa.Table.from_pylist(units, schema=tasks.WORK_UNIT).to_batches()
         flushes = rows = 0
-        for batch in tasks.decode_files(iter(work)):   # batch rows and the others' flushes alike
+        for batch in getattr(tasks, step)(iter(work)):
             assert not gc.isenabled()
             flushes, rows = flushes + 1, rows + batch.num_rows
             assert len(cycles) >= rows and all(ref() is None for ref in cycles), "a cycle outlived its flush"
