@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from itertools import chain, groupby, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Optional
 
 import pyarrow as pa
 
@@ -142,11 +142,14 @@ def young_collections_only() -> Iterator[None]:
             gc.enable()
 
 
-def _flush(rows: list[tuple[str, R.Row]], schema: pa.Schema, **keys) -> pa.RecordBatch:
-    """Pending tagged rows as one Arrow batch (R.to_tagged_batch), then dropped, then the young
-    generations collected (young_collections_only)."""
-    batch = R.to_tagged_batch(rows, schema, **keys)
+def _flush(rows: list[tuple[str, R.Row]], schema: pa.Schema, extras: Optional[list[R.Row]] = None
+           ) -> pa.RecordBatch:
+    """Pending tagged rows (and their ``extras``, see R.to_tagged_batch) as one Arrow batch, then
+    dropped, then the young generations collected (young_collections_only)."""
+    batch = R.to_tagged_batch(rows, schema, extras=extras)
     rows.clear()
+    if extras is not None:
+        extras.clear()
     gc.collect(1)
     return batch
 
@@ -195,7 +198,6 @@ def _decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                     extras.append(extra)
                     if len(others) >= _FLUSH_ROWS:
                         yield _flush(others, DECODED, extras=extras)
-                        extras.clear()
             if len(facts) > start:
                 runs.append((values, len(facts) - start))
     if facts:

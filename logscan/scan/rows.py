@@ -538,9 +538,12 @@ def to_tagged_batch(rows: list[tuple[str, Row]], schema: pa.Schema, extra: Optio
     arrays = [pa.array(kinds, schema.field("record_type").type)]
     arrays += [pa.array([ex[k] if k in ex else row.get(k) for (_, row), ex in zip(rows, extras)],
                         schema.field(k).type) for k in keys]
+    rows_of: dict[str, list[int]] = {}  # each member's row indexes, in one pass over the rows
+    for i, kind in enumerate(kinds):
+        rows_of.setdefault(kind, []).append(i)
     for name in names:
         struct = schema.field(name).type
-        at = [i for i, kind in enumerate(kinds) if kind == name]
+        at = rows_of.get(name)
         if not at:
             arrays.append(pa.nulls(n, struct))
             continue
