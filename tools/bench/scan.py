@@ -18,7 +18,9 @@ read from a warm page cache. Figures, each from the same run:
    (``cpu_by_group``: JIT compiler, task and GC threads of the JVM, its other threads, the
    Python workers, the driver's Python). Throughput is the warm scan's time beyond the fixed
    cost: what grows with the data once per-JVM costs are paid, as a copy of terabytes pays
-   them once; the first scan of the copy is printed beside it.
+   them once; the first scan of the copy is printed beside it. The fixed cost, the warm scan
+   and the single-process scan of the bench copy are each timed --repeats times (the Spark
+   ones interleaved) and judged on their medians.
 2. Per-file overhead: the same bytes as few large segments and as many small ones; the
    extra time over the extra files.
 3. Scaling: time against the copy's size (three sizes 10x apart, fixed partition count) and
@@ -571,8 +573,8 @@ def main_bench(args) -> int:
     # Every scan's seconds per copy; the repeated copies' repeats come in rounds after the rest.
     local = {name: [local_scan(cp)] for name, cp in copies.items() if not name.startswith("mem-")}
     for _ in range(2, plan.repeats + 1):
-        for ds in plan.repeated:
-            local[ds.name].append(local_scan(c(ds.name)))
+        for name in dict.fromkeys(ds.name for ds in [plan.bench, *plan.repeated]):
+            local[name].append(local_scan(c(name)))
     decode_only = local_decode(bench)
 
     low, high = min(plan.cores), max(plan.cores)
@@ -583,21 +585,27 @@ def main_bench(args) -> int:
         # FIRST is the session's first scan (Python workers start), on the tiny copy; then the
         # bench copy once (FIRST_OF_COPY, the JIT's warm-up of the data paths), so the fixed
         # cost (the tiny copy) and the bench copy are timed on a warm JVM.
-        wanted = [plan.tiny, plan.bench]
+        runs = {FIRST: tiny, FIRST_OF_COPY: bench}
+        # The throughput's two terms, the fixed cost (the tiny copy) and the warm scan of the
+        # bench copy, are scanned --repeats times each, interleaved, and judged on their
+        # medians: one warm scan of the tiny copy swung by ~2 s between sessions.
+        for i in range(1, plan.repeats + 1):
+            for ds in (plan.tiny, plan.bench):
+                runs.setdefault(repeat_label(ds.name, i), c(ds.name))
+        wanted = []
         if cores == high:
             wanted += [plan.files_few, plan.files_many, *plan.sizes, *plan.partitions]
         if cores == low:
             wanted += plan.memory
-        runs = [(FIRST, tiny), (FIRST_OF_COPY, bench)]
         for ds in wanted:
-            if ds.name not in dict(runs):
-                runs.append((ds.name, c(ds.name)))
+            runs.setdefault(ds.name, c(ds.name))
         if cores == high:
             # The smaller sizes' scans are near the fixed cost of a scan and within its noise:
             # repeated (label name#2, name#3, ...), in rounds after the rest of the session.
             for i in range(2, plan.repeats + 1):
-                runs += [(repeat_label(ds.name, i), c(ds.name)) for ds in plan.repeated]
-        sessions[cores] = spark_session(work, f"local{cores}", f"local[{cores}]", {}, runs)
+                for ds in plan.repeated:
+                    runs.setdefault(repeat_label(ds.name, i), c(ds.name))
+        sessions[cores] = spark_session(work, f"local{cores}", f"local[{cores}]", {}, list(runs.items()))
     limit = parse_size(plan.memory_limit)
     limited = None
     if mem_big.bytes > limit:
@@ -616,8 +624,8 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
     c = copies.__getitem__
     bench = c(plan.bench.name)
     low, high = min(plan.cores), max(plan.cores)
-    repeated = (f", except the smaller sizes' scans of the size scaling: median of {plan.repeats}"
-                if plan.repeats > 1 and plan.repeated else "")
+    repeated = (f", except the fixed cost of a scan, the warm scan of the bench copy and the smaller sizes' "
+                f"scans of the size scaling: median of {plan.repeats}" if plan.repeats > 1 else "")
     out = [f"Spark scan benchmarks ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores"
            f"{', quick' if plan.quick else ''}; page cache warm; one run per figure{repeated})", ""]
     out.append("Copies (tools/bench/gen_cluster.py):")
@@ -637,6 +645,13 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
     def rate(cp: Copy, seconds: float) -> str:
         return f"{cp.bytes / seconds / GB:6.3f} GB/s {cp.files / seconds:8.0f} files/s"
 
+    def times(cores: int, label: str) -> list[float] | None:
+        """Every scan's seconds of a copy in a session (see Session.samples), or None when
+        there is none or one failed."""
+        s = sessions.get(cores)
+        rs = s.samples(label) if s else []
+        return [r.seconds for r in rs] if rs and not any(r.error for r in rs) else None
+
     def bad(r: SparkRun | None) -> str:
         if r is None:
             return "  (no figure: the run did not happen)"
@@ -644,31 +659,40 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
             return f"  FAILED: {r.error}"
         return "" if r.ok else f"  INVALID: segments {r.status}, {'; '.join(r.findings) or 'files missing'}"
 
+    def shown(samples: list[float] | None) -> str:
+        """A point's time: the median of its scans, with their spread when repeated."""
+        if not samples:
+            return f"{float('nan'):7.2f} s"
+        text = f"{median(samples):7.2f} s"
+        return text + (f" ({min(samples):.2f}-{max(samples):.2f}, {len(samples)}x)" if len(samples) > 1 else "")
+
     # 1. End to end
     t_local = median(local[bench.ds.name])
     out += ["", f"1. End to end on {bench.ds.name} ({bench.bytes / MIB:.0f} MiB, {bench.files} segment files, "
                 f"{bench.replicas} replicas)",
-            f"  single process, logscan.scan.local.scan      {t_local:8.2f} s  {rate(bench, t_local)}",
-            f"  single process, read_segment only (decode)   {decode_only:8.2f} s  {rate(bench, decode_only)}"]
+            f"  single process, logscan.scan.local.scan      {shown(local[bench.ds.name])}  {rate(bench, t_local)}",
+            f"  single process, read_segment only (decode)   {decode_only:7.2f} s  {rate(bench, decode_only)}"]
     for cores, s in sessions.items():
         first, tiny_run, run = srun(cores, FIRST), srun(cores, plan.tiny.name), srun(cores, bench.ds.name)
         cold = srun(cores, FIRST_OF_COPY)
+        fixed, warm = times(cores, plan.tiny.name), times(cores, bench.ds.name)
         out.append(f"  spark local[{cores}]: JVM + session start {s.session_start:.1f} s; first scan (tiny copy, "
                    f"workers start) {first.seconds if first else float('nan'):.1f} s; fixed cost of a scan (tiny copy, "
-                   f"warm) {tiny_run.seconds if tiny_run else float('nan'):.1f} s")
+                   f"warm) {shown(fixed).strip()}")
         if cold:
-            out.append(f"  spark local[{cores}], first scan of the copy      {cold.seconds:8.2f} s  {rate(bench, cold.seconds)}"
+            out.append(f"  spark local[{cores}], first scan of the copy      {cold.seconds:7.2f} s  {rate(bench, cold.seconds)}"
                        f"  (the JIT warms up the data paths){bad(cold)}")
         if run:
-            out.append(f"  spark local[{cores}], scan of the copy (warm)     {run.seconds:8.2f} s  {rate(bench, run.seconds)}"
-                       f"  workers: peak RssAnon {mib(run.worker_rss_anon)}, VmHWM {mib(run.worker_vm_hwm)}; "
-                       f"JVM VmHWM {mib(run.jvm_vm_hwm)}{bad(run)}")
-            if first and tiny_run and cold:
-                one_shot = s.session_start + first.seconds - tiny_run.seconds + cold.seconds
+            out.append(f"  spark local[{cores}], scan of the copy (warm)     {shown(warm)}  "
+                       f"{rate(bench, median(warm)) if warm else ''}  workers: peak RssAnon {mib(run.worker_rss_anon)}, "
+                       f"VmHWM {mib(run.worker_vm_hwm)}; JVM VmHWM {mib(run.jvm_vm_hwm)}{bad(run)}")
+            if first and fixed and cold:
+                one_shot = s.session_start + first.seconds - median(fixed) + cold.seconds
                 out.append(f"  spark local[{cores}], as one command (start + first-scan extra + first scan of the "
                            f"copy) ~{one_shot:.1f} s")
             if run.cpu and tiny_run and tiny_run.cpu:
-                # Where the time goes: the process tree's CPU by thread group (JVM) and process.
+                # Where the time goes: the process tree's CPU by thread group (JVM) and process,
+                # in the first warm scan of each copy.
                 out.append(f"    the copy:        {cpu_text(run.cpu, run.seconds)}")
                 out.append(f"    the tiny copy:   {cpu_text(tiny_run.cpu, tiny_run.seconds)}")
                 beyond = {k: run.cpu[k] - tiny_run.cpu.get(k, 0.0) for k in run.cpu}
@@ -689,13 +713,6 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
                    f"per extra file ({many.files / rm.seconds:.0f} files/s){bad(rf)}{bad(rm)}")
 
     # 3. Scaling
-    def shown(samples: list[float] | None) -> str:
-        """A point's time: the median of its scans, with their spread when repeated."""
-        if not samples:
-            return f"{float('nan'):7.2f} s"
-        text = f"{median(samples):7.2f} s"
-        return text + (f" ({min(samples):.2f}-{max(samples):.2f}, {len(samples)}x)" if len(samples) > 1 else "")
-
     out += ["", f"3. Scaling (spark local[{high}] and the single process)"]
     fits = {}
     for key, dss, unit, xf in (("size", plan.sizes, "GB", lambda cp: cp.bytes / GB),
@@ -752,34 +769,37 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
     out.append(verdict(None if spark_overhead is None else spark_overhead < TARGET_FILE_OVERHEAD_S,
                        f"Spark scan overhead per file < {TARGET_FILE_OVERHEAD_S * 1e3:.0f} ms: "
                        + ("n/a" if spark_overhead is None else f"{spark_overhead * 1e3:.1f} ms")))
-    r1, fixed = srun(low, bench.ds.name), srun(low, plan.tiny.name)
-    if r1 and not r1.error and fixed and not fixed.error:
-        # Throughput is what grows with the data: the warm scan's time beyond its fixed cost
-        # (the warm scan of the tiny copy, same session), against the single process's whole time.
-        marginal = max(r1.seconds - fixed.seconds, 1e-9)
-        ratio, whole = marginal * low / t_local, r1.seconds * low / t_local
+    # Throughput is what grows with the data: the warm scan's time beyond its fixed cost (the
+    # warm scan of the tiny copy, same session), against the single process's whole time; each
+    # term the median of its repeated scans.
+    w1, f1 = times(low, bench.ds.name), times(low, plan.tiny.name)
+    if w1 and f1:
+        r1, fixed = median(w1), median(f1)
+        marginal = max(r1 - fixed, 1e-9)
+        ratio, whole = marginal * low / t_local, r1 * low / t_local
         cold = srun(low, FIRST_OF_COPY)
         first_text = (f"; the session's first scan of the copy, {cold.seconds:.1f} s: "
-                      f"{max(cold.seconds - fixed.seconds, 1e-9) * low / t_local:.1f}x beyond the fixed cost"
+                      f"{max(cold.seconds - fixed, 1e-9) * low / t_local:.1f}x beyond the fixed cost"
                       if cold and not cold.error else "")
         out.append(verdict(ratio <= TARGET_SPARK_VS_LOCAL,
                            f"Spark throughput within {TARGET_SPARK_VS_LOCAL:.0f}x of the single-process scan per core: "
                            f"local[{low}] {bench.bytes / marginal / low / GB:.3f} GB/s per core beyond the fixed "
-                           f"{fixed.seconds:.1f} s of a scan (warm JVM) vs {bench.bytes / t_local / GB:.3f} GB/s = "
-                           f"{ratio:.1f}x slower (end to end, fixed cost included: {whole:.1f}x{first_text}; the "
-                           f"decode alone: {bench.bytes / decode_only / GB:.3f} GB/s)"))
+                           f"{fixed:.1f} s of a scan (warm JVM) vs {bench.bytes / t_local / GB:.3f} GB/s = "
+                           f"{ratio:.1f}x slower (medians of {len(w1)} and {len(f1)} scans; end to end, fixed cost "
+                           f"included: {whole:.1f}x{first_text}; the decode alone: "
+                           f"{bench.bytes / decode_only / GB:.3f} GB/s)"))
     else:
         out.append(verdict(None, f"Spark throughput within {TARGET_SPARK_VS_LOCAL:.0f}x of the single-process scan "
                                  "per core: no Spark figure"))
-    r2, fixed2 = srun(high, bench.ds.name), srun(high, plan.tiny.name)
-    if r1 and r2 and fixed and fixed2 and high > low and not any(r.error for r in (r1, r2, fixed, fixed2)):
-        # Like the throughput: the time beyond each session's fixed cost of a scan.
-        speedup = max(r1.seconds - fixed.seconds, 1e-9) / max(r2.seconds - fixed2.seconds, 1e-9)
+    w2, f2 = times(high, bench.ds.name), times(high, plan.tiny.name)
+    if w1 and f1 and w2 and f2 and high > low:
+        # Like the throughput: the median time beyond each session's median fixed cost of a scan.
+        speedup = max(median(w1) - median(f1), 1e-9) / max(median(w2) - median(f2), 1e-9)
         target = TARGET_CORE_SPEEDUP / 2 * high / low   # 80% parallel efficiency
         out.append(verdict(speedup >= target,
                            f"near-linear with cores: local[{high}] is {speedup:.2f}x local[{low}] on the bench copy "
-                           f"beyond the fixed cost of a scan, warm JVMs (end to end {r1.seconds / r2.seconds:.2f}x; target >= "
-                           f"{target:.2f}x; this machine has {os.cpu_count()} cores)"))
+                           f"beyond the fixed cost of a scan, warm JVMs (end to end {median(w1) / median(w2):.2f}x; "
+                           f"target >= {target:.2f}x; this machine has {os.cpu_count()} cores)"))
     else:
         out.append(verdict(None, "near-linear with cores: one core count in this run"))
     for key in ("size", "partitions"):
