@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict
-from contextlib import contextmanager
 from itertools import chain, groupby, repeat
 from operator import itemgetter
 from pathlib import Path
@@ -24,6 +23,7 @@ import pyarrow as pa
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir
 from logscan.scan import rows as R
+from logscan.scan.collector import young_collections_only
 from logscan.scan.replica import (TRANSACTION_STATE_TOPIC, ByteRange, ReplicaAnalyser, ReplicaRead, iter_segment,
                                   read_metadata_events)
 from logscan.state import partition as P
@@ -116,30 +116,6 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, object]]:
 _UNIT_COLUMNS = (("broker", "broker"), ("topic", "topic"), ("partition", "partition"), ("file", "file"),
                  ("segment_base_offset", "segment_base_offset"), ("segment", "file"),
                  ("range_index", "range_index"), ("ranges", "ranges"))
-
-
-@contextmanager
-def young_collections_only() -> Iterator[None]:
-    """Python's cyclic garbage collector paused for a streaming task, which collects the
-    young generations itself at each flush (``gc.collect(1)``, once the flushed rows are
-    dropped); restored as it was at the end.
-
-    The decode's pending rows are NamedTuples (a fact and a header per batch), which the
-    collector tracks and, unlike plain tuples, never untracks. Their churn made it scan the
-    worker's whole heap (pyspark, pyarrow and logscan: ~90,000 objects) every ~20,000
-    batches, finding nothing: ~0.4 s of the ~2.4 s the decode of make bench's copy takes,
-    ~0.01 s with this (2026-11-23); for the replica step's row dicts and producer state,
-    0.04-0.1 s of its ~1.6 s, ~0.015 s with this. The young collections still free what a
-    task leaves in cycles between two flushes (the steps make none per batch or replica: a
-    full collection after the replica step over make bench's copy found nothing), so memory
-    stays bounded."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _flush(rows: list[tuple[str, R.Row]], schema: pa.Schema, extras: Optional[list[R.Row]] = None

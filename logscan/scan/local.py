@@ -23,6 +23,7 @@ from logscan.state.producer_state import ProducerStateManager
 from logscan.state.spans import TxnSpan
 
 from . import rows as R
+from .collector import collect_young, young_collections_only
 from .listing import ListedReplica, list_copy
 from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, ReplicaAnalysis, ReplicaRead,
                       ReplicaAnalyser, read_metadata_events, read_segment)
@@ -117,7 +118,16 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
          include_superseded: bool = False, keep_batches: bool = False,
          bootstrap: str = DEFAULT_BOOTSTRAP, on_file: Optional[OnFile] = None) -> ScanResult:
     """Scan a copy. ``keep_batches`` also keeps a row per batch (``rows['batches']``);
-    ``on_file(path, size)`` is called as each segment file has been read (a progress bar)."""
+    ``on_file(path, size)`` is called as each segment file has been read (a progress bar).
+    Python's cyclic collector is paused while it runs (collector.young_collections_only)."""
+    with young_collections_only():
+        return _scan(roots, as_of_ms=as_of_ms, max_transaction_timeout_ms=max_transaction_timeout_ms,
+                     include_superseded=include_superseded, keep_batches=keep_batches, bootstrap=bootstrap,
+                     on_file=on_file)
+
+
+def _scan(roots: list[Path], *, as_of_ms: Optional[int], max_transaction_timeout_ms: int, include_superseded: bool,
+          keep_batches: bool, bootstrap: str, on_file: Optional[OnFile]) -> ScanResult:
     result = ScanResult(rows={"files": [], "batches": [], "corruptions": [], "txn_log": []})
     listing = list_copy(roots, include_superseded=include_superseded)
     for broker in listing.brokers:
@@ -150,6 +160,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         elif rdir.topic == CLUSTER_METADATA_TOPIC:
             metadata[rdir.broker] = rdir
             metadata_ends.append((rdir.partition, rdir.broker, state.log_end_offset))
+        collect_young()
 
     chosen = result.coordinator_replicas = choose_replicas(txn_log_ends)
     records = [rec for p, b in chosen.items() for rec in txn_logs[(p, b)]]
@@ -194,6 +205,7 @@ def _assess(result: ScanResult, max_timeout_ms: int, bootstrap: str) -> None:
             r.assessment = by_broker[r.state.broker]
         result.candidates.extend(out.candidates)
         result.plans.extend(out.plans)
+        collect_young()
 
 
 def find_candidates(replicas: list[ReplicaResult], coordinator: dict[str, TxnLogRecord], as_of_ms: int,
