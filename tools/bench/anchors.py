@@ -28,6 +28,18 @@ def best_of(runs: int, fn):
     return best, result
 
 
+def best_of_each(runs: int, fns: dict):
+    """Run each of ``fns`` (name -> function) ``runs`` times, in rounds of one run of each, so
+    that a slow spell of the machine hits them alike; return {name: (best seconds, last result)}."""
+    best = {name: (float("inf"), None) for name in fns}
+    for _ in range(runs):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            result = fn()
+            best[name] = (min(best[name][0], time.perf_counter() - t0), result)
+    return best
+
+
 def page_cache_read(path: Path) -> int:
     """Read the file into one reused buffer: the floor for any decoder of these bytes."""
     buf = bytearray(READ_CHUNK)
