@@ -6,7 +6,7 @@ process, keeps a replica's state and spans for the whole scan. With the collecto
 their churn made it scan the whole heap again and again, finding nothing: in a Spark task
 (~90,000 objects of pyspark, pyarrow and logscan) ~0.4 s of the ~2.4 s the decode of make
 bench's copy took, ~0.01 s with this; in the single-process scan of the 30,000-replica copy,
-whose heap grows to millions of objects, 13 full collections took ~6 of its ~27 s
+whose heap grows to millions of objects, 13 full collections took 4.2 of its 23.4 s of CPU
 (2026-11-23). The loops collect the young generations themselves instead, which still frees
 what they leave in cycles (they make none per batch or replica: a full collection after the
 replica step over make bench's copy found nothing), so memory stays bounded.
