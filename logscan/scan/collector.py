@@ -28,7 +28,8 @@ YOUNG_OBJECTS = 100_000
 def young_collections_only() -> Iterator[None]:
     """The cyclic collector paused for a loop that collects the young generations itself
     (``gc.collect(1)``: at each flush of a Spark task once the flushed rows are dropped, or
-    :func:`collect_young`); restored as it was at the end."""
+    :func:`collect_young`); restored as it was at the end. A ``with`` block, or a decorator
+    (``@young_collections_only()``) of a function that returns its result whole."""
     enabled = gc.isenabled()
     gc.disable()
     try:

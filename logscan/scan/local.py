@@ -113,6 +113,7 @@ def _read_replica(listed: ListedReplica, analyser: ReplicaAnalyser, keep_batches
     return read
 
 
+@young_collections_only()
 def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
          max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
          include_superseded: bool = False, keep_batches: bool = False,
@@ -120,14 +121,6 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     """Scan a copy. ``keep_batches`` also keeps a row per batch (``rows['batches']``);
     ``on_file(path, size)`` is called as each segment file has been read (a progress bar).
     Python's cyclic collector is paused while it runs (collector.young_collections_only)."""
-    with young_collections_only():
-        return _scan(roots, as_of_ms=as_of_ms, max_transaction_timeout_ms=max_transaction_timeout_ms,
-                     include_superseded=include_superseded, keep_batches=keep_batches, bootstrap=bootstrap,
-                     on_file=on_file)
-
-
-def _scan(roots: list[Path], *, as_of_ms: Optional[int], max_transaction_timeout_ms: int, include_superseded: bool,
-          keep_batches: bool, bootstrap: str, on_file: Optional[OnFile]) -> ScanResult:
     result = ScanResult(rows={"files": [], "batches": [], "corruptions": [], "txn_log": []})
     listing = list_copy(roots, include_superseded=include_superseded)
     for broker in listing.brokers:
