@@ -19,13 +19,7 @@ READ_CHUNK = 8 << 20
 
 def best_of(runs: int, fn):
     """Run ``fn`` ``runs`` times; return (best seconds, last result)."""
-    best = float("inf")
-    result = None
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
+    return best_of_each(runs, {None: fn})[None]
 
 
 def best_of_each(runs: int, fns: dict):

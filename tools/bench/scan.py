@@ -722,7 +722,7 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
         runs = [s_high.samples(d.name) if s_high else [] for d in dss]   # every scan of each copy
         xs = [xf(cp) for cp in cps]
         singles = [local[cp.ds.name] for cp in cps]
-        sparks = [[r.seconds for r in rs] if rs and not any(r.error for r in rs) else None for rs in runs]
+        sparks = [times(high, d.name) for d in dss]
         repeats_shown = any(len(t) > 1 for t in singles + sparks if t)
         out.append(f"  time against {key} ({', '.join(d.name for d in dss)}"
                    + ("; a copy scanned N times: median s (min-max, Nx)" if repeats_shown else "") + "):")
@@ -772,9 +772,9 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
     # Throughput is what grows with the data: the warm scan's time beyond its fixed cost (the
     # warm scan of the tiny copy, same session), against the single process's whole time; each
     # term the median of its repeated scans.
-    w1, f1 = times(low, bench.ds.name), times(low, plan.tiny.name)
-    if w1 and f1:
-        r1, fixed = median(w1), median(f1)
+    warm_low, fixed_low = times(low, bench.ds.name), times(low, plan.tiny.name)
+    if warm_low and fixed_low:
+        r1, fixed = median(warm_low), median(fixed_low)
         marginal = max(r1 - fixed, 1e-9)
         ratio, whole = marginal * low / t_local, r1 * low / t_local
         cold = srun(low, FIRST_OF_COPY)
@@ -785,20 +785,20 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
                            f"Spark throughput within {TARGET_SPARK_VS_LOCAL:.0f}x of the single-process scan per core: "
                            f"local[{low}] {bench.bytes / marginal / low / GB:.3f} GB/s per core beyond the fixed "
                            f"{fixed:.1f} s of a scan (warm JVM) vs {bench.bytes / t_local / GB:.3f} GB/s = "
-                           f"{ratio:.1f}x slower (medians of {len(w1)} and {len(f1)} scans; end to end, fixed cost "
+                           f"{ratio:.1f}x slower (medians of {len(warm_low)} and {len(fixed_low)} scans; end to end, fixed cost "
                            f"included: {whole:.1f}x{first_text}; the decode alone: "
                            f"{bench.bytes / decode_only / GB:.3f} GB/s)"))
     else:
         out.append(verdict(None, f"Spark throughput within {TARGET_SPARK_VS_LOCAL:.0f}x of the single-process scan "
                                  "per core: no Spark figure"))
-    w2, f2 = times(high, bench.ds.name), times(high, plan.tiny.name)
-    if w1 and f1 and w2 and f2 and high > low:
+    warm_high, fixed_high = times(high, bench.ds.name), times(high, plan.tiny.name)
+    if warm_low and fixed_low and warm_high and fixed_high and high > low:
         # Like the throughput: the median time beyond each session's median fixed cost of a scan.
-        speedup = max(median(w1) - median(f1), 1e-9) / max(median(w2) - median(f2), 1e-9)
+        speedup = marginal / max(median(warm_high) - median(fixed_high), 1e-9)
         target = TARGET_CORE_SPEEDUP / 2 * high / low   # 80% parallel efficiency
         out.append(verdict(speedup >= target,
                            f"near-linear with cores: local[{high}] is {speedup:.2f}x local[{low}] on the bench copy "
-                           f"beyond the fixed cost of a scan, warm JVMs (end to end {median(w1) / median(w2):.2f}x; "
+                           f"beyond the fixed cost of a scan, warm JVMs (end to end {r1 / median(warm_high):.2f}x; "
                            f"target >= {target:.2f}x; this machine has {os.cpu_count()} cores)"))
     else:
         out.append(verdict(None, "near-linear with cores: one core count in this run"))
