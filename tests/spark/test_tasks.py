@@ -3,7 +3,6 @@ batches Spark would hand them: the per-replica stream cut anywhere, the partitio
 the order scan.py sorts it, cut anywhere, and the decode's streamed walk."""
 
 import gc
-import weakref
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,6 +14,7 @@ from logscan.scan.listing import list_copy
 from logscan.scan.replica import ReplicaRead, iter_segment, read_replica
 from logscan.state.facts import BatchFact
 from spark_jobs import tasks
+from tests.scan.test_collector import _Cycle
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "fixtures" / "hanging" / "brokers"
@@ -142,15 +142,6 @@ def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
     table = pa.Table.from_batches(got, schema=tasks.DECODED)
     assert table.column("record_type").to_pylist().count("batch") > 100
     assert sorted(map(repr, table.to_pylist())) == sorted(map(repr, pa.Table.from_batches(expected).to_pylist()))
-
-
-class _Cycle:
-    """An object that refers to itself: unreachable once dropped, only the cyclic collector
-    frees it."""
-
-    def __init__(self, refs: list):
-        self.me = self
-        refs.append(weakref.ref(self))
 
 
 def _decode_input():
