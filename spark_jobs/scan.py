@@ -30,25 +30,30 @@ tables are) is printed at the end.
 
 The driver only lists files. Segment files are decoded on executors (mapInArrow over a
 table of work units: a task per group of small files, per large file, or per byte range of
-a file larger than --split-bytes). Kafka's per-replica rules run over the batches shuffled
-and sorted by (broker, topic, partition) and log order, streamed through one mapInArrow per
-shuffle partition, and the cross-replica ones (leader, agreement, find-hanging, abort plans)
-the same way per (topic, partition); all call the same logscan functions as the
-single-process driver, logscan.scan.local. Grouping is Spark's sort, not a Python call per
-group: a Python worker holds one Arrow batch and one replica's producer state at a time.
+a file larger than --split-bytes). A replica no larger than a task's share goes whole to one
+decode task, which runs Kafka's per-replica rules over it as it reads it (plan_tasks); the
+other replicas' batches are shuffled and sorted by (broker, topic, partition) and log order
+and streamed through one mapInArrow per shuffle partition. The cross-replica rules (leader,
+agreement, find-hanging, abort plans) run the same way per (topic, partition); all call the
+same logscan functions as the single-process driver, logscan.scan.local. Grouping is Spark's
+sort, not a Python call per group: a Python worker holds one Arrow batch and one replica's
+producer state at a time.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import heapq
 import io
 import re
 import sys
 import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import reduce
 from pathlib import Path
 from typing import Optional
 
@@ -123,9 +128,16 @@ def list_inputs(roots: list[Path], *, include_superseded: bool = False, split_by
     return out
 
 
-def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_TASK_BYTES) -> list[list[R.Row]]:
+def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_TASK_BYTES,
+               replicas: Optional[list[R.Row]] = None) -> list[list[R.Row]]:
     """Groups of work units, largest first onto the lightest group: many small files share a
-    task, a file (or byte range) of target_bytes or more ends up (nearly) alone."""
+    task, a file (or byte range) of target_bytes or more ends up (nearly) alone.
+
+    With the listing's ``replicas`` (tasks.REPLICA_INFO rows), a replica read whole in no more
+    than a task's share of the bytes goes to one task as one piece, its units in log order,
+    the first carrying its listing row (``replica``): that task replays it as it decodes it
+    (tasks.ReplicaReplay), and its batches skip the shuffle of the per-replica step. Replicas
+    larger than that, or with a segment split into byte ranges, go through that step."""
     if not units:
         return []
 
@@ -133,13 +145,28 @@ def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_
         return u.get("bytes", u["size"])
 
     total = sum(weight(u) for u in units)
-    n = min(len(units), max(parallelism, -(-total // target_bytes)))
+    n = max(parallelism, -(-total // target_bytes))
+    pieces: list[list[R.Row]] = [[u] for u in units]
+    if replicas is not None:
+        share = min(target_bytes, -(-total // n))
+        by_replica: dict[tuple, list[R.Row]] = defaultdict(list)
+        for u in units:
+            by_replica[(u["broker"], u["topic"], u["partition"])].append(u)
+        pieces = []
+        for info in replicas:
+            own = by_replica.pop((info["broker"], info["topic"], info["partition"]), [])
+            if own and all(u["ranges"] == 1 for u in own) and sum(map(weight, own)) <= share:
+                pieces.append([{**own[0], "replica": info}, *own[1:]])
+            else:
+                pieces.extend([u] for u in own)
+        pieces.extend([u] for own in by_replica.values() for u in own)
+    n = min(len(pieces), n)
     groups: list[list[R.Row]] = [[] for _ in range(n)]
-    load = [0] * n
-    for unit in sorted(units, key=lambda u: -weight(u)):
-        i = min(range(n), key=load.__getitem__)
-        groups[i].append({**unit, "task": i})
-        load[i] += weight(unit)
+    lightest = [(0, i) for i in range(n)]  # (load, group): a heap
+    for piece in sorted(pieces, key=lambda p: -sum(map(weight, p))):
+        load, i = heapq.heappop(lightest)
+        groups[i].extend({**u, "task": i} for u in piece)
+        heapq.heappush(lightest, (load + sum(map(weight, piece)), i))
     return [g for g in groups if g]
 
 
@@ -198,26 +225,30 @@ def kept_ranges(spark: SparkSession, decoded: DataFrame) -> DataFrame:
     return whole.unionByName(split)
 
 
-def segment_files(decoded: DataFrame) -> DataFrame:
-    """One files row per segment: the counts of its kept ranges summed, the worst status."""
+def decoded_files(kept: DataFrame) -> DataFrame:
+    """The decode's files rows: a file read whole has its own; the rows of a split file's kept
+    ranges are summed into one, with the worst status."""
     statuses = F.array(*[F.lit(s) for s in R.STATUS_ORDER])
     rank = F.array_position(statuses, F.col("status"))
-    return (S.members(decoded, "file")
-            .groupBy("broker", "topic", "partition", "file", "kind", "size", "detail")
-            .agg(F.sum("error_count").cast("int").alias("error_count"), F.sum("batches").cast("int").alias("batches"),
-                 F.max(rank).alias("_rank"))
-            .withColumn("status", F.element_at(statuses, F.col("_rank").cast("int")))
-            .drop("_rank"))
+    split = (S.members(kept.where(F.col("ranges") > 1), "file")
+             .groupBy("broker", "topic", "partition", "file", "kind", "size", "detail")
+             .agg(F.sum("error_count").cast("int").alias("error_count"), F.sum("batches").cast("int").alias("batches"),
+                  F.max(rank).alias("_rank"))
+             .withColumn("status", F.element_at(statuses, F.col("_rank").cast("int")))
+             .drop("_rank"))
+    return S.members(kept.where(F.col("ranges") == 1), "file").unionByName(split)
 
 
 def replica_stream_input(replicas: DataFrame, batches: DataFrame) -> DataFrame:
-    """The input of the per-replica step (tasks.replica_stream): every replica's listing row
+    """The input of the per-replica step (tasks.replica_stream): each replica's listing row
     and its checksum-valid batches, clustered by replica, the listing row first, then the
     batches in log order. Spark's shuffle and sort do the grouping (spilling to disk when they
-    must), so a Python worker sees one Arrow batch at a time whatever the size of a replica."""
+    must), so a Python worker sees one Arrow batch at a time whatever the size of a replica.
+    Batches of replicas not in ``replicas`` (replayed by their decode task) are left out."""
     info = replicas.select(*KEYS, F.lit(tasks.STREAM_INFO).alias("kind"), F.struct(*replicas.columns).alias("info"))
-    facts = batches.where(F.col("crc_valid")).select(
-        *KEYS, F.lit(tasks.STREAM_BATCH).alias("kind"), "segment_base_offset", "position", *BatchFact._fields)
+    facts = (batches.where(F.col("crc_valid")).join(F.broadcast(replicas.select(*KEYS)), KEYS, "left_semi")
+             .select(*KEYS, F.lit(tasks.STREAM_BATCH).alias("kind"), "segment_base_offset", "position",
+                     *BatchFact._fields))
     return (info.unionByName(facts, allowMissingColumns=True)
             .repartition(*KEYS).sortWithinPartitions(*KEYS, "kind", "segment_base_offset", "position"))
 
@@ -231,10 +262,15 @@ def _chosen(states: DataFrame, topic: str) -> dict[int, int]:
 def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[int] = None,
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                  include_superseded: bool = False, split_bytes: int = SPLIT_BYTES,
-                 bootstrap: str = DEFAULT_BOOTSTRAP) -> ScanFrames:
+                 bootstrap: str = DEFAULT_BOOTSTRAP, replay_in_decode: bool = True) -> ScanFrames:
+    """The tables of a scan. ``replay_in_decode=False`` sends every replica through the
+    per-replica step's shuffle, as the replicas plan_tasks cannot give one task (the tests
+    compare both ways)."""
     listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes)
     parallelism = spark.sparkContext.defaultParallelism
-    groups = plan_tasks(listing.units, parallelism)
+    groups = plan_tasks(listing.units, parallelism, replicas=listing.replicas if replay_in_decode else None)
+    replayed = {(u["broker"], u["topic"], u["partition"]) for g in groups for u in g if u.get("replica")}
+    shuffled = [r for r in listing.replicas if (r["broker"], r["topic"], r["partition"]) not in replayed]
     # The grouped steps' outputs are cached with as many partitions as the shuffle has, and the
     # writes read them: Spark's default 200 costs ~20 ms a task each time on a small copy.
     # A multiple of the cores, so the last wave of tasks does not leave cores idle.
@@ -246,9 +282,18 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     batches = S.members(kept, "batch")
     txn_log = S.members(kept, "txn_log")
 
-    replicas = _frame(spark, listing.replicas, tasks.REPLICA_INFO)
-    replica_out = (replica_stream_input(replicas, batches)
+    # The per-replica rows: of the replicas the decode replayed, and of the others, replayed
+    # by the per-replica step. Its files and findings rows join the decode's.
+    persisted = [decoded]
+    replica_out = decoded.where(F.col("record_type").isin(*tasks.REPLICA_KINDS)).select(
+        *S.spark_schema(tasks.REPLICA_OUT).names)
+    step_files, step_findings = [], []
+    if shuffled:
+        stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), batches)
                    .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
+        persisted.append(stepped)
+        replica_out = replica_out.unionByName(stepped)
+        step_files, step_findings = [S.members(stepped, "file")], [S.members(stepped, "finding")]
     states = S.members(replica_out, "state")
 
     # The coordinator's view: per coordinator partition, the replica coordinator.choose_replicas
@@ -302,13 +347,10 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
                                                         coordinator_complete=complete, bootstrap=bootstrap),
                                  S.spark_schema(tasks.PARTITION_OUT))).persist()
 
-    files = (segment_files(kept)
-             .unionByName(S.members(replica_out, "file"))
-             .unionByName(_frame(spark, listing.files, R.FILES)))
-    corruptions = (S.members(kept, "finding")
-                   .unionByName(S.members(replica_out, "finding"))
-                   .unionByName(S.members(metadata_out, "finding"))
-                   .unionByName(_frame(spark, listing.findings, R.CORRUPTIONS)))
+    files = reduce(DataFrame.unionByName, [decoded_files(kept), *step_files, _frame(spark, listing.files, R.FILES)])
+    corruptions = reduce(DataFrame.unionByName, [S.members(kept, "finding"), *step_findings,
+                                                  S.members(metadata_out, "finding"),
+                                                  _frame(spark, listing.findings, R.CORRUPTIONS)])
     tables = {
         "files": files, "batches": batches, "corruptions": corruptions, "txn_log": txn_log,
         "coordinator_state": _frame(spark, coordinator_rows, R.COORDINATOR_STATE),
@@ -318,7 +360,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
         "hanging_candidates": S.members(partition_out, "candidate"),
         "abort_plans": S.members(partition_out, "plan"),
     }
-    return ScanFrames(tables, as_of_ms, [decoded, replica_out, metadata_out, partition_out])
+    return ScanFrames(tables, as_of_ms, [*persisted, metadata_out, partition_out])
 
 
 def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int) -> None:

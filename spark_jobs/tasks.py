@@ -31,22 +31,25 @@ from logscan.state.coordinator import index_by_producer_id, latest_states
 from logscan.state.facts import BatchFact
 from logscan.state.spans import TxnSpan
 
+_BASE_AND_FILE = pa.list_(pa.struct([pa.field("base_offset", pa.int64()), pa.field("file", pa.string())]))
+
+#: Per replica, what the per-replica rules need besides its batches (listed on the driver).
+REPLICA_INFO = pa.schema([
+    pa.field("broker", pa.int32()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
+    pa.field("path", pa.string()), pa.field("segments", _BASE_AND_FILE), pa.field("snapshots", _BASE_AND_FILE),
+    pa.field("hw_checkpoint", pa.int64()), pa.field("log_start_checkpoint", pa.int64()),
+])
+
 #: One work unit per segment file or byte range of one; a Spark task gets a group of them
-#: (see scan.plan_tasks).
+#: (see scan.plan_tasks). ``replica`` (its REPLICA_INFO row) is set on the first unit of a
+#: replica the decode task replays itself: that replica's units follow it in log order, in
+#: the same task.
 WORK_UNIT = pa.schema([
     pa.field("task", pa.int32()), pa.field("broker", pa.int32()), pa.field("topic", pa.string()),
     pa.field("partition", pa.int32()), pa.field("file", pa.string()),
     pa.field("segment_base_offset", pa.int64()), pa.field("size", pa.int64()),
     pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32()), pa.field("split_bytes", pa.int64()),
-])
-
-_BASE_AND_FILE = pa.list_(pa.struct([pa.field("base_offset", pa.int64()), pa.field("file", pa.string())]))
-
-#: Per replica, what the grouped step needs besides its batches (listed on the driver).
-REPLICA_INFO = pa.schema([
-    pa.field("broker", pa.int32()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-    pa.field("path", pa.string()), pa.field("segments", _BASE_AND_FILE), pa.field("snapshots", _BASE_AND_FILE),
-    pa.field("hw_checkpoint", pa.int64()), pa.field("log_start_checkpoint", pa.int64()),
+    pa.field("replica", pa.struct(list(REPLICA_INFO))),
 ])
 
 #: A byte range's hand-offs (see logscan.scan.replica.valid_ranges); files read whole have none.
@@ -62,11 +65,15 @@ LEADERS = pa.schema([pa.field("topic", pa.string()), pa.field("partition", pa.in
 _RANGE_KEYS = [pa.field("segment", pa.string()), pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32())]
 _PARTITION_KEYS = [pa.field("topic", pa.string()), pa.field("partition", pa.int32())]
 
+#: What the per-replica rules give besides files and findings rows.
+_REPLICA_MEMBERS = {"state": R.PARTITION_STATE, "producer": R.PRODUCER_STATE, "span": R.TXN_SPANS,
+                    "open_txn": R.OPEN_TXNS, "snapshot": R.PRODUCER_SNAPSHOTS}
+REPLICA_KINDS = tuple(_REPLICA_MEMBERS)
+#: The decode's rows: each segment's, and the replica rows of the replicas it replays (their
+#: files and findings rows among the segments').
 DECODED = R.tagged_schema({"file": R.FILES, "batch": R.BATCHES, "txn_log": R.TXN_LOG, "finding": R.CORRUPTIONS,
-                           "range": RANGES}, _RANGE_KEYS)
-REPLICA_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "producer": R.PRODUCER_STATE, "span": R.TXN_SPANS,
-                               "open_txn": R.OPEN_TXNS, "snapshot": R.PRODUCER_SNAPSHOTS, "file": R.FILES,
-                               "finding": R.CORRUPTIONS}, _PARTITION_KEYS)
+                           "range": RANGES, **_REPLICA_MEMBERS}, _RANGE_KEYS + _PARTITION_KEYS)
+REPLICA_OUT = R.tagged_schema({**_REPLICA_MEMBERS, "file": R.FILES, "finding": R.CORRUPTIONS}, _PARTITION_KEYS)
 #: Partition count of each topic at as_of, from __cluster_metadata.
 TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
 METADATA_OUT = R.tagged_schema({"leader": LEADERS, "topic": TOPICS, "finding": R.CORRUPTIONS})
@@ -81,14 +88,69 @@ _FLUSH_ROWS = 4096
 
 
 def unit_tuples(group: list[R.Row]) -> list[tuple]:
-    return [tuple(u[n] for n in WORK_UNIT.names) for u in group]
+    return [tuple(u.get(n) for n in WORK_UNIT.names) for u in group]
 
 
-def decode_segment(unit: R.Row) -> Iterator[tuple[str, object]]:
+def _replica_dir(info: R.Row) -> ReplicaDir:
+    return ReplicaDir(info["broker"], info["topic"], info["partition"], Path(info["path"]),
+                      segments=[(s["base_offset"], Path(s["file"])) for s in info["segments"] or ()],
+                      snapshots=[(s["base_offset"], Path(s["file"])) for s in info["snapshots"] or ()])
+
+
+class ReplicaReplay:
+    """Kafka's per-replica rules (logscan.scan.replica.ReplicaAnalyser) over one replica, its
+    listing row given, its checksum-valid batch facts fed in log order: a span's row comes out
+    of :meth:`feed` as its end marker closes it, so a replica's closed transactions are never
+    held; the other rows (and the spans still open) from :meth:`finish`. Run by the per-replica
+    step, and by a decode task for the replicas it reads whole (their units' ``replica``)."""
+
+    __slots__ = ("info", "key", "ident", "_closed", "_analyser", "_segments")
+
+    def __init__(self, info: R.Row) -> None:
+        replica = _replica_dir(info)
+        self.info = info
+        self.key = R.replica_key(replica.broker, replica.topic, replica.partition)
+        self.ident = (replica.broker, replica.topic, replica.partition)
+        self._closed: list[TxnSpan] = []
+        self._analyser = ReplicaAnalyser(replica, on_close=self._closed.append, hw_checkpoint=info["hw_checkpoint"],
+                                         log_start_checkpoint=info["log_start_checkpoint"])
+        self._segments: list[int] = []
+
+    def feed(self, fact: BatchFact) -> list[tuple[str, R.Row]]:
+        self._analyser.feed(fact)
+        if not self._closed:
+            return []
+        rows = [("span", R.span_row(span, self.key)) for span in self._closed]
+        self._closed.clear()
+        return rows
+
+    def read(self, unit: R.Row) -> None:
+        """Notes that a decode task has read the segment of ``unit`` whole."""
+        self._segments.append(unit["segment_base_offset"])
+
+    def finish(self) -> Iterator[tuple[str, R.Row]]:
+        if self._segments and self._segments != [s["base_offset"] for s in self.info["segments"]]:
+            raise ValueError(f"replica {self.key}: a decode task read segments {self._segments}, not the listed "
+                             f"{[s['base_offset'] for s in self.info['segments']]} in log order")
+        a = self._analyser.finish()
+        key = self.key
+        view = a.view()
+        yield "state", R.state_row(a.state, a.max_timestamp, a.leader_epoch)
+        yield from (("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))
+        yield from (("span", r) for r in R.span_rows(a.replay.open_spans, key))
+        yield from (("open_txn", r) for r in R.open_txn_rows(view, key))
+        yield from (("snapshot", r) for r in R.snapshot_rows(a.snapshots, key, a.snapshot_check))
+        yield from (("file", r) for r in R.snapshot_file_rows(a.snapshots, key))
+        yield from (("finding", R.finding_row(f, key)) for f in a.findings)
+
+
+def decode_segment(unit: R.Row, replay: Optional[ReplicaReplay] = None) -> Iterator[tuple[str, object]]:
     """One segment file (or byte range of one) into tagged items, streamed as the walk goes:
     its batches (a (BatchFact, header) pair each, for R.batch_struct), then txn-log records,
     findings, its hand-offs and its `files` row as rows (the files row last, once the counts
-    are known; a split file's rows are summed over its kept ranges in scan.py)."""
+    are known; a split file's rows are summed over its kept ranges in scan.py). With
+    ``replay`` (the segment's replica, replayed by this task) each checksum-valid batch is fed
+    to it as it is read, and the spans it closes come out as they close."""
     key = R.replica_key(unit["broker"], unit["topic"], unit["partition"])
     path = unit["file"]
     split = unit["ranges"] > 1
@@ -97,6 +159,12 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, object]]:
     for pair in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
                              out=read, headers=True, byte_range=rng):
         yield "batch", pair
+        if replay is not None:
+            closed = replay.feed(pair[0])
+            if closed:
+                yield from closed
+    if replay is not None:
+        replay.read(unit)
     for pair in read.damaged:
         yield "batch", pair
     for row in R.txn_log_rows(read, key, path):
@@ -111,11 +179,13 @@ def decode_segment(unit: R.Row) -> Iterator[tuple[str, object]]:
                    "batches": read.batches + read.damaged_count, "detail": None}
 
 
-#: Per work unit, the value of each column its batch rows share: BATCHES' key columns, then
-#: DECODED's (segment, range_index, ranges).
+#: Per work unit, the value of each column its batch rows share: BATCHES' key columns (topic
+#: and partition are DECODED's too), then DECODED's (segment, range_index, ranges).
 _UNIT_COLUMNS = (("broker", "broker"), ("topic", "topic"), ("partition", "partition"), ("file", "file"),
                  ("segment_base_offset", "segment_base_offset"), ("segment", "file"),
                  ("range_index", "range_index"), ("ranges", "ranges"))
+#: DECODED's key columns of a replayed replica's rows: of no one segment, and read whole.
+_REPLICA_EXTRA = {"segment": None, "range_index": 0, "ranges": 1}
 
 
 def _flush(rows: list[tuple[str, R.Row]], schema: pa.Schema, extras: Optional[list[R.Row]] = None
@@ -156,12 +226,30 @@ def _decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
         gc.collect(1)
         return batch
 
+    replay: Optional[ReplicaReplay] = None
+
+    def pending(kind: str, item: R.Row, extra: R.Row) -> bool:
+        others.append((kind, item))
+        extras.append(extra)
+        return len(others) >= _FLUSH_ROWS
+
+    def finished(replay: ReplicaReplay) -> Iterator[pa.RecordBatch]:
+        for kind, item in replay.finish():
+            if pending(kind, item, _REPLICA_EXTRA):
+                yield _flush(others, DECODED, extras=extras)
+
     for batch in batches:
         for unit in batch.to_pylist():
+            key = (unit["broker"], unit["topic"], unit["partition"])
+            if replay is not None and (key != replay.ident or unit["replica"] is not None):
+                yield from finished(replay)
+                replay = None
+            if unit["replica"] is not None:
+                replay = ReplicaReplay(unit["replica"])
             values = tuple(unit[k] for _, k in _UNIT_COLUMNS)
             extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
             start = len(facts)
-            for kind, item in decode_segment(unit):
+            for kind, item in decode_segment(unit, replay):
                 if kind == "batch":
                     facts.append(item[0])
                     headers.append(item[1])
@@ -169,13 +257,12 @@ def _decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                         runs.append((values, len(facts) - start))
                         yield flush_rows()
                         start = 0
-                else:
-                    others.append((kind, item))
-                    extras.append(extra)
-                    if len(others) >= _FLUSH_ROWS:
-                        yield _flush(others, DECODED, extras=extras)
+                elif pending(kind, item, _REPLICA_EXTRA if kind in _REPLICA_MEMBERS else extra):
+                    yield _flush(others, DECODED, extras=extras)
             if len(facts) > start:
                 runs.append((values, len(facts) - start))
+    if replay is not None:
+        yield from finished(replay)
     if facts:
         yield flush_rows()
     if others:
@@ -198,37 +285,16 @@ def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int
             yield (broker, topic, partition), kind, info if kind == STREAM_INFO else BatchFact(*values)
 
 
-def _replica_dir(info: R.Row) -> ReplicaDir:
-    return ReplicaDir(info["broker"], info["topic"], info["partition"], Path(info["path"]),
-                      segments=[(s["base_offset"], Path(s["file"])) for s in info["segments"] or ()],
-                      snapshots=[(s["base_offset"], Path(s["file"])) for s in info["snapshots"] or ()])
-
-
 def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> Iterator[tuple[str, R.Row]]:
     """Kafka's per-replica rules over one replica (its listing row and its checksum-valid
-    batch facts in log order): what logscan.scan.local.scan computes for it, as tagged rows.
-    A span's row comes out as its end marker closes it, so a replica's closed transactions
-    are never held; the other rows (and the spans still open) once the replica is read."""
-    replica = _replica_dir(info)
-    key = R.replica_key(replica.broker, replica.topic, replica.partition)
-    closed: list[TxnSpan] = []
-    analyser = ReplicaAnalyser(replica, on_close=closed.append, hw_checkpoint=info["hw_checkpoint"],
-                               log_start_checkpoint=info["log_start_checkpoint"])
+    batch facts in log order): what logscan.scan.local.scan computes for it, as tagged rows
+    (ReplicaReplay)."""
+    replay = ReplicaReplay(info)
     for fact in facts:
-        analyser.feed(fact)
+        closed = replay.feed(fact)
         if closed:
-            for span in closed:
-                yield "span", R.span_row(span, key)
-            closed.clear()
-    a = analyser.finish()
-    view = a.view()
-    yield "state", R.state_row(a.state, a.max_timestamp, a.leader_epoch)
-    yield from (("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))
-    yield from (("span", r) for r in R.span_rows(a.replay.open_spans, key))
-    yield from (("open_txn", r) for r in R.open_txn_rows(view, key))
-    yield from (("snapshot", r) for r in R.snapshot_rows(a.snapshots, key, a.snapshot_check))
-    yield from (("file", r) for r in R.snapshot_file_rows(a.snapshots, key))
-    yield from (("finding", R.finding_row(f, key)) for f in a.findings)
+            yield from closed
+    yield from replay.finish()
 
 
 def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

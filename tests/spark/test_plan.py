@@ -32,6 +32,45 @@ def test_one_task_per_core_when_the_copy_is_small():
     assert len(plan_tasks(_units(5), parallelism=8)) == 1
 
 
+def _replica(name, *sizes, ranges=1):
+    """A replica's listing row and its units: one per segment, or ``ranges`` per segment."""
+    info = {"broker": 1, "topic": name, "partition": 0,
+            "segments": [{"base_offset": 100 * i, "file": f"{name}/{i}.log"} for i in range(len(sizes))]}
+    units = [{"broker": 1, "topic": name, "partition": 0, "file": f"{name}/{i}.log", "segment_base_offset": 100 * i,
+              "size": size, "bytes": -(-size // ranges), "range_index": r, "ranges": ranges}
+             for i, size in enumerate(sizes) for r in range(ranges)]
+    return info, units
+
+
+def test_a_replica_within_a_task_share_is_one_piece_in_log_order():
+    # Small replicas go whole to one task, their units in log order, the first carrying the
+    # listing row; a replica above a task's share, or with a segment read as byte ranges, is
+    # spread unit by unit with no listing row (the per-replica step replays it).
+    mib = 1 << 20
+    small = [_replica(f"s{i}", *[mib] * (1 + i % 3)) for i in range(40)]
+    big = _replica("big", *[40 * mib] * 4)
+    split = _replica("split", 3 * mib, ranges=3)
+    replicas = [info for info, _ in small + [big, split]]
+    units = [u for _, us in small + [big, split] for u in us]
+    groups = plan_tasks(units, parallelism=4, target_bytes=256 * mib, replicas=replicas)
+    assert len(groups) == 4
+    placed = [u for g in groups for u in g]
+    assert sorted((u["file"], u["range_index"]) for u in placed) == sorted((u["file"], u["range_index"]) for u in units)
+    for info, own in small:
+        task = [g for g in groups if any(u["topic"] == info["topic"] for u in g)]
+        assert len(task) == 1
+        at = [i for i, u in enumerate(task[0]) if u["topic"] == info["topic"]]
+        assert at == list(range(at[0], at[0] + len(own)))  # together
+        got = [task[0][i] for i in at]
+        assert [u["segment_base_offset"] for u in got] == [s["base_offset"] for s in info["segments"]]
+        assert [u.get("replica") for u in got] == [info] + [None] * (len(own) - 1)
+    for name in ("big", "split"):
+        assert all(u.get("replica") is None for u in placed if u["topic"] == name)
+    assert len({i for i, g in enumerate(groups) for u in g if u["topic"] == "big"}) == 4  # spread
+    # Without the listing rows, no unit carries one: every replica goes through the step.
+    assert all(u.get("replica") is None for g in plan_tasks(units, parallelism=4) for u in g)
+
+
 @pytest.mark.parametrize("text, ms", [
     ("1795381200000", 1795381200000),
     ("2026-11-22T21:00:00Z", 1795381200000),

@@ -149,6 +149,21 @@ def test_rerun_split_into_byte_ranges_replaces_the_scan_with_the_same_rows(spark
         F.col("scan_id") != scan_id).count() == others
 
 
+def test_the_per_replica_step_gives_the_tables_of_the_replay_in_decode(spark, tmp_path):
+    """A scan replays each replica in the decode task that reads it whole (all of them in a
+    fixture cluster); the replicas it cannot (too large for one task, or split) go through the
+    per-replica step's shuffle. Sending every replica through that step gives the same rows."""
+    root = CLUSTERS[-1]
+    listing = spark_scan.list_inputs([root / "brokers"])
+    groups = spark_scan.plan_tasks(listing.units, 2, replicas=listing.replicas)
+    assert sum(u.get("replica") is not None for g in groups for u in g) == len(listing.replicas)
+    out = str(tmp_path / "delta")
+    as_of = _as_of(root)
+    spark_scan.run(spark, [root / "brokers"], out, scan_id="stepped", as_of_ms=as_of, replay_in_decode=False)
+    assert_tables_equal(spark, out, "stepped", local_tables(local_scan([root / "brokers"], as_of_ms=as_of,
+                                                                       keep_batches=True)))
+
+
 def _damage(path: Path) -> None:
     data = bytearray(path.read_bytes())
     mid = len(data) // 2

@@ -144,6 +144,50 @@ def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
     assert sorted(map(repr, table.to_pylist())) == sorted(map(repr, pa.Table.from_batches(expected).to_pylist()))
 
 
+def _decoded(units, chunk=5):
+    work = pa.Table.from_pylist(units, schema=tasks.WORK_UNIT).to_batches(max_chunksize=chunk)
+    return pa.Table.from_batches(list(tasks.decode_files(iter(work))), schema=tasks.DECODED).to_pylist()
+
+
+@pytest.mark.parametrize("flush, chunk", [(3, 1), (3, 5), (20_000, 1000)])
+def test_decode_files_replays_the_replicas_it_reads_whole(monkeypatch, flush, chunk):
+    # A replica whose units carry its listing row is replayed by the decode task: its rows are
+    # the per-replica step's for that replica (replica_rows over its checksum-valid batches),
+    # whatever the flushes and the cuts between Arrow batches, and the segments' own rows are
+    # those of a decode that replays nothing.
+    from spark_jobs.scan import list_inputs, plan_tasks
+
+    monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
+    cluster = REPO / "fixtures" / "tv2" / "brokers"
+    listing = list_inputs([cluster])
+    units = [u for group in plan_tasks(listing.units, 2, replicas=listing.replicas) for u in group]
+    assert sum(u["replica"] is not None for u in units if "replica" in u) == len(listing.replicas)
+    assert any(len(info["segments"]) > 1 for info in listing.replicas)
+    got = _decoded(units, chunk)
+    replica_rows = [r for r in got if r["segment"] is None]
+    expected = [R.to_tagged_batch(list(tasks.replica_rows(info, facts)), tasks.REPLICA_OUT)
+                for info, facts in _listed(cluster)]
+    names = tasks.REPLICA_OUT.names
+    assert sorted(repr([r[n] for n in names]) for r in replica_rows) == sorted(
+        repr([r[n] for n in names]) for r in pa.Table.from_batches(expected).to_pylist())
+    assert {r["record_type"] for r in replica_rows} >= {"state", "producer", "span", "snapshot", "file"}
+    plain = [{k: v for k, v in u.items() if k != "replica"} for u in units]
+    assert sorted(map(repr, (r for r in got if r["segment"] is not None))) == sorted(map(repr, _decoded(plain)))
+
+
+def test_a_decode_task_refuses_a_replica_whose_segments_come_out_of_order():
+    from spark_jobs.scan import list_inputs
+
+    listing = list_inputs([REPO / "fixtures" / "tv2" / "brokers"])
+    info = next(r for r in listing.replicas if len(r["segments"]) > 1)
+    own = [u for u in listing.units if (u["broker"], u["topic"], u["partition"]) == (
+        info["broker"], info["topic"], info["partition"])]
+    with pytest.raises(ValueError, match="not the listed"):
+        _decoded([{**own[-1], "replica": info}, *own[:-1]])
+    with pytest.raises(ValueError, match="not the listed"):  # a segment missing
+        _decoded([{**own[0], "replica": info}, *own[2:]])
+
+
 def _decode_input():
     from spark_jobs.scan import list_inputs
 
