@@ -145,7 +145,8 @@ def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_
         return u.get("bytes", u["size"])
 
     total = sum(weight(u) for u in units)
-    n = max(parallelism, -(-total // target_bytes))
+    # A multiple of the cores, so the last wave of tasks does not leave cores idle.
+    n = -(-max(parallelism, -(-total // target_bytes)) // parallelism) * parallelism
     pieces: list[list[R.Row]] = [[u] for u in units]
     if replicas is not None:
         share = min(target_bytes, -(-total // n))

@@ -134,12 +134,16 @@ def test_throughput_and_cores_are_judged_on_the_warm_scans():
                  "4m-10p#2": 9.5, "1000m-1000p#2": 8.4, "4m-10p#3": 7.9, "1000m-1000p#3": 8.5}}
     sessions = {cores: bench.Session(f"local[{cores}]", {}, 9.0, {k: _run(k, t) for k, t in runs.items()})
                 for cores, runs in times.items()}
-    out = "\n".join(bench.report(plan, copies, local, 0.2, sessions, None, 16384, 1 << 30))
+    out = "\n".join(bench.report(plan, copies, local, 0.2, sessions, None, 16384, 1 << 30,
+                                  rows_local=[0.50, 0.45, 0.70]))
     (line,) = [t for t in out.splitlines() if "within 2x of the single-process" in t]
     # Medians: (8.7 - 8.0) x 1 core / 0.35 s = 2.0x (met; the first warm scans alone: 4.0x);
     # the first scan of the copy: (20 - 8) / 0.35.
     assert line.lstrip().startswith("[    met]") and "= 2.0x slower (medians of 3 and 3 scans" in line, line
     assert "first scan of the copy, 20.0 s: 34.3x beyond the fixed cost" in line, line
+    # Beside the verdict, the same margin against the single process that builds the tables'
+    # rows too (median 0.50 s): 0.7 / 0.5.
+    assert "against the single process building the same rows, 0.50 s: 1.4x" in line, line
     (line,) = [t for t in out.splitlines() if "near-linear with cores" in t]
     # Medians: (8.7 - 8.0) / (8.4 - 8.0) (the first warm scans alone: 7.0x).
     assert line.lstrip().startswith("[    met]") and "local[2] is 1.75x local[1]" in line, line
@@ -151,6 +155,8 @@ def test_throughput_and_cores_are_judged_on_the_warm_scans():
     assert "fixed cost of a scan (tiny copy, warm) 8.00 s (7.60-8.10, 3x)" in line, line
     (line,) = [t for t in out.splitlines() if "single process, logscan.scan.local.scan" in t]
     assert "0.35 s (0.30-0.60, 3x)" in line, line
+    (line,) = [t for t in out.splitlines() if "single process, with the rows of the tables" in t]
+    assert "0.50 s (0.45-0.70, 3x)" in line, line
     (line,) = [t for t in out.splitlines() if "spark local[1], as one command" in t]
     assert "~51.0 s" in line, line   # start 9 + first-scan extra (30 - 8) + first scan of the copy 20
 
@@ -193,7 +199,7 @@ def test_copies_and_the_single_process_figures(tmp_path):
     biggest, n = bench.largest_batch(mem.path)
     assert 0.85 * 16384 <= biggest <= 16384
     assert n == mem.batches
-    assert bench.local_scan(tiny) > 0 and bench.local_decode(tiny) > 0
+    assert bench.local_scan(tiny) > 0 and bench.local_decode(tiny) > 0 and bench.local_rows(tiny) > 0
 
 
 @pytest.mark.spark
@@ -210,6 +216,7 @@ def test_a_whole_run_on_tiny_copies(tmp_path, capsys):
         (line,) = [t for t in out.splitlines() if t.strip().startswith(name) and "x=" in t]
         assert re.search(r"single +[\d.]+ s \([\d.]+-[\d.]+, 2x\) +spark +[\d.]+ s \([\d.]+-[\d.]+, 2x\)", line), line
     assert "INVALID" not in out and "FAILED" not in out and "!!" not in out, out
+    assert re.search(r"single process, with the rows of the tables +[\d.]+ s \([\d.]+-[\d.]+, 2x\)", out), out
     run = re.search(r"spark local\[2\], scan of the copy .* peak RssAnon (\d+) MiB, VmHWM (\d+) MiB; "
                     r"JVM VmHWM (\d+) MiB", out)
     assert run and all(int(v) > 0 for v in run.groups()), out

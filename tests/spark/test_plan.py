@@ -23,6 +23,8 @@ def test_small_files_share_tasks_and_a_large_file_is_alone():
     assert sizes == [100 * mib] * 3 + [600 * mib]
     assert sorted(u["file"] for g in groups for u in g) == sorted(f"f{i}" for i in range(301))
     assert all(u["task"] == i for i, g in enumerate(groups) for u in g)
+    # A multiple of the cores: on 3, the 4 tasks of 256 MiB become 6 (no idle last wave).
+    assert len(plan_tasks(_units(*[mib] * 900), parallelism=3, target_bytes=256 * mib)) == 6
 
 
 def test_one_task_per_core_when_the_copy_is_small():

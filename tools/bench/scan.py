@@ -168,6 +168,18 @@ def local_scan(copy: Copy) -> float:
     return seconds
 
 
+def local_rows(copy: Copy) -> float:
+    """The single-process scan building the rows of every table the Spark job writes (a row
+    per batch, ``keep_batches``, and ``local.tables``), which the plain scan does not: the
+    Spark job's output, short of writing it."""
+    from logscan.scan.local import scan, tables
+
+    warm(copy.path)
+    t0 = time.perf_counter()
+    tables(scan([copy.path], keep_batches=True))
+    return time.perf_counter() - t0
+
+
 def local_decode(copy: Copy) -> float:
     """``read_segment`` over every segment of the copy: the decode alone, no rules."""
     from logscan.logdir.tree import iter_brokers
@@ -572,9 +584,11 @@ def main_bench(args) -> int:
     print("Single-process scans:", file=sys.stderr, flush=True)
     # Every scan's seconds per copy; the repeated copies' repeats come in rounds after the rest.
     local = {name: [local_scan(cp)] for name, cp in copies.items() if not name.startswith("mem-")}
+    rows_local = [local_rows(bench)]
     for _ in range(2, plan.repeats + 1):
         for name in dict.fromkeys(ds.name for ds in [plan.bench, *plan.repeated]):
             local[name].append(local_scan(c(name)))
+        rows_local.append(local_rows(bench))
     decode_only = local_decode(bench)
 
     low, high = min(plan.cores), max(plan.cores)
@@ -613,14 +627,17 @@ def main_bench(args) -> int:
                                 [(mem_big.ds.name, mem_big)])
     mem_batch, _ = largest_batch(mem_big.path)
 
-    lines = report(plan, copies, local, decode_only, sessions, limited, mem_batch, limit)
+    lines = report(plan, copies, local, decode_only, sessions, limited, mem_batch, limit, rows_local=rows_local)
     lines.append(f"\n(total {time.perf_counter() - started:.0f} s; Spark logs under {work})")
     print("\n".join(lines))
     return 0
 
 
 def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], decode_only: float,
-           sessions: dict[int, Session], limited: Session | None, mem_batch: int, limit: int) -> list[str]:
+           sessions: dict[int, Session], limited: Session | None, mem_batch: int, limit: int,
+           rows_local: list[float] | None = None) -> list[str]:
+    """The printed figures. ``local``: the single process's scans of each copy; ``rows_local``:
+    its scans of the bench copy that also build every table's rows (local_rows)."""
     c = copies.__getitem__
     bench = c(plan.bench.name)
     low, high = min(plan.cores), max(plan.cores)
@@ -672,6 +689,9 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
                 f"{bench.replicas} replicas)",
             f"  single process, logscan.scan.local.scan      {shown(local[bench.ds.name])}  {rate(bench, t_local)}",
             f"  single process, read_segment only (decode)   {decode_only:7.2f} s  {rate(bench, decode_only)}"]
+    if rows_local:
+        out.append(f"  single process, with the rows of the tables   {shown(rows_local)}  "
+                   f"{rate(bench, median(rows_local))}  (a row per batch too: the Spark job's output, unwritten)")
     for cores, s in sessions.items():
         first, tiny_run, run = srun(cores, FIRST), srun(cores, plan.tiny.name), srun(cores, bench.ds.name)
         cold = srun(cores, FIRST_OF_COPY)
@@ -778,6 +798,8 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
         marginal = max(r1 - fixed, 1e-9)
         ratio, whole = marginal * low / t_local, r1 * low / t_local
         cold = srun(low, FIRST_OF_COPY)
+        rows_text = (f"; against the single process building the same rows, {median(rows_local):.2f} s: "
+                     f"{marginal * low / median(rows_local):.1f}x" if rows_local else "")
         first_text = (f"; the session's first scan of the copy, {cold.seconds:.1f} s: "
                       f"{max(cold.seconds - fixed, 1e-9) * low / t_local:.1f}x beyond the fixed cost"
                       if cold and not cold.error else "")
@@ -787,7 +809,7 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
                            f"{fixed:.1f} s of a scan (warm JVM) vs {bench.bytes / t_local / GB:.3f} GB/s = "
                            f"{ratio:.1f}x slower (medians of {len(warm_low)} and {len(fixed_low)} scans; end to end, fixed cost "
                            f"included: {whole:.1f}x{first_text}; the decode alone: "
-                           f"{bench.bytes / decode_only / GB:.3f} GB/s)"))
+                           f"{bench.bytes / decode_only / GB:.3f} GB/s{rows_text})"))
     else:
         out.append(verdict(None, f"Spark throughput within {TARGET_SPARK_VS_LOCAL:.0f}x of the single-process scan "
                                  "per core: no Spark figure"))
