@@ -204,7 +204,9 @@ def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: work units in, tagged decoded rows out, in bounded Arrow batches. The
     rows of many small files share a batch; batch rows (one per batch of the copy) are built
     column-wise (R.batch_struct: no dict per row), the few others through to_tagged_batch.
-    The collector runs young collections only, at each flush (young_collections_only)."""
+    A replica whose first unit carries its listing row (scan.plan_tasks) is replayed as its
+    units are read (ReplicaReplay), its rows leaving with the others as they are made. The
+    collector runs young collections only, at each flush (young_collections_only)."""
     with young_collections_only():
         yield from _decode_files(batches)
 
