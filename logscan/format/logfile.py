@@ -43,6 +43,7 @@ mapped at once, since where the walk resumes may be anywhere after it.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import re
 import struct
 import zlib
@@ -270,9 +271,10 @@ def walk_windows(source, start: int = 0, *, window: int = WINDOW_BYTES, verify_c
         try:
             win = source.map(pos, stop)
         except OSError as e:
+            hint = (" (raise the memory limit, e.g. spark.executor.pyspark.memory)"
+                    if e.errno == errno.ENOMEM else "")
             yield WindowUnmappable(f"cannot map bytes {pos}..{stop} of the log: {e.strerror or e}; "
-                                   f"the {size - pos} bytes from here are not read (raise the memory "
-                                   "limit, e.g. spark.executor.pyspark.memory)", pos, size - pos), None
+                                   f"the {size - pos} bytes from here are not read{hint}", pos, size - pos), None
             return
         final = win.base + len(win.buf) >= size
         walk = walk_batches(win.buf, pos - win.base, base=win.base, more=not final, verify_crc=verify_crc)

@@ -6,6 +6,7 @@ on seeded damage of them. The address space a clean walk maps stays at a window 
 largest entry."""
 
 import errno
+import os
 import random
 import struct
 from pathlib import Path
@@ -16,6 +17,7 @@ from logscan.format.batch import RecordBatch
 from logscan.format.errors import DecodeError
 from logscan.format.logfile import (BufferWindows, WindowEnd, WindowUnmappable, find_entry, find_next_entry,
                                     walk_batches, walk_windows)
+from logscan.logdir import segment
 from logscan.logdir.segment import LogWindows
 from logscan.scan.replica import ReplicaRead, iter_segment, read_segment
 from logscan.testing.encoder import Rec, encode_batch, legacy_message, legacy_wrapper
@@ -154,11 +156,13 @@ def test_a_window_that_cannot_be_mapped_is_a_located_finding_and_the_walk_ends()
     assert "Cannot allocate memory" in last.message and "not read" in last.message
 
 
+@pytest.mark.parametrize("read_window_bytes", [0, segment.READ_WINDOW_BYTES], ids=["mapped", "read"])
 @pytest.mark.parametrize("topic", ["__cluster_metadata", "__transaction_state", "__consumer_offsets"])
-def test_a_mapped_file_reads_through_page_aligned_windows(topic, tmp_path):
-    """LogWindows maps at page-aligned offsets: the largest real segment of a topic, repeated
-    to span several 4 KiB windows, read by the scan through them, equals its scan through one
-    mapping (facts, headers, findings, the coordinator's records)."""
+def test_a_mapped_file_reads_through_page_aligned_windows(topic, tmp_path, monkeypatch, read_window_bytes):
+    """LogWindows maps at page-aligned offsets (or reads a small window): the largest real
+    segment of a topic, repeated to span several 4 KiB windows, read by the scan through them,
+    equals its scan through one window (facts, headers, findings, the coordinator's records)."""
+    monkeypatch.setattr(segment, "READ_WINDOW_BYTES", read_window_bytes)
     real = max((p for p in REAL_LOGS if p.parent.name.startswith(topic + "-")), key=lambda p: p.stat().st_size)
     data = real.read_bytes() * (1 + 5 * 4096 // real.stat().st_size)
     path = tmp_path / "00000000000000000000.log"
@@ -173,3 +177,22 @@ def test_a_mapped_file_reads_through_page_aligned_windows(topic, tmp_path):
     with LogWindows(str(path)) as log:
         assert log.size == len(data)
         assert [key(x) for x, _ in walk_windows(log, window=4096)] == [key(x) for x in walk_batches(data)]
+
+
+@pytest.mark.parametrize("read_window_bytes", [0, segment.READ_WINDOW_BYTES], ids=["mapped", "read"])
+def test_a_file_that_shrinks_under_the_walk_is_a_located_finding(tmp_path, monkeypatch, read_window_bytes):
+    """Cut after LogWindows learnt its size, a segment's missing bytes cannot be mapped nor
+    read: the walk ends with a WindowUnmappable at the first window past the cut (never a
+    SIGBUS, never a short window taken for a truncated log)."""
+    monkeypatch.setattr(segment, "READ_WINDOW_BYTES", read_window_bytes)
+    real = max(REAL_LOGS, key=lambda p: p.stat().st_size)
+    data = real.read_bytes() * (1 + 5 * 4096 // real.stat().st_size)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    with LogWindows(str(path)) as log:
+        os.truncate(path, 8192)
+        items = list(walk_windows(log, window=4096))
+    last, _ = items[-1]
+    assert isinstance(last, WindowUnmappable) and last.reason == "io", last
+    assert last.position + last.length == len(data) and last.position <= 8192
+    assert "not read" in last.message and "memory limit" not in last.message, last.message
