@@ -127,3 +127,29 @@ def test_a_live_log_dir_copy_leaves_out_a_file_the_broker_renames_away(tmp_path,
     assert copied == ["hang-0/00000000000000000000.log"]
     with pytest.raises(FileNotFoundError):  # a missing destination is still an error
         cluster._copy_unless_vanished(str(src / "hang-0" / "00000000000000000000.log"), str(tmp_path / "no" / "x"))
+
+
+def test_a_process_whose_main_thread_ended_is_alive_until_its_last_thread_ends():
+    # A JVM's main thread can end (a zombie in /proc/PID/stat) while its other threads still
+    # run: its parent cannot reap it yet, so `stop` must not call it stopped.
+    import subprocess
+    import sys
+    import time
+
+    code = ("import ctypes, threading, time\n"
+            "threading.Thread(target=time.sleep, args=(1.5,)).start()\n"
+            "print('ready', flush=True)\n"
+            "ctypes.CDLL(None).pthread_exit(None)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the main thread did not end"
+            time.sleep(0.01)
+        assert cluster._alive(proc.pid, None)      # the other thread still runs
+        assert proc.poll() is None                 # and the parent cannot reap it
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -471,11 +471,21 @@ def _alive(pid: int, proc: subprocess.Popen | None) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # a zombie of a dead parent is not a running broker
+    # A zombie of a dead parent is not a running broker; but a JVM's main thread can be a
+    # zombie while its other threads still run or exit, and until they are gone its parent
+    # cannot reap it: the process is alive while any of its threads is.
     try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return False
+    for tid in tasks:
+        try:
+            state = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread is gone
+        if state not in ("Z", "X"):
+            return True
+    return False
 
 
 def _quiet_logger():
