@@ -164,10 +164,10 @@ def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_
     n = min(len(pieces), n)
     groups: list[list[R.Row]] = [[] for _ in range(n)]
     lightest = [(0, i) for i in range(n)]  # (load, group): a heap
-    for piece in sorted(pieces, key=lambda p: -sum(map(weight, p))):
+    for bytes_, piece in sorted(((sum(map(weight, p)), p) for p in pieces), key=lambda x: -x[0]):
         load, i = heapq.heappop(lightest)
         groups[i].extend({**u, "task": i} for u in piece)
-        heapq.heappush(lightest, (load + sum(map(weight, piece)), i))
+        heapq.heappush(lightest, (load + bytes_, i))
     return [g for g in groups if g]
 
 

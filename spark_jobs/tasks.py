@@ -104,17 +104,17 @@ class ReplicaReplay:
     held; the other rows (and the spans still open) from :meth:`finish`. Run by the per-replica
     step, and by a decode task for the replicas it reads whole (their units' ``replica``)."""
 
-    __slots__ = ("info", "key", "ident", "_closed", "_analyser", "_segments")
+    __slots__ = ("key", "ident", "_closed", "_analyser", "_listed", "_segments")
 
     def __init__(self, info: R.Row) -> None:
         replica = _replica_dir(info)
-        self.info = info
         self.key = R.replica_key(replica.broker, replica.topic, replica.partition)
         self.ident = (replica.broker, replica.topic, replica.partition)
         self._closed: list[TxnSpan] = []
         self._analyser = ReplicaAnalyser(replica, on_close=self._closed.append, hw_checkpoint=info["hw_checkpoint"],
                                          log_start_checkpoint=info["log_start_checkpoint"])
-        self._segments: list[int] = []
+        self._listed = [base for base, _ in replica.segments]
+        self._segments: list[int] = []  # the base offsets of the segments a decode task read
 
     def feed(self, fact: BatchFact) -> list[tuple[str, R.Row]]:
         self._analyser.feed(fact)
@@ -129,9 +129,9 @@ class ReplicaReplay:
         self._segments.append(unit["segment_base_offset"])
 
     def finish(self) -> Iterator[tuple[str, R.Row]]:
-        if self._segments and self._segments != [s["base_offset"] for s in self.info["segments"]]:
+        if self._segments and self._segments != self._listed:
             raise ValueError(f"replica {self.key}: a decode task read segments {self._segments}, not the listed "
-                             f"{[s['base_offset'] for s in self.info['segments']]} in log order")
+                             f"{self._listed} in log order")
         a = self._analyser.finish()
         key = self.key
         view = a.view()

@@ -199,7 +199,7 @@ def test_copies_and_the_single_process_figures(tmp_path):
     biggest, n = bench.largest_batch(mem.path)
     assert 0.85 * 16384 <= biggest <= 16384
     assert n == mem.batches
-    assert bench.local_scan(tiny) > 0 and bench.local_decode(tiny) > 0 and bench.local_rows(tiny) > 0
+    assert bench.local_scan(tiny) > 0 and bench.local_decode(tiny) > 0 and bench.local_scan(tiny, rows=True) > 0
 
 
 @pytest.mark.spark

@@ -156,28 +156,21 @@ def largest_batch(path: Path) -> tuple[int, int]:
 
 # --- the single process -------------------------------------------------------------------
 
-def local_scan(copy: Copy) -> float:
-    from logscan.scan.local import scan
-
-    warm(copy.path)
-    t0 = time.perf_counter()
-    result = scan([copy.path])
-    seconds = time.perf_counter() - t0
-    if result.findings:
-        raise SystemExit(f"{copy.path}: the single-process scan found damage: {result.findings[0].line()}")
-    return seconds
-
-
-def local_rows(copy: Copy) -> float:
-    """The single-process scan building the rows of every table the Spark job writes (a row
-    per batch, ``keep_batches``, and ``local.tables``), which the plain scan does not: the
-    Spark job's output, short of writing it."""
+def local_scan(copy: Copy, rows: bool = False) -> float:
+    """The single-process scan; with ``rows``, one that also builds the rows of every table
+    the Spark job writes (a row per batch, ``keep_batches``, and ``local.tables``), which the
+    plain scan does not: the Spark job's output, short of writing it."""
     from logscan.scan.local import scan, tables
 
     warm(copy.path)
     t0 = time.perf_counter()
-    tables(scan([copy.path], keep_batches=True))
-    return time.perf_counter() - t0
+    result = scan([copy.path], keep_batches=rows)
+    if rows:
+        tables(result)
+    seconds = time.perf_counter() - t0
+    if result.findings:
+        raise SystemExit(f"{copy.path}: the single-process scan found damage: {result.findings[0].line()}")
+    return seconds
 
 
 def local_decode(copy: Copy) -> float:
@@ -584,11 +577,11 @@ def main_bench(args) -> int:
     print("Single-process scans:", file=sys.stderr, flush=True)
     # Every scan's seconds per copy; the repeated copies' repeats come in rounds after the rest.
     local = {name: [local_scan(cp)] for name, cp in copies.items() if not name.startswith("mem-")}
-    rows_local = [local_rows(bench)]
+    rows_local = [local_scan(bench, rows=True)]
     for _ in range(2, plan.repeats + 1):
         for name in dict.fromkeys(ds.name for ds in [plan.bench, *plan.repeated]):
             local[name].append(local_scan(c(name)))
-        rows_local.append(local_rows(bench))
+        rows_local.append(local_scan(bench, rows=True))
     decode_only = local_decode(bench)
 
     low, high = min(plan.cores), max(plan.cores)
@@ -637,7 +630,7 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
            sessions: dict[int, Session], limited: Session | None, mem_batch: int, limit: int,
            rows_local: list[float] | None = None) -> list[str]:
     """The printed figures. ``local``: the single process's scans of each copy; ``rows_local``:
-    its scans of the bench copy that also build every table's rows (local_rows)."""
+    its scans of the bench copy that also build every table's rows (local_scan(rows=True))."""
     c = copies.__getitem__
     bench = c(plan.bench.name)
     low, high = min(plan.cores), max(plan.cores)
