@@ -95,6 +95,13 @@ WRITE_THREADS = 4
 #: output once per task (64 a task made 97 tasks per write on a 3000-replica copy).
 REPLICAS_PER_TASK = 1000
 MAX_SHUFFLE_PARTITIONS = 2000
+#: Rows a write task gets at most from the decode's output, which has a partition per decode
+#: task. Each table is written with as many tasks as its rows need (write_tasks), not one per
+#: decode task: every write task is a Parquet file and ~45 ms, so on make bench's 10 GB copy
+#: (40 decode tasks) the small tables (files, spans, producers: a few thousand rows) took
+#: 40 tasks and 40 files each, ~2 s of task time per table (2026-11-24). At ~15 us a batches
+#: row, a full task writes for ~2 s, and a copy of 1 TB in 16 KiB batches is ~500 files.
+ROWS_PER_WRITE_TASK = 1 << 17
 _SCAN_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
@@ -208,22 +215,33 @@ class ScanFrames:
     persisted: list[DataFrame]
 
 
-def kept_ranges(spark: SparkSession, decoded: DataFrame) -> DataFrame:
+def kept_ranges(spark: SparkSession, decoded: DataFrame) -> tuple[DataFrame, dict[str, int]]:
     """The decoded rows of every file read whole, and of the byte ranges of split files that
-    replica.valid_ranges keeps (one small row per range is collected to decide)."""
+    replica.valid_ranges keeps; and the decode's row count of each member (its record_type).
+    Both come from one small aggregate (a row per member, the ranges' rows listed), the job
+    that runs the decode."""
+    summary = (decoded.groupBy("record_type")
+               .agg(F.count(F.lit(1)).alias("rows"), F.collect_list("range").alias("ranges")).collect())
+    counts = {r["record_type"]: r["rows"] for r in summary}
+    ranges = [rng for r in summary for rng in r["ranges"]]
     whole = decoded.where(F.col("ranges") == 1)
-    ranges = S.members(decoded, "range").collect()
     if not ranges:
-        return whole
+        return whole, counts
     by_file: dict[str, dict[int, list[tuple[int, bool]]]] = {}
-    counts: dict[str, int] = {}
+    file_ranges: dict[str, int] = {}
     for r in ranges:
         by_file.setdefault(r["file"], {})[r["range_index"]] = [(h["range_index"], h["clean"]) for h in r["handoffs"]]
-        counts[r["file"]] = r["ranges"]
-    keep = [(f, i) for f, handoffs in by_file.items() for i in sorted(valid_ranges(counts[f], handoffs))]
+        file_ranges[r["file"]] = r["ranges"]
+    keep = [(f, i) for f, handoffs in by_file.items() for i in sorted(valid_ranges(file_ranges[f], handoffs))]
     keep_df = spark.createDataFrame(keep, "segment string, range_index int")
     split = decoded.where(F.col("ranges") > 1).join(F.broadcast(keep_df), ["segment", "range_index"], "left_semi")
-    return whole.unionByName(split)
+    return whole.unionByName(split), counts
+
+
+def write_tasks(rows: int) -> int:
+    """Tasks (and files) a table part of ``rows`` rows is written with: ROWS_PER_WRITE_TASK
+    rows each, at least one."""
+    return max(1, -(-rows // ROWS_PER_WRITE_TASK))
 
 
 def decoded_files(kept: DataFrame) -> DataFrame:
@@ -279,7 +297,12 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     spark.conf.set("spark.sql.shuffle.partitions", str(min(MAX_SHUFFLE_PARTITIONS, parallelism * max(1, waves))))
     decode = faults.at_start("decode", tasks.decode_files)
     decoded = work_units(spark, groups).mapInArrow(decode, S.spark_schema(tasks.DECODED)).persist()
-    kept = kept_ranges(spark, decoded)
+    kept, counts = kept_ranges(spark, decoded)
+
+    def sized(part: DataFrame, kind: str) -> DataFrame:
+        """A table's rows of the decode (``kind``), in as few partitions as their count needs."""
+        return part.coalesce(write_tasks(counts.get(kind, 0)))
+
     batches = S.members(kept, "batch")
     txn_log = S.members(kept, "txn_log")
 
@@ -288,12 +311,14 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     persisted = [decoded]
     replica_out = decoded.where(F.col("record_type").isin(*tasks.REPLICA_KINDS)).select(
         *S.spark_schema(tasks.REPLICA_OUT).names)
+    replica_tables = {kind: sized(S.members(replica_out, kind), kind) for kind in ("snapshot", "producer", "span")}
     step_files, step_findings = [], []
     if shuffled:
         stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), batches)
                    .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
         persisted.append(stepped)
         replica_out = replica_out.unionByName(stepped)
+        replica_tables = {kind: df.unionByName(S.members(stepped, kind)) for kind, df in replica_tables.items()}
         step_files, step_findings = [S.members(stepped, "file")], [S.members(stepped, "finding")]
     states = S.members(replica_out, "state")
 
@@ -348,15 +373,17 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
                                                         coordinator_complete=complete, bootstrap=bootstrap),
                                  S.spark_schema(tasks.PARTITION_OUT))).persist()
 
-    files = reduce(DataFrame.unionByName, [decoded_files(kept), *step_files, _frame(spark, listing.files, R.FILES)])
-    corruptions = reduce(DataFrame.unionByName, [S.members(kept, "finding"), *step_findings,
+    files = reduce(DataFrame.unionByName, [sized(decoded_files(kept), "file"), *step_files,
+                                            _frame(spark, listing.files, R.FILES)])
+    corruptions = reduce(DataFrame.unionByName, [sized(S.members(kept, "finding"), "finding"), *step_findings,
                                                   S.members(metadata_out, "finding"),
                                                   _frame(spark, listing.findings, R.CORRUPTIONS)])
     tables = {
-        "files": files, "batches": batches, "corruptions": corruptions, "txn_log": txn_log,
+        "files": files, "batches": sized(batches, "batch"), "corruptions": corruptions,
+        "txn_log": sized(txn_log, "txn_log"),
         "coordinator_state": _frame(spark, coordinator_rows, R.COORDINATOR_STATE),
-        "producer_snapshots": S.members(replica_out, "snapshot"),
-        "producer_state": S.members(replica_out, "producer"), "txn_spans": S.members(replica_out, "span"),
+        "producer_snapshots": replica_tables["snapshot"], "producer_state": replica_tables["producer"],
+        "txn_spans": replica_tables["span"],
         "partition_state": S.members(partition_out, "state"),
         "hanging_candidates": S.members(partition_out, "candidate"),
         "abort_plans": S.members(partition_out, "plan"),

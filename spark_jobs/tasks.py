@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 import pyarrow as pa
+from pyspark import TaskContext
 
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir
@@ -85,6 +86,20 @@ PARTITION_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "candidate": R.HANG
 #: memory beyond the mapped window: at 20,000 the decode's RssAnon swung by ~50 MiB between
 #: flushes, at 4096 by ~16 MiB, for the same CPU time (make bench, 2026-11-23).
 _FLUSH_ROWS = 4096
+
+
+def freeze_worker_heap() -> None:
+    """Called as each body here starts: in a Spark task, the objects alive then (the worker's
+    modules: pyspark, pyarrow, logscan; what earlier tasks of the worker keep) move to the
+    collector's permanent generation (gc.freeze). PySpark's daemon runs a full collection
+    after every task of a reused worker (pyspark/daemon.py), which otherwise traverses them
+    all: 40 to 100 ms a task for the ~88,000 objects of a decode worker, against ~110 ms of
+    decoding in a task of 256 MiB of 48 KiB batches (make bench's 10 GB copy, 2026-11-24).
+    The daemon's collection has just run when a task starts, so what is frozen is in use;
+    reference counting still frees it. Outside a Spark task (the tests, the local driver)
+    nothing is frozen."""
+    if TaskContext.get() is not None:
+        gc.freeze()
 
 
 def unit_tuples(group: list[R.Row]) -> list[tuple]:
@@ -207,6 +222,7 @@ def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     A replica whose first unit carries its listing row (scan.plan_tasks) is replayed as its
     units are read (ReplicaReplay), its rows leaving with the others as they are made. The
     collector runs young collections only, at each flush (young_collections_only)."""
+    freeze_worker_heap()
     with young_collections_only():
         yield from _decode_files(batches)
 
@@ -307,6 +323,7 @@ def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
     batch in, one out, and the replica's producer state and open spans: never the replica's
     batches nor its closed transactions. The collector runs young collections only, at each
     flush (young_collections_only)."""
+    freeze_worker_heap()
     with young_collections_only():
         yield from _replica_stream(batches)
 
@@ -329,6 +346,7 @@ def coordinator_step(records: pa.Table) -> pa.Table:
     """Grouped by coordinator partition (one chosen replica): the latest record per
     transactional id of that partition, via logscan.state.coordinator.latest_states (the
     driver merges the partitions with coordinator.merge_partitions)."""
+    freeze_worker_heap()
     rows = sorted(records.to_pylist(), key=lambda r: (r["file"], r["position"], r["offset"]))
     if not rows:
         return R.COORDINATOR_STATE.empty_table()
@@ -343,6 +361,7 @@ def metadata_step(as_of_ms: int):
     the last leader of every partition and the partition count of every topic up to as_of
     (logscan.state.partition.partition_leaders, partition_counts)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
         for batch in batches:
             for info in batch.to_pylist():
                 replica = _replica_dir(info)
@@ -422,6 +441,7 @@ def partition_stream(coordinator_rows: list[R.Row], *, as_of_ms: int, max_timeou
                 yield ((topic, partition), *rest)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
         index = index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})
         out: list[tuple[str, R.Row]] = []
         for _, rows in groupby(rows_of(batches), key=itemgetter(0)):

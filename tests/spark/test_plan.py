@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pyspark")
+from spark_jobs import scan  # noqa: E402
 from spark_jobs.scan import default_scan_id, parse_as_of, plan_tasks  # noqa: E402
 from spark_jobs.session import delta_jars  # noqa: E402
 
@@ -137,3 +138,8 @@ def test_a_bad_checkpoint_is_a_finding_and_a_damaged_file(tmp_path):
     assert [(f["status"], f["error_count"]) for f in bad] == [("damaged", 1)]
     assert [f["file"] for f in listing.findings] == [str(copy)]
     assert all(r["hw_checkpoint"] is None for r in listing.replicas)
+
+
+def test_write_tasks_give_each_task_at_most_its_rows():
+    n = scan.ROWS_PER_WRITE_TASK
+    assert [scan.write_tasks(r) for r in (0, 1, n, n + 1, 10 * n)] == [1, 1, 1, 2, 10]

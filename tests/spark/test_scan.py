@@ -7,11 +7,13 @@ One SparkSession for the module (a start costs seconds); each cluster is scanned
 shared output, one scan_id per cluster.
 """
 
+import gc
 import io
 import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 pytest.importorskip("pyspark")
@@ -23,6 +25,7 @@ from logscan.scan import summary as summary_text  # noqa: E402
 from logscan.scan.local import scan as local_scan  # noqa: E402
 from logscan.scan.local import tables as local_tables  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
+from spark_jobs import tasks  # noqa: E402
 from spark_jobs.schemas import TAGS, spark_schema  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 from tests.spark import local_session  # noqa: E402
@@ -162,6 +165,33 @@ def test_the_per_replica_step_gives_the_tables_of_the_replay_in_decode(spark, tm
     spark_scan.run(spark, [root / "brokers"], out, scan_id="stepped", as_of_ms=as_of, replay_in_decode=False)
     assert_tables_equal(spark, out, "stepped", local_tables(local_scan([root / "brokers"], as_of_ms=as_of,
                                                                        keep_batches=True)))
+
+
+def test_each_table_is_written_in_as_many_files_as_its_rows_need(spark, tmp_path):
+    """The decode has a partition per decode task; a table's rows are written with a task
+    (and a file) per ROWS_PER_WRITE_TASK rows, so a fixture cluster's tables are one file each
+    however many tasks decoded it."""
+    root = CLUSTERS[-1]
+    listing = spark_scan.list_inputs([root / "brokers"])
+    assert len(spark_scan.plan_tasks(listing.units, 2, replicas=listing.replicas)) >= 2
+    out = str(tmp_path / "delta")
+    spark_scan.run(spark, [root / "brokers"], out, scan_id="sized", as_of_ms=_as_of(root))
+    for name in ("batches", "txn_log", "producer_state", "producer_snapshots", "txn_spans"):
+        assert 0 < table(spark, out, name, "sized").count() < spark_scan.ROWS_PER_WRITE_TASK, name
+        metrics = spark.sql(f"DESCRIBE HISTORY delta.`{out}/{name}`").first()["operationMetrics"]
+        assert metrics["numFiles"] == "1", (name, metrics)
+
+
+def test_a_worker_freezes_its_heap_as_a_task_starts(spark):
+    # The steps' bodies call tasks.freeze_worker_heap, which freezes only in a Spark task:
+    # a mapInArrow worker is one.
+    def body(batches):
+        tasks.freeze_worker_heap()
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pylist([{"frozen": gc.get_freeze_count()}])
+
+    assert spark.range(1).mapInArrow(body, "frozen long").first()["frozen"] > 10_000
 
 
 def _damage(path: Path) -> None:

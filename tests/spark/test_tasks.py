@@ -230,6 +230,28 @@ def test_a_step_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch,
         gc.enable()
 
 
+@pytest.mark.parametrize("in_task", [True, False])
+@pytest.mark.parametrize("step, make_input", [("decode_files", _decode_input), ("replica_stream", _replica_input)])
+def test_a_step_in_a_spark_task_freezes_the_heap_it_starts_with(monkeypatch, in_task, step, make_input):
+    # PySpark's daemon runs a full collection after every task of a reused worker: a step
+    # moves the objects alive as its task starts to the permanent generation, which that
+    # collection skips. Outside a Spark task (here, the tests) nothing is frozen.
+    from pyspark import TaskContext
+
+    if in_task:
+        monkeypatch.setattr(TaskContext, "_taskContext", object.__new__(TaskContext))
+    work = make_input()
+    marker = [[]]
+    gc.unfreeze()
+    try:
+        for _ in getattr(tasks, step)(iter(work)):
+            pass
+        assert (gc.get_freeze_count() > 0) is in_task
+        assert all(o is not marker for o in gc.get_objects()) is in_task, "the marker's freezing"
+    finally:
+        gc.unfreeze()
+
+
 # --- the partition step ------------------------------------------------------------------
 
 _PARTITION_IN = pa.schema([pa.field("record_type", pa.string()), pa.field("topic", pa.string()),
