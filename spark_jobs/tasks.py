@@ -95,9 +95,9 @@ def freeze_worker_heap() -> None:
     after every task of a reused worker (pyspark/daemon.py), which otherwise traverses them
     all: 40 to 100 ms a task for the ~88,000 objects of a decode worker, against ~110 ms of
     decoding in a task of 256 MiB of 48 KiB batches (make bench's 10 GB copy, 2026-11-24).
-    The daemon's collection has just run when a task starts, so what is frozen is in use;
-    reference counting still frees it. Outside a Spark task (the tests, the local driver)
-    nothing is frozen."""
+    Except in a worker's first task (which also freezes what its imports left), the daemon's
+    collection has just run when a task starts, so what is frozen is in use; reference counting
+    still frees it. Outside a Spark task (the tests, the local driver) nothing is frozen."""
     if TaskContext.get() is not None:
         gc.freeze()
 
