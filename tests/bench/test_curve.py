@@ -42,6 +42,8 @@ def test_crc_per_batch_and_the_bare_loop_count_every_batch(tmp_path):
         assert len(slices) == len(crcs) == batches
         assert sum(len(piece) for piece in slices) == seg.stat().st_size - batches * curve.CRC_START
         assert curve.crc_per_batch(slices, crcs) == batches
+    data = seg.read_bytes()
+    assert curve.compiled_walk(data, check_crc=False) == curve.compiled_walk(data, check_crc=True) == batches
 
 
 def test_a_damaged_crc_is_caught(tmp_path):
@@ -61,6 +63,9 @@ def test_a_damaged_crc_is_caught(tmp_path):
         curve.crc_per_batch(slices, crcs)
     with pytest.raises(SystemExit, match="does not walk clean"):
         curve.walk(bad)
+    with pytest.raises(SystemExit, match="aiokafka: CRC mismatch in batch 7 "):
+        curve.compiled_walk(bytes(data), check_crc=True)
+    assert curve.compiled_walk(bytes(data), check_crc=False) == curve.walk(seg)  # the walk alone checks nothing
 
 
 def test_segments_are_cached(tmp_path, capsys):
@@ -85,6 +90,28 @@ def test_report_has_every_size_and_the_target(tmp_path, capsys):
     assert re.match(r"  the ceiling of a per-batch CRC32C check with the crc32c library, no walk: \d+% at 16 KiB \(",
                     lines[at + 1])
     assert re.match(r"  the bare Python walk\+check loop .*: \d+% at 16 KiB \(", lines[at + 2])
+    assert re.match(r"  a compiled walker, aiokafka's: walks at \d+\.\d\d us per batch; with its own CRC32C \d+% "
+                    r"\(\d+\.\d\d GB/s: .*projects to \d+%$", lines[at + 3])
+    head = lines.index(next(line for line in lines if line.startswith("Compiled walker (aiokafka's")))
+    rows = lines[head + 6:head + 9]
+    for label, row in zip(("1 KiB", "16 KiB", "1 MiB"), rows):
+        assert re.match(rf"^\s+{label} \|\s+\d+\.\d\s+\d+\.\d\d \|\s+\d+\.\d\d\s+\d+% \|\s+\d+%$", row), row
+
+
+def test_the_projection_adds_the_compiled_walk_to_the_crc_in_large_calls():
+    # 8 MiB calls take 0.3 s, the compiled walk 0.1 s: a walker doing both reaches 75% of the calls alone.
+    p = curve.Point(16, 10**9, 1000, 0.1, 0.2, 0.2, 0.5, 0.3, 0.6, 0.7, 0.8, t_compiled=0.1, t_compiled_crc=0.9)
+    assert p.compiled_projection == pytest.approx(0.75)
+    (row,) = [line for line in curve.compiled_table([p]) if line.startswith("   16 KiB |")]
+    assert row.split("|")[1].split() == ["10.0", "100.00"]  # GB/s, us per batch
+    assert row.split("|")[2].split() == ["1.11", "22%"]  # own CRC: 0.2 s limit / 0.9 s
+    assert row.split("|")[3].split() == ["75%"]
+
+
+def test_without_aiokafka_the_compiled_rows_say_so():
+    p = curve.Point(16, 10**9, 1000, 0.1, 0.2, 0.2, 0.5, 0.3, 0.6, 0.7, 0.8)
+    assert curve.compiled_table([p])[1] == "  aiokafka: not installed"
+    assert curve.why(p)[-1] == "  a compiled walker (aiokafka): not installed"
 
 
 def test_report_without_the_target_size_says_so(tmp_path, capsys):

@@ -113,6 +113,15 @@ def kafka_python_records(batches: list[bytes]) -> int:
     return n
 
 
+def has_aiokafka() -> bool:
+    """Whether aiokafka's compiled (Cython) records are installed (`.[dev]` installs them)."""
+    try:
+        import aiokafka.record._crecords  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def aiokafka_records(batches: list[bytes]) -> int:
     """aiokafka's compiled (Cython) DefaultRecordBatch: the fast end of Python decoders."""
     from aiokafka.record._crecords import DefaultRecordBatch

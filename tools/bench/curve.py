@@ -22,7 +22,13 @@ On the same bytes, in the same run, one core, best of --runs, it measures:
 - ``logscan.format.logfile.walk_batches`` over an mmap with CRC checks (what ``logscan dump``
   walks);
 - ``logscan.scan.replica.read_segment``: the scan's own unit of work (the same walk, plus one
-  BatchFact per batch and the control records of markers), as a Spark task runs it.
+  BatchFact per batch and the control records of markers), as a Spark task runs it;
+- a compiled walker that exists: aiokafka's Cython ``MemoryRecords`` (a bench anchor already)
+  over the segment's bytes, read before the clock starts (it takes bytes only), one batch
+  object per batch: its walk alone, and its walk checking each batch with its own CRC32C in C
+  (``validate_crc``). The walk alone, added to CRC32C over the same bytes in 8 MiB calls,
+  projects what a compiled walker computing a hardware CRC32C without a Python call per batch
+  would reach: the proposal of the README, tested with a library that already exists.
 
 and prints GB/s, batches/s and the ratio to the limit per size, then the target of issue 7:
 batch-level decode with CRC at 16 KiB batches >= 70% of the page-cache+CRC32C limit, and what
@@ -41,6 +47,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import crc32c
 
@@ -172,6 +179,21 @@ def walk(path: Path) -> int:
     return n
 
 
+def compiled_walk(data: bytes, check_crc: bool) -> int:
+    """aiokafka's compiled (Cython) batch reader over a segment's bytes: one batch object per
+    batch and, with ``check_crc``, its ``validate_crc`` (aiokafka's own CRC32C in C). The
+    number of batches; SystemExit at the first CRC that does not match."""
+    from aiokafka.record._crecords import MemoryRecords
+
+    records = MemoryRecords(data)
+    n = 0
+    while (batch := records.next_batch()) is not None:
+        if check_crc and not batch.validate_crc():
+            raise SystemExit(f"aiokafka: CRC mismatch in batch {n} (base offset {batch.base_offset})")
+        n += 1
+    return n
+
+
 def scan_unit(path: Path) -> int:
     """The scan's unit of work on one segment: the number of batch facts."""
     read = read_segment(str(path), 0, is_txn_log=False)
@@ -193,6 +215,8 @@ class Point:
     t_bare: float  # the bare Python walk+check loop
     t_walk: float
     t_scan: float
+    t_compiled: Optional[float] = None  # aiokafka's walk, bytes in memory, no CRC (None: not installed)
+    t_compiled_crc: Optional[float] = None  # the same, each batch checked with aiokafka's CRC32C
     limit_rate: float = 0.0  # bytes/s; report() sets the best limit of the run
 
     @property
@@ -212,6 +236,15 @@ class Point:
         the limit a walker checking each batch with the library can at best reach."""
         return self.t_crc_chunks / self.t_crc_batch
 
+    @property
+    def compiled_projection(self) -> float:
+        """A compiled walk (aiokafka's, measured) plus CRC32C at the speed of 8 MiB calls over
+        the same bytes, against those calls alone: the share of the limit a compiled walker
+        with a hardware CRC32C and no Python call per batch would reach (on the terms of
+        crc_ceiling)."""
+        assert self.t_compiled is not None
+        return self.t_crc_chunks / (self.t_crc_chunks + self.t_compiled)
+
 
 def measure(kib: int, size_mb: int, runs: int, base: Path = CURVE_DIR) -> Point:
     seg = curve_segment(kib, size_mb, base)
@@ -225,11 +258,19 @@ def measure(kib: int, size_mb: int, runs: int, base: Path = CURVE_DIR) -> Point:
     t_bare, bare = anchors.best_of(runs, lambda: bare_walk(seg))
     t_walk, batches = anchors.best_of(runs, lambda: walk(seg))
     t_scan, facts = anchors.best_of(runs, lambda: scan_unit(seg))
-    for name, n in (("read_segment", facts), ("the per-batch CRC32C pass", crc_checked), ("the bare loop", bare)):
+    counted = [("read_segment", facts), ("the per-batch CRC32C pass", crc_checked), ("the bare loop", bare)]
+    t_compiled = t_compiled_crc = None
+    if anchors.has_aiokafka():
+        data = seg.read_bytes()
+        t_compiled, walked = anchors.best_of(runs, lambda: compiled_walk(data, check_crc=False))
+        t_compiled_crc, checked = anchors.best_of(runs, lambda: compiled_walk(data, check_crc=True))
+        del data
+        counted += [("aiokafka's walk", walked), ("aiokafka's walk with its CRC", checked)]
+    for name, n in counted:
         if n != batches:
             raise SystemExit(f"{seg}: {name} saw {n} batches, walk_batches {batches}")
     return Point(kib, nbytes, batches, t_read, t_read_crc, t_mmap_crc, t_crc_batch, t_crc_chunks, t_bare, t_walk,
-                 t_scan)
+                 t_scan, t_compiled, t_compiled_crc)
 
 
 def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
@@ -259,7 +300,7 @@ def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
             f"{p.gbs(p.t_bare):9.2f} {p.ratio(p.t_bare):6.0%} | {p.gbs(p.t_walk):12.2f} {p.batches / p.t_walk / 1e6:6.3f} "
             f"{p.ratio(p.t_walk):6.0%} | {p.gbs(p.t_scan):12.2f} {p.batches / p.t_scan / 1e6:6.3f} "
             f"{p.ratio(p.t_scan):6.0%}")
-    lines += ["", "Targets (issue 7):"]
+    lines += ["", *compiled_table(points), "", "Targets (issue 7):"]
     at = [p for p in points if p.kib == TARGET_KIB]
     if not at:
         lines.append(f"  [    n/a] {TARGET_KIB} KiB batches not in this run")
@@ -283,7 +324,37 @@ def why(p: Point) -> list[str]:
             f"{p.nbytes / p.batches:.0f} B)",
             f"  the bare Python walk+check loop (unpack, slice, crc32c, compare, advance; no objects): "
             f"{p.ratio(p.t_bare):.0%} at {_kib(p.kib)} ({p.gbs(p.t_bare):.2f} GB/s, "
-            f"{(p.t_bare - p.t_crc_batch) / p.batches * 1e6:.2f} us per batch beyond its CRC call)"]
+            f"{(p.t_bare - p.t_crc_batch) / p.batches * 1e6:.2f} us per batch beyond its CRC call)",
+            *compiled_why(p)]
+
+
+def compiled_why(p: Point) -> list[str]:
+    if p.t_compiled is None or p.t_compiled_crc is None:
+        return ["  a compiled walker (aiokafka): not installed"]
+    return [f"  a compiled walker, aiokafka's: walks at {p.t_compiled / p.batches * 1e6:.2f} us per batch; with its "
+            f"own CRC32C {p.ratio(p.t_compiled_crc):.0%} ({p.gbs(p.t_compiled_crc):.2f} GB/s: the CRC bounds it); "
+            f"its walk with a hardware CRC32C and no Python call per batch projects to {p.compiled_projection:.0%}"]
+
+
+def compiled_table(points: list[Point]) -> list[str]:
+    """The compiled walker's rows: aiokafka's walk alone and with its own CRC32C, and the
+    projection of that walk with a hardware CRC32C (Point.compiled_projection)."""
+    head = ("Compiled walker (aiokafka's Cython MemoryRecords over the bytes in memory, one batch object "
+            "per batch; a bench anchor, not a dependency of logscan):")
+    if not all(p.t_compiled is not None for p in points):
+        return [head, "  aiokafka: not installed"]
+    lines = [head,
+             "walk = next_batch() to the end, no CRC; +own CRC = each batch's validate_crc (aiokafka's CRC32C in C);",
+             "projection = the walk's time plus CRC32C in 8 MiB calls over the same bytes, against those calls "
+             "alone (a compiled walker with a hardware CRC32C, no Python call per batch; terms of CRC/batch)",
+             "",
+             f"  {'batch':>7} | {'walk':>6} {'us/batch':>8} | {'+own CRC':>8} {'limit':>6} | {'projection':>10}",
+             f"  {'':>7} | {'GB/s':>6} {'':>8} | {'GB/s':>8} {'':>6} | {'':>10}"]
+    for p in points:
+        lines.append(f"  {_kib(p.kib):>7} | {p.gbs(p.t_compiled):6.1f} {p.t_compiled / p.batches * 1e6:8.2f} | "
+                     f"{p.gbs(p.t_compiled_crc):8.2f} {p.ratio(p.t_compiled_crc):6.0%} | "
+                     f"{p.compiled_projection:10.0%}")
+    return lines
 
 
 def _kib(kib: int) -> str:

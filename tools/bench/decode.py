@@ -189,11 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     # spells last seconds, long enough to land on one decoder's three runs in a row.
     decoders = {"logscan": lambda: logscan_records(sample),
                 "kafka-python": lambda: anchors.kafka_python_records(sample)}
-    try:
-        import aiokafka.record._crecords  # noqa: F401
+    if anchors.has_aiokafka():
         decoders["aiokafka"] = lambda: anchors.aiokafka_records(sample)
-    except ImportError:
-        pass
     best = anchors.best_of_each(args.runs, decoders)
     (t_ls, n_ls), (t_kp, n_kp) = best["logscan"], best["kafka-python"]
     print(line("logscan iter_records", t_ls, sbytes, n_ls, "records"))
