@@ -251,11 +251,7 @@ def iter_records(buf, batch: RecordBatch, *, max_decompressed: int = compression
     batches; for compressed ones the position of the compressed payload, with the offset
     inside the decompressed stream in the message.
     """
-    count = batch.records_count
-    if count == 0:
-        return  # DefaultRecordBatch.iterator(): empty, without looking at the bytes
-    data, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed)
-    yield from _decode_records(data, count, batch, origin, compressed)
+    return _decode_records(buf, batch, base, max_decompressed)
 
 
 def first_record(buf, batch: RecordBatch, *, max_decompressed: int = compression.DEFAULT_MAX_OUTPUT,
@@ -264,11 +260,9 @@ def first_record(buf, batch: RecordBatch, *, max_decompressed: int = compression
     ``batch.iterator().next()`` reads a control batch's, the bytes after it unread. Without a
     suspended generator to close: closing one cost more than decoding a marker's record, and
     the scan reads one per COMMIT/ABORT marker."""
-    count = batch.records_count
-    if count == 0:
+    if batch.records_count == 0:
         return None
-    data, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed)
-    (record,) = _decode_records(data, 1, batch, origin, compressed, whole=False)
+    (record,) = _decode_records(buf, batch, base, max_decompressed, whole=False)
     return record
 
 
@@ -325,21 +319,34 @@ def _varint(data, p: int, end: int, max_bytes: int = 5, bits: int = 32) -> tuple
     raise IndexError
 
 
-def _decode_records(data: bytes, count: int, batch: RecordBatch, origin: int,
-                    compressed: bool, whole: bool = True) -> Iterator[Record]:
-    """Records in ``data`` (exactly the batch's record bytes). ``origin`` is the file position
-    of ``data[0]`` (uncompressed) or of the compressed payload (``data`` is then the
-    decompressed stream, and errors name the byte inside it).
+#: The zig-zag value of each varint of one or two bytes, by its 14 payload bits.
+_ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(1 << 14))
 
-    The one- and two-byte cases of each varint are decoded inline: nearly every length and
-    delta in real batches is below 8192, and a function call per field dominated the cost.
+
+def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
+                    whole: bool = True) -> Iterator[Record]:
+    """The batch's records (``whole``: all of them, the bytes after them checked; else the
+    first only), read from its record bytes in ``buf`` (see iter_records), decompressed on
+    first ``next()``. An empty batch's bytes are not looked at (DefaultRecordBatch.iterator).
+    Errors name the file position of the bytes (uncompressed) or of the compressed payload,
+    with the byte inside the decompressed stream.
+
+    The one- and two-byte cases of each varint are decoded inline, their zig-zag value looked
+    up: nearly every length and delta in real batches is below 8192, and a function call per
+    field dominated the cost. One generator: iter_records returns this one, since delegating
+    to it cost a frame switch per record.
     """
+    count = batch.records_count
+    if count == 0:
+        return
+    data, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed)
     base_offset = batch.base_offset
     base_timestamp = batch.base_timestamp
     base_sequence = batch.base_sequence
     log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
     varint = _varint
     new_record = tuple.__new__  # skips NamedTuple's Python-level __new__: half the cost
+    zigzag = _ZIGZAG
     end = len(data)
     p = 0
 
@@ -348,16 +355,16 @@ def _decode_records(data: bytes, count: int, batch: RecordBatch, origin: int,
             return CorruptRecordError(f"{message} (at byte {at} of the decompressed records)", origin, **kw)
         return CorruptRecordError(message, origin + at, **kw)
 
-    for _ in range(count):
+    for _ in range(count if whole else 1):
         record_start = p
         try:
             b = data[p]
             if b < 0x80:
-                body = (b >> 1) ^ -(b & 1)
+                body = zigzag[b]
                 p += 1
             elif data[p + 1] < 0x80:
                 raw = (b & 0x7F) | (data[p + 1] << 7)
-                body = (raw >> 1) ^ -(raw & 1)
+                body = zigzag[raw]
                 p += 2
             else:
                 body, p = varint(data, p, end)
@@ -375,31 +382,31 @@ def _decode_records(data: bytes, count: int, batch: RecordBatch, origin: int,
             p += 1
             b = data[p]
             if b < 0x80 and p < body_end:
-                timestamp_delta = (b >> 1) ^ -(b & 1)
+                timestamp_delta = zigzag[b]
                 p += 1
             elif data[p + 1] < 0x80 and p + 1 < body_end:
                 raw = (b & 0x7F) | (data[p + 1] << 7)
-                timestamp_delta = (raw >> 1) ^ -(raw & 1)
+                timestamp_delta = zigzag[raw]
                 p += 2
             else:
                 timestamp_delta, p = varint(data, p, body_end, 10, 64)
             b = data[p]
             if b < 0x80 and p < body_end:
-                offset_delta = (b >> 1) ^ -(b & 1)
+                offset_delta = zigzag[b]
                 p += 1
             elif data[p + 1] < 0x80 and p + 1 < body_end:
                 raw = (b & 0x7F) | (data[p + 1] << 7)
-                offset_delta = (raw >> 1) ^ -(raw & 1)
+                offset_delta = zigzag[raw]
                 p += 2
             else:
                 offset_delta, p = varint(data, p, body_end)
             b = data[p]
             if b < 0x80 and p < body_end:
-                n = (b >> 1) ^ -(b & 1)
+                n = zigzag[b]
                 p += 1
             elif data[p + 1] < 0x80 and p + 1 < body_end:
                 raw = (b & 0x7F) | (data[p + 1] << 7)
-                n = (raw >> 1) ^ -(raw & 1)
+                n = zigzag[raw]
                 p += 2
             else:
                 n, p = varint(data, p, body_end)
@@ -412,11 +419,11 @@ def _decode_records(data: bytes, count: int, batch: RecordBatch, origin: int,
                 p += n
             b = data[p]
             if b < 0x80 and p < body_end:
-                n = (b >> 1) ^ -(b & 1)
+                n = zigzag[b]
                 p += 1
             elif data[p + 1] < 0x80 and p + 1 < body_end:
                 raw = (b & 0x7F) | (data[p + 1] << 7)
-                n = (raw >> 1) ^ -(raw & 1)
+                n = zigzag[raw]
                 p += 2
             else:
                 n, p = varint(data, p, body_end)
@@ -429,11 +436,11 @@ def _decode_records(data: bytes, count: int, batch: RecordBatch, origin: int,
                 p += n
             b = data[p]
             if b < 0x80 and p < body_end:
-                header_count = (b >> 1) ^ -(b & 1)
+                header_count = zigzag[b]
                 p += 1
             elif data[p + 1] < 0x80 and p + 1 < body_end:
                 raw = (b & 0x7F) | (data[p + 1] << 7)
-                header_count = (raw >> 1) ^ -(raw & 1)
+                header_count = zigzag[raw]
                 p += 2
             else:
                 header_count, p = varint(data, p, body_end)

@@ -227,6 +227,30 @@ def _batch_with_record_bytes(body: bytes, count=1) -> bytes:
     return _seal_batch(0, -1, 0, 0, T0, T0, -1, -1, -1, count, body, None)
 
 
+def test_every_one_and_two_byte_varint_decodes_to_its_value():
+    # The record path looks one- and two-byte varints up in a table (batch._ZIGZAG); every value
+    # they hold (-8192..8191), as timestamp delta, offset delta and key and value lengths.
+    values = range(-8192, 8192)
+    body = b"".join(encode_record(i, v, b"k" * (i % 200), None if v < 0 else b"v" * (v % 300))
+                    for i, v in enumerate(values))
+    raw = _batch_with_record_bytes(body, count=len(values))
+    batch, _ = decode_batch_header(raw, 0)
+    records = list(iter_records(raw, batch))
+    assert [r.timestamp_delta for r in records] == list(values)
+    assert [r.offset_delta for r in records] == list(range(len(values)))
+    assert [len(r.key) for r in records] == [i % 200 for i in range(len(values))]
+    assert [r.value for r in records] == [None if v < 0 else b"v" * (v % 300) for v in values]
+
+
+def test_records_are_read_on_first_next():
+    # iter_records is lazy: a batch whose records are damaged fails at next(), not at the call.
+    raw = _batch_with_record_bytes(encode_varint(200) + b"\x00" * 10)
+    batch, _ = decode_batch_header(raw, 0)
+    records = iter_records(raw, batch)
+    with pytest.raises(CorruptRecordError, match="Invalid record size"):
+        next(records)
+
+
 def test_body_length_must_match_consumed_bytes():
     good = encode_record(0, 0, b"k", b"v")
     longer = encode_varint(len(good) - 1 + 1) + good[1:] + b"\x00"  # claims one more byte than read
