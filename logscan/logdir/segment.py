@@ -148,17 +148,23 @@ class LogWindows:
     def __init__(self, path: str, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES):
         self.path = path
         self.max_read_bytes = max_read_bytes
-        self._fh = None
+        self._fd: int | None = None
         self._whole: SegmentFile | None = None
         self.size = 0
 
     def __enter__(self) -> "LogWindows":
-        fh = open(self.path, "rb")
-        st = os.fstat(fh.fileno())
+        # A bare descriptor: open() would add a buffer the windows never use, and a TTY check
+        # and a seek per file (a scan opens one per segment).
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            raise
         if stat.S_ISREG(st.st_mode):
-            self._fh, self.size = fh, st.st_size
+            self._fd, self.size = fd, st.st_size
             return self
-        fh.close()
+        os.close(fd)
         self._whole = SegmentFile(self.path, max_read_bytes=self.max_read_bytes).__enter__()
         self.size = self._whole.size
         return self
@@ -168,13 +174,13 @@ class LogWindows:
             return BufferWindow(self._whole.buf[start:stop], start)
         if stop - start <= READ_WINDOW_BYTES:
             buf = bytearray(stop - start)
-            got = os.preadv(self._fh.fileno(), [buf], start)
+            got = os.preadv(self._fd, [buf], start)
             if got < len(buf):  # as a mapping past the end fails: the file shrank under the copy
                 raise OSError(errno.EIO, f"read {got} of {len(buf)} bytes at {start}: the file is shorter")
             return BufferWindow(memoryview(buf), start)
         base = start - start % mmap.ALLOCATIONGRANULARITY
         try:
-            mm = mmap.mmap(self._fh.fileno(), stop - base, access=mmap.ACCESS_READ, offset=base)
+            mm = mmap.mmap(self._fd, stop - base, access=mmap.ACCESS_READ, offset=base)
         except ValueError as e:  # e.g. the file shrank under the copy
             raise OSError(errno.EIO, str(e)) from e
         return _MappedWindow(mm, base)
@@ -183,9 +189,33 @@ class LogWindows:
         if self._whole is not None:
             self._whole.__exit__(*exc)
             self._whole = None
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_small_file(path: str | os.PathLike) -> bytes | None:
+    """The whole of a regular file such as a checkpoint, or None when there is no regular file
+    there: in four system calls (open, fstat, read, close), where ``Path.is_file()`` then
+    ``read_bytes()`` take ten. A scan reads one per replica. Other OSErrors propagate. Opened
+    non-blocking, so a FIFO of that name is passed over rather than waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        data = os.read(fd, st.st_size + 1)
+        if len(data) <= st.st_size:  # a regular file's read is short only at its end
+            return data
+        chunks = [data]  # it grew since fstat: read on to its end
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def open_segment(path: str, **kw) -> SegmentFile:

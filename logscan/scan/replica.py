@@ -39,7 +39,7 @@ from logscan.state.snapshots import compare_producers
 from logscan.state.spans import OnClose, Replay, ReplicaReplay
 
 from logscan.logdir.naming import Kind, classify
-from logscan.logdir.segment import Finding, LogWindows, open_segment
+from logscan.logdir.segment import Finding, LogWindows, open_segment, read_small_file
 from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -419,10 +419,11 @@ def check_newest_snapshot(snapshots: list[SnapshotFile], rebuilt: Optional[dict[
 def latest_leader_epoch(replica: ReplicaDir, findings: list[Finding]) -> Optional[int]:
     """The highest epoch in the replica's leader-epoch-checkpoint (None: no file or no entry)."""
     path = replica.path / Kind.LEADER_EPOCH_CHECKPOINT.value  # the file's name (logdir.naming)
-    if not path.is_file():
-        return None
     try:
-        cp = parse_leader_epoch_checkpoint(path.read_bytes())
+        data = read_small_file(path)
+        if data is None:
+            return None
+        cp = parse_leader_epoch_checkpoint(data)
     except DecodeError as e:
         findings.append(Finding.from_error(str(path), e))
         return None

@@ -1,0 +1,95 @@
+"""Listing a broker's log dir and reading its small per-replica files: partition folders only
+(a file named like one is not one; a symlink to one is), and checkpoint reads that tell a
+missing file from a damaged one without blocking on a FIFO."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from logscan.logdir.segment import read_small_file
+from logscan.logdir.tree import ReplicaDir, scan_broker
+from logscan.scan.replica import latest_leader_epoch
+
+
+def test_a_broker_lists_its_partition_folders_only(tmp_path):
+    broker = tmp_path / "broker-7"
+    broker.mkdir()
+    for name in ("orders-1", "orders-0", "__transaction_state-3"):
+        (broker / name).mkdir()
+    (broker / "payments-0").write_bytes(b"")  # a file named like a partition folder
+    (broker / "not-a-partition").mkdir()
+    elsewhere = tmp_path / "elsewhere" / "refunds-2"
+    elsewhere.mkdir(parents=True)
+    (broker / "refunds-2").symlink_to(elsewhere)  # followed, as Path.is_dir() follows it
+
+    listed = scan_broker(broker)
+
+    assert listed.broker == 7
+    assert [(r.topic, r.partition) for r in listed.replicas] == [
+        ("__transaction_state", 3), ("orders", 0), ("orders", 1), ("refunds", 2)]
+    assert [(s.path, s.reason) for s in listed.skipped] == [
+        (str(broker / "not-a-partition"), "not a partition directory")]
+
+
+def test_a_small_file_is_read_whole(tmp_path):
+    path = tmp_path / "leader-epoch-checkpoint"
+    path.write_bytes(b"0\n1\n2 0\n")
+    assert read_small_file(path) == b"0\n1\n2 0\n"
+    path.write_bytes(b"")
+    assert read_small_file(path) == b""
+
+
+def test_no_regular_file_reads_as_none(tmp_path):
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_bytes(b"x")
+    assert read_small_file(tmp_path / "missing") is None
+    assert read_small_file(tmp_path / "a-folder") is None
+    assert read_small_file(tmp_path / "a-file" / "below-a-file") is None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_passed_over_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "leader-epoch-checkpoint"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(read_small_file(fifo)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "read_small_file waited for a writer of a FIFO"
+    assert got == [None]
+
+
+def _replica(tmp_path) -> ReplicaDir:
+    path = tmp_path / "orders-0"
+    path.mkdir()
+    return ReplicaDir(1, "orders", 0, path)
+
+
+def test_the_latest_leader_epoch_of_a_replica(tmp_path):
+    replica = _replica(tmp_path)
+    findings: list = []
+    assert latest_leader_epoch(replica, findings) is None  # no checkpoint file
+    (replica.path / "leader-epoch-checkpoint").write_bytes(b"0\n3\n0 0\n4 120\n2 300\n")
+    assert latest_leader_epoch(replica, findings) == 4
+    assert findings == []
+
+
+def test_a_damaged_leader_epoch_checkpoint_is_a_finding(tmp_path):
+    replica = _replica(tmp_path)
+    path = replica.path / "leader-epoch-checkpoint"
+    path.write_bytes(b"0\n2\n0 0\n")  # two entries announced, one there
+    findings: list = []
+    assert latest_leader_epoch(replica, findings) is None
+    (finding,) = findings
+    assert finding.path == str(path)
+
+
+def test_a_folder_named_like_the_checkpoint_is_no_checkpoint(tmp_path):
+    replica = _replica(tmp_path)
+    (replica.path / "leader-epoch-checkpoint").mkdir()
+    findings: list = []
+    assert latest_leader_epoch(replica, findings) is None
+    assert findings == []
