@@ -18,6 +18,7 @@ from logscan.format.checkpoint import parse_meta_properties
 from logscan.format.errors import DecodeError
 
 from .naming import Kind, classify, parse_partition_dir
+from .segment import read_small_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +68,13 @@ def find_log_dirs(roots: list[Path]) -> list[Path]:
 
 def broker_id(path: Path, errors: list[str]) -> int:
     meta = path / "meta.properties"
-    if meta.is_file():
-        try:
-            props = parse_meta_properties(meta.read_bytes())
-            if props.node_id is not None:
-                return props.node_id
-        except (DecodeError, OSError) as e:
-            errors.append(f"{meta}: {e}")
+    try:
+        data = read_small_file(meta)
+        props = None if data is None else parse_meta_properties(data)
+        if props is not None and props.node_id is not None:
+            return props.node_id
+    except (DecodeError, OSError) as e:
+        errors.append(f"{meta}: {e}")
     digits = re.findall(r"\d+", path.name)
     if not digits:
         raise ValueError(f"{path}: no meta.properties node.id and no digits in the folder name")
@@ -129,10 +130,11 @@ def read_offset_checkpoint(path: Path, errors: list[str]) -> dict[tuple[str, int
     """topic-partition -> offset from a log-dir-level checkpoint file (absent file: empty)."""
     from logscan.format.checkpoint import parse_offset_checkpoint
 
-    if not path.is_file():
-        return {}
     try:
-        cp = parse_offset_checkpoint(path.read_bytes())
+        data = read_small_file(path)
+        if data is None:
+            return {}
+        cp = parse_offset_checkpoint(data)
     except (DecodeError, OSError) as e:
         errors.append(f"{path}: {e}")
         return {}

@@ -93,3 +93,33 @@ def test_a_folder_named_like_the_checkpoint_is_no_checkpoint(tmp_path):
     findings: list = []
     assert latest_leader_epoch(replica, findings) is None
     assert findings == []
+
+
+def test_a_broker_id_comes_from_meta_properties_or_else_the_folder_name(tmp_path):
+    from logscan.logdir.tree import broker_id
+
+    broker = tmp_path / "kafka-logs-3"
+    broker.mkdir()
+    errors: list[str] = []
+    assert broker_id(broker, errors) == 3  # no meta.properties
+    (broker / "meta.properties").mkdir()
+    assert broker_id(broker, errors) == 3  # a folder of that name is no meta.properties
+    assert errors == []
+    (broker / "meta.properties").rmdir()
+    (broker / "meta.properties").write_bytes(b"version=1\nnode.id=12\ncluster.id=abc\n")
+    assert broker_id(broker, errors) == 12
+    assert errors == []
+
+
+def test_an_offset_checkpoint_is_read_or_reported(tmp_path):
+    from logscan.logdir.tree import read_offset_checkpoint
+
+    path = tmp_path / "replication-offset-checkpoint"
+    errors: list[str] = []
+    assert read_offset_checkpoint(path, errors) == {}
+    path.write_bytes(b"0\n2\norders 0 17\norders 1 4\n")
+    assert read_offset_checkpoint(path, errors) == {("orders", 0): 17, ("orders", 1): 4}
+    assert errors == []
+    path.write_bytes(b"0\n3\norders 0 17\n")  # three entries announced, one there
+    assert read_offset_checkpoint(path, errors) == {}
+    assert len(errors) == 1 and errors[0].startswith(f"{path}: ")
