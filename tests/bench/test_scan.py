@@ -202,6 +202,17 @@ def test_copies_and_the_single_process_figures(tmp_path):
     assert bench.local_scan(tiny) > 0 and bench.local_decode(tiny) > 0 and bench.local_scan(tiny, rows=True) > 0
 
 
+def test_warm_reads_every_file_a_scan_reads(tmp_path):
+    # The segments and the small files beside them (a scan reads the leader-epoch
+    # checkpoint of every replica): a copy warmed by its .log files alone left those cold.
+    tiny = bench.Copy.make(bench.copy_set(2, 4), tmp_path)
+    files = [p for p in tiny.path.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"leader-epoch-checkpoint", "meta.properties"}
+    assert any(p.suffix == ".log" for p in files)
+    os.mkfifo(tiny.path / "broker-1" / "a-fifo")  # not a file: passed over, not waited on
+    assert bench.warm(tiny.path) == sum(p.stat().st_size for p in files) > tiny.bytes
+
+
 @pytest.mark.spark
 @pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")), reason="Delta jars missing: run `make delta-jars`")
 def test_a_whole_run_on_tiny_copies(tmp_path, capsys):

@@ -129,10 +129,15 @@ class Copy:
 
 
 def warm(path: Path) -> int:
-    """Every .log file of a copy into the page cache (the figures are page-cache figures)."""
+    """Every file of a copy into the page cache (the figures are page-cache figures): the
+    segments, and the small files a scan reads beside them (leader-epoch checkpoints,
+    snapshots, offset checkpoints, meta.properties), whose folders and inodes come with them.
+    With the segments alone, the single process's first scan of the 30,000-replica copy after
+    the caches were dropped took 18.4 s, the next 10.1 s: one cold checkpoint per replica
+    (2026-11-24); a scan timed once (the largest copies) paid that at random."""
     from . import anchors
 
-    return sum(anchors.page_cache_read(p) for p in sorted(path.rglob("*.log")))
+    return sum(anchors.page_cache_read(p) for p in sorted(path.rglob("*")) if p.is_file())
 
 
 def largest_batch(path: Path) -> tuple[int, int]:
