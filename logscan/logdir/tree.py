@@ -85,9 +85,11 @@ def scan_broker(path: Path, *, include_superseded: bool = False) -> BrokerDir:
     errors: list[str] = []
     broker = BrokerDir(broker_id(path, errors), path, errors=errors)
     # DirEntry.is_dir() answers from the listing's file types where the file system gives them
-    # (Path.is_dir() costs a stat per entry: a copy has thousands of partition folders).
+    # (Path.is_dir() costs a stat per entry: a copy has thousands of partition folders). Sorted
+    # by name, the order of their paths: comparing Path objects rebuilds their parts on every
+    # comparison (0.9 s of a 30,000-replica copy's 2.8 s listing).
     with os.scandir(path) as entries:
-        folders = sorted(Path(e.path) for e in entries if e.is_dir())
+        folders = [path / name for name in sorted(e.name for e in entries if e.is_dir())]
     for child in folders:
         parsed = parse_partition_dir(child.name)
         if parsed is None:
@@ -104,17 +106,18 @@ def scan_broker(path: Path, *, include_superseded: bool = False) -> BrokerDir:
 def _scan_replica(broker: BrokerDir, topic: str, partition: int, path: Path,
                   include_superseded: bool) -> ReplicaDir:
     replica = ReplicaDir(broker.broker, topic, partition, path)
-    for f in sorted(path.iterdir()):
-        kind = classify(f.name)
+    # Names, sorted as their paths would be; a Path only for the files kept.
+    for name in sorted(os.listdir(path)):
+        kind = classify(name)
         if kind.state is not None and not include_superseded:
-            broker.skipped.append(Skipped(str(f), f"{kind.state} file"))
+            broker.skipped.append(Skipped(str(path / name), f"{kind.state} file"))
             continue
         if kind.kind is Kind.LOG_SEGMENT:
-            replica.segments.append((kind.base_offset, f))
+            replica.segments.append((kind.base_offset, path / name))
         elif kind.kind is Kind.PRODUCER_SNAPSHOT:
-            replica.snapshots.append((kind.base_offset, f))
+            replica.snapshots.append((kind.base_offset, path / name))
         elif kind.kind is Kind.TXN_INDEX:
-            replica.txn_indexes.append((kind.base_offset, f))
+            replica.txn_indexes.append((kind.base_offset, path / name))
     replica.segments.sort()
     replica.snapshots.sort()
     replica.txn_indexes.sort()

@@ -123,3 +123,28 @@ def test_an_offset_checkpoint_is_read_or_reported(tmp_path):
     path.write_bytes(b"0\n3\norders 0 17\n")  # three entries announced, one there
     assert read_offset_checkpoint(path, errors) == {}
     assert len(errors) == 1 and errors[0].startswith(f"{path}: ")
+
+
+def test_folders_come_in_name_order_and_a_replicas_files_in_log_order(tmp_path):
+    broker = tmp_path / "broker-1"
+    for name in ("orders-2", "orders-10", "orders-1"):
+        (broker / name).mkdir(parents=True)
+    replica = broker / "orders-10"
+    for base in (2000, 100, 0):  # written out of order; listed in log order
+        for suffix in (".log", ".index", ".snapshot", ".txnindex"):
+            (replica / f"{base:020d}{suffix}").write_bytes(b"")
+    (replica / f"{50:020d}.log.deleted").write_bytes(b"")
+    (replica / "leader-epoch-checkpoint").write_bytes(b"0\n0\n")
+
+    listed = scan_broker(broker)
+
+    # Path order: by name, character by character ("orders-10" before "orders-2").
+    assert [r.path.name for r in listed.replicas] == ["orders-1", "orders-10", "orders-2"]
+    r = listed.replicas[1]
+    assert r.segments == [(b, replica / f"{b:020d}.log") for b in (0, 100, 2000)]
+    assert r.snapshots == [(b, replica / f"{b:020d}.snapshot") for b in (0, 100, 2000)]
+    assert r.txn_indexes == [(b, replica / f"{b:020d}.txnindex") for b in (0, 100, 2000)]
+    assert [(s.path, s.reason) for s in listed.skipped] == [
+        (str(replica / f"{50:020d}.log.deleted"), "deleted file")]
+    with_superseded = scan_broker(broker, include_superseded=True).replicas[1]
+    assert (50, replica / f"{50:020d}.log.deleted") in with_superseded.segments
