@@ -213,6 +213,18 @@ def test_warm_reads_every_file_a_scan_reads(tmp_path):
     assert bench.warm(tiny.path) == sum(p.stat().st_size for p in files) > tiny.bytes
 
 
+def test_warm_reads_a_copy_twice(tmp_path, monkeypatch):
+    # A page read once stays on Linux's inactive list; the second read keeps a large copy cached.
+    from tools.bench import anchors
+
+    tiny = bench.Copy.make(bench.copy_set(2, 4), tmp_path)
+    reads = []
+    monkeypatch.setattr(anchors, "page_cache_read", lambda p: reads.append(p) or 1)
+    files = sorted(p for p in tiny.path.rglob("*") if p.is_file())
+    assert bench.warm(tiny.path) == len(files)
+    assert reads == files * bench.WARM_PASSES and bench.WARM_PASSES == 2
+
+
 @pytest.mark.spark
 @pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")), reason="Delta jars missing: run `make delta-jars`")
 def test_a_whole_run_on_tiny_copies(tmp_path, capsys):

@@ -138,7 +138,7 @@ def warm(path: Path) -> int:
     (2026-11-24); a scan timed once (the largest copies) paid that at random.
 
     Read twice: Linux keeps a page read once on its inactive list, which this machine holds
-    to a few GB, so one read of the 10 GB copy left 1.8 of its 3.5 GB per broker cached (a
+    to a few GB, so one read of the 10 GB copy left 1.8 of broker 1's 3.5 GB cached (a
     scan of it then read from disk: 9.22 s against 4.26 s in another run); a second read
     moves the pages to the active list, and 10.3 of the 10.6 GB stayed (2026-11-24). Returns
     the bytes of the copy."""
