@@ -130,6 +130,22 @@ def test_junk_on_both_sides_and_next_pos():
     assert msg.transaction_partitions[0].position == 3 + 16
 
 
+def test_one_and_several_byte_lengths_and_counts_of_a_flexible_version():
+    # Lengths, counts and tags are unsigned varints in flexible versions: one byte up to 127
+    # (the reader's fast path), two bytes from 128 (the general one); both, side by side.
+    for n in (126, 127, 128, 300):
+        parts = [{"topic": "t" * n, "partitionIds": list(range(n))}, {"topic": "u", "partitionIds": [7]}]
+        values = {**sample_values(TRANSACTION_LOG_VALUE.fields, 1), "transactionPartitions": parts}
+        body = encode_message(TRANSACTION_LOG_VALUE, 1, values)
+        msg, end = decode_message(TRANSACTION_LOG_VALUE, body, 0, 1)
+        assert end == len(body)
+        assert [(p.topic, p.partition_ids) for p in msg.transaction_partitions] == [
+            ("t" * n, tuple(range(n))), ("u", (7,))]
+        for cut in range(len(body)):  # cut anywhere, a two-byte length's first byte included
+            with pytest.raises(TruncatedInput):
+                decode_message(TRANSACTION_LOG_VALUE, body, 0, 1, cut)
+
+
 @pytest.mark.parametrize("version", [0, 1])
 def test_every_prefix_is_truncated(version):
     body = encode_message(TRANSACTION_LOG_VALUE, version, sample_values(
