@@ -60,7 +60,8 @@ from typing import Optional
 if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pyspark import cloudpickle
+import pyarrow as pa
+from pyspark import Broadcast, cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -178,9 +179,13 @@ def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_
     return [g for g in groups if g]
 
 
-def _frame(spark: SparkSession, rows: list[R.Row], schema) -> DataFrame:
-    names = schema.names
-    return spark.createDataFrame([tuple(r.get(n) for n in names) for r in rows], S.spark_schema(schema))
+def _frame(spark: SparkSession, rows: list[R.Row], schema: pa.Schema) -> DataFrame:
+    """Rows made on the driver (dicts; a missing key is null) as a DataFrame of ``schema``,
+    through Arrow. From Python tuples, createDataFrame checks and converts every value in
+    Python and ships pickled rows: 0.43 to 1.07 s for the 30,000-replica copy's 23,501
+    coordinator_state rows, and about as much again when the write read them, against 0.12 to
+    0.38 s and 0.1 to 0.3 s through Arrow (2026-11-24). Same schema, same rows."""
+    return spark.createDataFrame(pa.Table.from_pylist(rows, schema=pa.schema([f.remove_metadata() for f in schema])))
 
 
 def work_units(spark: SparkSession, groups: list[list[R.Row]]) -> DataFrame:
@@ -213,6 +218,7 @@ class ScanFrames:
     tables: dict[str, DataFrame]
     as_of_ms: int
     persisted: list[DataFrame]
+    broadcasts: list[Broadcast] = field(default_factory=list)
 
 
 def kept_ranges(spark: SparkSession, decoded: DataFrame) -> tuple[DataFrame, dict[str, int]]:
@@ -367,8 +373,10 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
                     .repartition(*PARTITION_KEYS)
                     .sortWithinPartitions(*PARTITION_KEYS, row_order, F.col("span.end_marker_offset"),
                                           F.col("span.broker"), F.col("span.span_index")))
+    # The coordinator's index, built once and broadcast (tasks.partition_stream says why).
+    index = spark.sparkContext.broadcast(tasks.coordinator_index(coordinator_rows))
     partition_out = (partition_in
-                     .mapInArrow(tasks.partition_stream(coordinator_rows, as_of_ms=as_of_ms,
+                     .mapInArrow(tasks.partition_stream(index, as_of_ms=as_of_ms,
                                                         max_timeout_ms=max_transaction_timeout_ms,
                                                         coordinator_complete=complete, bootstrap=bootstrap),
                                  S.spark_schema(tasks.PARTITION_OUT))).persist()
@@ -388,7 +396,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
         "hanging_candidates": S.members(partition_out, "candidate"),
         "abort_plans": S.members(partition_out, "plan"),
     }
-    return ScanFrames(tables, as_of_ms, [*persisted, metadata_out, partition_out])
+    return ScanFrames(tables, as_of_ms, [*persisted, metadata_out, partition_out], [index])
 
 
 def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int) -> None:
@@ -425,6 +433,8 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     finally:
         for df in frames.persisted:
             df.unpersist()
+        for b in frames.broadcasts:
+            b.destroy()
     return scan_id, frames.as_of_ms
 
 

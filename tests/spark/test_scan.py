@@ -10,6 +10,7 @@ shared output, one scan_id per cluster.
 import gc
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -192,6 +193,28 @@ def test_a_worker_freezes_its_heap_as_a_task_starts(spark):
         yield pa.RecordBatch.from_pylist([{"frozen": gc.get_freeze_count()}])
 
     assert spark.range(1).mapInArrow(body, "frozen long").first()["frozen"] > 10_000
+
+
+def test_a_worker_loads_a_broadcast_once_for_its_tasks(spark):
+    # tasks.partition_stream takes the coordinator's index as a Broadcast because a reused
+    # Python worker loads it once and keeps it for its later tasks (a value in the closure is
+    # unpickled by every task). PySpark's Broadcast keeps a loaded value in ``_value``.
+    index = spark.sparkContext.broadcast({7: ["a match"]})
+
+    def body(batches):
+        loaded = "_value" in vars(index)
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pylist([{"pid": os.getpid(), "loaded": loaded, "value": repr(index.value)}])
+
+    rows = spark.range(0, 12, 1, 12).mapInArrow(body, "pid long, loaded boolean, value string").collect()
+    index.destroy()
+    assert {r.value for r in rows} == {"{7: ['a match']}"}
+    tasks_of = {}
+    for r in rows:
+        tasks_of.setdefault(r.pid, []).append(r.loaded)
+    assert len(rows) > len(tasks_of)  # workers were reused
+    assert all(loaded.count(False) == 1 for loaded in tasks_of.values()), tasks_of
 
 
 def _damage(path: Path) -> None:

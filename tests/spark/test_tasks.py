@@ -283,7 +283,8 @@ def _partition_case(cluster):
 
 
 def _partition_out(result, rows, chunk):
-    step = tasks.partition_stream(local.tables(result)["coordinator_state"], as_of_ms=result.as_of_ms,
+    step = tasks.partition_stream(tasks.coordinator_index(local.tables(result)["coordinator_state"]),
+                                  as_of_ms=result.as_of_ms,
                                   max_timeout_ms=local.hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                                   coordinator_complete=result.coordinator_complete,
                                   bootstrap=local.DEFAULT_BOOTSTRAP)
