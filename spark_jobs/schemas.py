@@ -26,9 +26,14 @@ TAGS = {
 }
 
 
+def plain(schema: pa.Schema) -> pa.Schema:
+    """An Arrow schema from rows.py without its comments (the fields' metadata)."""
+    return pa.schema([f.remove_metadata() for f in schema])
+
+
 def spark_schema(schema: pa.Schema) -> StructType:
     """The Spark type of an Arrow schema from rows.py (comments dropped: see with_comments)."""
-    return from_arrow_schema(pa.schema([f.remove_metadata() for f in schema]))
+    return from_arrow_schema(plain(schema))
 
 
 def comment(field: pa.Field) -> str:

@@ -293,9 +293,11 @@ class _Reader:
 
     def uvarint(self) -> int:
         pos = self.pos
-        if pos < self.end and self.buf[pos] < 0x80:  # one byte: nearly every length, count and tag
-            self.pos = pos + 1
-            return self.buf[pos]
+        if pos < self.end:
+            b = self.buf[pos]
+            if b < 0x80:  # one byte: nearly every length, count and tag
+                self.pos = pos + 1
+                return b
         try:
             value, self.pos = read_unsigned_varint(self.buf, self.pos, self.end)
         except TruncatedInput as exc:

@@ -145,10 +145,9 @@ def warm(path: Path) -> int:
     from . import anchors
 
     files = sorted(p for p in path.rglob("*") if p.is_file())
-    for _ in range(WARM_PASSES - 1):
-        for p in files:
-            anchors.page_cache_read(p)
-    return sum(anchors.page_cache_read(p) for p in files)
+    for _ in range(WARM_PASSES):
+        total = sum(anchors.page_cache_read(p) for p in files)
+    return total
 
 
 def largest_batch(path: Path) -> tuple[int, int]:
