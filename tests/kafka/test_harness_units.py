@@ -153,3 +153,25 @@ def test_a_process_whose_main_thread_ended_is_alive_until_its_last_thread_ends()
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_waiting_for_an_isr_asks_again_after_a_metadata_timeout(monkeypatch):
+    # Right after a node is killed a metadata request can time out: the wait goes on.
+    from types import SimpleNamespace
+
+    from confluent_kafka import KafkaException
+
+    from tools.kafka import hanging
+
+    answers = [KafkaException("Failed to get metadata: Local: Timed out"), [1, 2, 3], [1, 2]]
+
+    def list_topics(topic, timeout):
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return SimpleNamespace(topics={topic: SimpleNamespace(partitions={0: SimpleNamespace(isrs=answer)})})
+
+    cluster = SimpleNamespace(admin=lambda: SimpleNamespace(list_topics=list_topics))
+    monkeypatch.setattr(hanging.time, "sleep", lambda s: None)
+    assert hanging.wait_isr(cluster, "t", 0, {1, 2}) == [1, 2]
+    assert answers == []

@@ -221,13 +221,23 @@ def create_topic_on(cluster: Cluster, name: str, assignment: list[list[int]],
 
 def wait_isr(cluster: Cluster, topic: str, partition: int, isr: set[int],
              timeout: float = 60) -> list[int]:
+    """Wait until the partition's ISR is ``isr``. A metadata request that times out is asked
+    again until the deadline: right after a node is killed, the client may still be asking it
+    (a CI run failed on one such 5 s timeout, 2026-11-24)."""
+    from confluent_kafka import KafkaException
+
     deadline = time.monotonic() + timeout
+    isrs = None
     while True:
-        pm = cluster.admin().list_topics(topic, timeout=5).topics[topic].partitions[partition]
-        if set(pm.isrs) == isr:
-            return sorted(pm.isrs)
+        try:
+            isrs = cluster.admin().list_topics(topic, timeout=5).topics[topic].partitions[partition].isrs
+        except KafkaException:
+            pass
+        else:
+            if set(isrs) == isr:
+                return sorted(isrs)
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{topic}-{partition} ISR {pm.isrs}, waited for {sorted(isr)}")
+            raise TimeoutError(f"{topic}-{partition} ISR {isrs}, waited for {sorted(isr)}")
         time.sleep(0.5)
 
 
