@@ -359,10 +359,25 @@ class _Slot(NamedTuple):
     default: object  # the value of a field not read; STRUCT_DEFAULT: built per message
 
 
+class _Run(NamedTuple):
+    """Fixed-size scalars next to each other in a version (``TransactionLogValue``'s
+    producerId, producerEpoch, transactionTimeoutMs and transactionStatus): one unpack."""
+    names: tuple[str, ...]
+    layout: struct.Struct
+    slots: tuple[_Slot, ...]  # read one by one when the run does not fit: the error of the field
+
+
 class _Plan(NamedTuple):
     flex: bool
-    slots: tuple[_Slot, ...]
-    tags: dict[int, _Slot]  # the tagged fields of the version, by tag
+    # Every field in spec order, a field not read at its default, one read at None (or
+    # STRUCT_DEFAULT, built per message): copied per message, so that assigning a value
+    # keeps the spec order whatever order the steps read the fields in.
+    template: dict
+    structs: tuple[_Slot, ...]  # fields not read whose default is a struct (STRUCT_DEFAULT)
+    # The fields read in place, in byte order: a _Run, or (slot, reader) for a field read by
+    # ``reader(r)``, made for its type by _reader.
+    steps: tuple
+    tags: dict[int, tuple[_Slot, object]]  # the tagged fields of the version by tag, (slot, reader)
 
 
 _PLANS: dict[tuple[int, int], tuple[Schema, _Plan]] = {}
@@ -373,29 +388,120 @@ _MAX_PLANS = 4096
 
 def _plan(schema: Schema, version: int) -> _Plan:
     """The per-field decisions of _read_struct for ``schema`` at ``version`` (version ranges,
-    tags, nullability, JSON names, layouts): the same for every message of a topic, and most
-    of the reader's work when taken field by field (the scan reads one TransactionLogValue
-    per ``__transaction_state`` record)."""
+    tags, nullability, JSON names, layouts, a reader per type): the same for every message of
+    a topic, and most of the reader's work when taken field by field (the scan reads one
+    TransactionLogValue per ``__transaction_state`` record). Fixed-size scalars with nothing
+    between them in the bytes are one _Run: fields not read take no bytes, so
+    TransactionLogValue's producerId, producerEpoch, transactionTimeoutMs and
+    transactionStatus are one unpack though tagged fields sit between them in the spec."""
     key = (id(schema), version)
     entry = _PLANS.get(key)
     if entry is not None:
         return entry[1]  # the entry keeps the schema alive, so its id is not reused
     flex = schema.flexible is not None and version in schema.flexible
-    slots = []
+    template: dict = {}
+    structs: list[_Slot] = []
+    steps: list = []
+    run: list[_Slot] = []
     tags = {}
+
+    def end_run():
+        if run:
+            layout = struct.Struct(">" + "".join(s.layout.format[1:] for s in run))
+            steps.append(_Run(tuple(s.name for s in run), layout, tuple(run)))
+            run.clear()
+
     for f in schema.fields:
         array = f.is_array
         tagged = f.tagged is not None and version in f.tagged
         slot = _Slot(f, f.json_name, version in f.versions and not tagged,
                      f.nullable is not None and version in f.nullable, array, f.element_type,
                      None if array else _FIXED.get(f.type), f.default)
-        slots.append(slot)
+        template[slot.name] = None if slot.read else slot.default
+        if not slot.read:
+            if slot.default is STRUCT_DEFAULT:
+                structs.append(slot)
+        elif slot.layout is not None:
+            run.append(slot)
+        else:
+            end_run()
+            steps.append((slot, _reader(slot, version, flex, schema.flexible, schema.valid)))
         if flex and tagged and f.tag is not None:
-            tags[f.tag] = slot
-    plan = _Plan(flex, tuple(slots), tags)
+            tags[f.tag] = (slot, _tagged_reader(slot, version, schema.flexible, schema.valid))
+    end_run()
+    plan = _Plan(flex, template, tuple(structs), tuple(steps), tags)
     if len(_PLANS) < _MAX_PLANS:
         _PLANS[key] = (schema, plan)
     return plan
+
+
+def _short_length(buf, pos: int, end: int, flex: bool, wide: bool) -> tuple[int, int]:
+    """(length or count, position after it) when it is read the short way: a one-byte
+    unsigned varint (flexible), an int32 or int16 that fits; else (-1, pos), for the caller's
+    full reader (nulls, long varints, truncation and its errors)."""
+    if flex:
+        if pos < end and buf[pos] < 0x80:
+            return buf[pos] - 1, pos + 1
+    elif wide:
+        if pos + 4 <= end:
+            return INT32.unpack_from(buf, pos)[0], pos + 4
+    elif pos + 2 <= end:
+        return INT16.unpack_from(buf, pos)[0], pos + 2
+    return -1, pos
+
+
+def _reader(slot: _Slot, version: int, flex: bool, flexible, valid):
+    """``reader(r)``: reads ``slot``'s field at ``r.pos``, the same value and the same errors
+    as _read_field. Strings, arrays of fixed-size scalars and (arrays of) structs, nearly all
+    of a coordinator record's fields past its scalars, have a short way for well-formed bytes
+    (no null, no long varint, room enough) decided once here; anything else is _read_field's."""
+    f = slot.field
+
+    def full(r):
+        return _read_field(r, slot, version, flex, flexible, valid)
+
+    element = _FIXED.get(slot.type)
+    if slot.array and element is not None:
+        code, size = element.format[1:], element.size
+
+        def read_scalars(r):
+            buf, end = r.buf, r.end
+            count, pos = _short_length(buf, r.pos, end, flex, True)
+            if count >= 0 and pos + count * size <= end:
+                r.pos = pos + count * size
+                return struct.unpack_from(f">{count}{code}", buf, pos)
+            return full(r)
+        return read_scalars
+    if not slot.array and slot.type == "string":
+        def read_string(r):
+            buf, end = r.buf, r.end
+            size, pos = _short_length(buf, r.pos, end, flex, False)
+            if 0 <= size <= 0x7FFF and pos + size <= end:
+                r.pos = pos + size
+                return java_utf8(bytes(buf[pos:pos + size]))
+            return full(r)
+        return read_string
+    if f.fields is not None and (slot.array or not slot.nullable):
+        nested = _nested_schema(f, flexible, valid)
+        if not slot.array:
+            return lambda r: _read_struct(r, nested, version, False)
+
+        def read_structs(r):
+            count, pos = _short_length(r.buf, r.pos, r.end, flex, True)
+            if 0 <= count <= r.end - pos:
+                r.pos = pos
+                return tuple([_read_struct(r, nested, version, False) for _ in range(count)])
+            return full(r)
+        return read_structs
+    return full
+
+
+def _tagged_reader(slot: _Slot, version: int, flexible, valid):
+    """``reader(r)`` of a tagged field, read in place of its tag."""
+    if slot.layout is not None:
+        layout, name = slot.layout, slot.name
+        return lambda r: r.fixed(layout, name)
+    return lambda r: _read_field(r, slot, version, True, flexible, valid, True)
 
 
 def _read_struct(r: _Reader, schema: Schema, version: int, top: bool) -> Message:
@@ -405,31 +511,33 @@ def _read_struct(r: _Reader, schema: Schema, version: int, top: bool) -> Message
         raise _error(UnknownVersion, f"cannot read version {version} of {schema.name}", r.pos,
                      f"Can't read version {version} of {schema.name}",
                      expected=valid.hi, found=version)
-    flex, slots, tags = _plan(schema, version)
-    values: dict = {}
-    buf = r.buf
-    for slot in slots:
-        if not slot.read:
-            default = slot.default
-            values[slot.name] = (default if default is not STRUCT_DEFAULT
-                                 else _default_value(slot.field, version, flexible, valid))
-            continue
-        layout = slot.layout
-        if layout is not None and r.pos + layout.size <= r.end:  # a fixed-size scalar, inline
-            values[slot.name] = layout.unpack_from(buf, r.pos)[0]
-            r.pos += layout.size
-        else:
-            values[slot.name] = _read_field(r, slot, version, flex, flexible, valid)
-    unknown = []
+    entry = _PLANS.get((id(schema), version))  # _plan's lookup, inline: a struct per call
+    flex, template, structs, steps, tags = entry[1] if entry is not None else _plan(schema, version)
+    values = template.copy()
+    for slot in structs:
+        values[slot.name] = _default_value(slot.field, version, flexible, valid)
+    buf, end = r.buf, r.end
+    for step in steps:
+        if type(step) is _Run:
+            layout = step.layout
+            if r.pos + layout.size <= end:
+                values.update(zip(step.names, layout.unpack_from(buf, r.pos)))
+                r.pos += layout.size
+            else:  # short: field by field, for the error of the field that does not fit
+                for slot in step.slots:
+                    values[slot.name] = _read_field(r, slot, version, flex, flexible, valid)
+        else:  # (slot, reader)
+            values[step[0].name] = step[1](r)
+    unknown = ()
     if flex:
         for _ in range(r.uvarint()):
             tag = r.uvarint()
             size = r.uvarint()
-            slot = tags.get(tag)
-            if slot is None:
-                unknown.append((tag, r.raw(size, f"unknown tagged field {tag}")))
+            known = tags.get(tag)
+            if known is None:
+                unknown += ((tag, r.raw(size, f"unknown tagged field {tag}")),)
             else:
-                values[slot.name] = _read_field(r, slot, version, flex, flexible, valid, True)
+                values[known[0].name] = known[1](r)
     return Message(schema, version, values, unknown, start)
 
 

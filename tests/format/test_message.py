@@ -146,6 +146,34 @@ def test_one_and_several_byte_lengths_and_counts_of_a_flexible_version():
                 decode_message(TRANSACTION_LOG_VALUE, body, 0, 1, cut)
 
 
+def test_a_cut_names_the_field_that_does_not_fit():
+    # The reader takes scalars next to each other in one unpack (producerId to
+    # transactionStatus, tagged fields between them in the spec), and strings and arrays a
+    # short way; when the bytes run out, the error is still the field's own, at its start.
+    cases = {9: (8, "producerEpoch needs 2 bytes, 1 left"),
+             12: (10, "transactionTimeoutMs needs 4 bytes, 2 left"),
+             17: (17, "topic needs 1 bytes, 0 left"),
+             21: (19, "partitionIds needs 4 bytes, 2 left"),
+             30: (24, "transactionLastUpdateTimestampMs needs 8 bytes, 6 left"),
+             35: (32, "transactionStartTimestampMs needs 8 bytes, 3 left"),
+             43: (43, "clientTransactionVersion needs 2 bytes, 0 left")}
+    for cut, (position, message) in cases.items():
+        with pytest.raises(TruncatedInput) as err:
+            decode_message(TRANSACTION_LOG_VALUE, TXN_V1, 0, 1, cut)
+        assert (err.value.position, str(err.value)) == (position, f"{message} at byte {position}"), cut
+    msg, _ = decode_message(TRANSACTION_LOG_VALUE, TXN_V1, 0, 1)
+    assert list(msg) == [f.json_name for f in TRANSACTION_LOG_VALUE.fields]   # spec order
+    v0 = encode_message(TRANSACTION_LOG_VALUE, 0, {"producerId": 1, "transactionPartitions": [
+        {"topic": "abc", "partitionIds": [1, 2]}]})
+    # v0: int16 string length and int32 counts. 15 bytes of scalars, count, length at 19.
+    for cut, (position, message) in {22: (21, "topic needs 3 bytes, 1 left"),
+                                     30: (28, "partitionIds needs 4 bytes, 2 left")}.items():
+        with pytest.raises(TruncatedInput) as err:
+            decode_message(TRANSACTION_LOG_VALUE, v0, 0, 0, cut)
+        assert (err.value.position, str(err.value)) == (position, f"{message} at byte {position}"), cut
+    assert decode_message(TRANSACTION_LOG_VALUE, v0, 0, 0)[0].transaction_partitions[0].partition_ids == (1, 2)
+
+
 @pytest.mark.parametrize("version", [0, 1])
 def test_every_prefix_is_truncated(version):
     body = encode_message(TRANSACTION_LOG_VALUE, version, sample_values(
