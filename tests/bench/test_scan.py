@@ -85,6 +85,9 @@ def test_plan_repeats_the_smaller_sizes():
     assert [d.name for d in plan.repeated] == ["100m-100p", "1000m-100p"] and plan.repeats == 3
     assert [d.name for d in _plan(quick=True).repeated] == ["10m-10p", "100m-10p"]
     assert _plan(repeats=1).repeats == 1
+    # The single process repeats the bench copy and every scaling copy, each once in the list.
+    assert [d.name for d in plan.local_repeated] == ["1000m-1000p", "100m-100p", "1000m-100p", "10000m-100p",
+                                                     "1000m-10000p"]
 
 
 def _copies(plan):
