@@ -27,10 +27,10 @@ read from a warm page cache. Figures, each from the same run:
    against the partition count (fixed size), with a linear fit (fixed + per-unit cost). Spark
    scans the two smaller sizes --repeats times (the largest copies once: a minute each), the
    single process every copy: a repeated point's time is the median, shown with its spread
-   (min-max). Spark's fixed cost of a
-   scan (~8 s) is noisy and the lower size step's rise (~1 s) can be inside that noise: when
-   the lower step rises less than the repeats' spread, it is taken as flat and the upper step
-   is judged against its input ratio instead (see ``growth``).
+   (min-max). Spark's fixed cost of a scan (~4 s) is noisy and the lower size step's rise
+   (~1 s) can be inside that noise: when the lower step rises less than the repeats' spread,
+   it is taken as flat and the upper step is judged against its input ratio instead (see
+   ``growth``).
 4. Memory: a partition whose single segment is larger than the Python worker's memory limit
    (``spark.executor.pyspark.memory``: in local mode it sets RLIMIT_AS, the address space
    an mmap counts against), and the peak anonymous memory of a worker against file size.
