@@ -360,8 +360,7 @@ class _Slot(NamedTuple):
 
 
 class _Run(NamedTuple):
-    """Fixed-size scalars next to each other in a version (``TransactionLogValue``'s
-    producerId, producerEpoch, transactionTimeoutMs and transactionStatus): one unpack."""
+    """Fixed-size scalars next to each other in a version's bytes: one unpack (see _plan)."""
     names: tuple[str, ...]
     layout: struct.Struct
     slots: tuple[_Slot, ...]  # read one by one when the run does not fit: the error of the field
@@ -528,14 +527,14 @@ def _read_struct(r: _Reader, schema: Schema, version: int, top: bool) -> Message
                     values[slot.name] = _read_field(r, slot, version, flex, flexible, valid)
         else:  # (slot, reader)
             values[step[0].name] = step[1](r)
-    unknown = ()
+    unknown = []
     if flex:
         for _ in range(r.uvarint()):
             tag = r.uvarint()
             size = r.uvarint()
             known = tags.get(tag)
             if known is None:
-                unknown += ((tag, r.raw(size, f"unknown tagged field {tag}")),)
+                unknown.append((tag, r.raw(size, f"unknown tagged field {tag}")))
             else:
                 values[known[0].name] = known[1](r)
     return Message(schema, version, values, unknown, start)
