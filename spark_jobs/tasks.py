@@ -389,18 +389,18 @@ def coordinator_index(coordinator_rows: list[R.Row]) -> dict[int, list]:
     return index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})
 
 
-def partition_stream(index: dict[int, list] | Broadcast, *, as_of_ms: int, max_timeout_ms: int,
+def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                      coordinator_complete: bool, bootstrap: str):
     """mapInArrow body over the replicas' state, open-transaction and closed-span rows,
     clustered by (topic, partition), each carrying the partition's leader from
     __cluster_metadata (null when it names none): per partition,
-    logscan.state.partition.assess_partition against the coordinator state, ``index``
-    (coordinator_index's, or a Broadcast of it).
+    logscan.state.partition.assess_partition against the coordinator state: ``index.value``,
+    coordinator_index's (a Broadcast; in-process, anything with that attribute).
 
-    The Spark job broadcasts it: a Python worker loads a broadcast once and keeps it for its
-    later tasks, where a value in the closure is unpickled by every task, and the index was
-    built by every task from the rows. On the 30,000-replica copy (23,501 transactional ids,
-    31 tasks) that was ~0.2 s a task: 6.7 s of the step's task time (2026-11-24).
+    A broadcast because a Python worker loads it once and keeps it for its later tasks, where
+    a value in the closure is unpickled by every task, and the index was built by every task
+    from the rows. On the 30,000-replica copy (23,501 transactional ids, 31 tasks) that was
+    ~0.2 s a task: 6.7 s of the step's task time (2026-11-24).
 
     Within a partition the rows come in PARTITION_ROW_ORDER, span rows by end-marker offset
     (then broker and span index): the views are built from the rows before the first span
@@ -454,7 +454,7 @@ def partition_stream(index: dict[int, list] | Broadcast, *, as_of_ms: int, max_t
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_heap()
-        by_producer = index.value if isinstance(index, Broadcast) else index
+        by_producer = index.value
         out: list[tuple[str, R.Row]] = []
         for _, rows in groupby(rows_of(batches), key=itemgetter(0)):
             out.extend(assess(rows, by_producer))

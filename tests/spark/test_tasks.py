@@ -4,6 +4,7 @@ the order scan.py sorts it, cut anywhere, and the decode's streamed walk."""
 
 import gc
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -283,7 +284,9 @@ def _partition_case(cluster):
 
 
 def _partition_out(result, rows, chunk):
-    step = tasks.partition_stream(tasks.coordinator_index(local.tables(result)["coordinator_state"]),
+    # The Spark job passes a Broadcast of the index; in process, its .value will do.
+    index = SimpleNamespace(value=tasks.coordinator_index(local.tables(result)["coordinator_state"]))
+    step = tasks.partition_stream(index,
                                   as_of_ms=result.as_of_ms,
                                   max_timeout_ms=local.hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                                   coordinator_complete=result.coordinator_complete,
