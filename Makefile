@@ -14,7 +14,9 @@ DEMO_CLUSTER ?= fixtures/hanging/brokers
 
 venv: $(VENV_STAMP)
 
-$(VENV_STAMP): pyproject.toml
+# The install builds logscan._native from native/ with cargo (setuptools-rust): a change to
+# the Rust sources reinstalls.
+$(VENV_STAMP): pyproject.toml native/Cargo.toml native/Cargo.lock native/src/lib.rs
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
 	touch $@

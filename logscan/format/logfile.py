@@ -31,6 +31,14 @@ Undamaged segments never take this path: their walk is Kafka's, entry for entry.
 The buffer is never copied whole: headers are read in place, CRCs are computed over
 memoryview slices, the resync search copies at most one window at a time.
 
+The common step (a whole v2 batch with a sane size and, when checked, a valid CRC) runs in
+compiled code when logscan was installed with its extension module (``logscan._native``,
+built from native/ by cargo): a batch then costs its CRC-32C, computed with the CPU's CRC32
+instruction, and its ``RecordBatch``, instead of about a microsecond of Python beyond a
+``crc32c`` call. Everything else, and every finding, is decided by the Python below, which is
+also the whole walk where the module is missing or ``LOGSCAN_PURE_PYTHON=1`` is set: both walks
+yield the same items (tests/format/test_native.py holds them to it).
+
 A log need not be one buffer either: ``walk_windows`` reads it through windows of a source
 (logscan.logdir.segment.LogWindows maps them from a file), so a segment larger than the
 address space a process may use (a Spark worker's RLIMIT_AS) is read whole. Each window is
@@ -44,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import os
 import re
 import struct
 import zlib
@@ -73,6 +82,25 @@ RESYNC_MAX_ENTRY_SIZE = 128 * 1024 * 1024
 _CANDIDATE = re.compile(rb"(?=.{8}[\x00-\x7f].{7}(?:\x02.{4}\x00|[\x00\x01][\x00-\x0f]))", re.S)
 _NONZERO = re.compile(rb"[^\x00]")
 _ZEROS = bytes(RESYNC_WINDOW)
+
+
+def _native_walk():
+    """``logscan._native.walk_v2``, or None where the module was not built or
+    ``LOGSCAN_PURE_PYTHON`` is set (the bench's and the tests' pure-Python walk)."""
+    if os.environ.get("LOGSCAN_PURE_PYTHON"):
+        return None
+    try:
+        from logscan._native import walk_v2
+    except ImportError:
+        return None
+    return walk_v2
+
+
+#: The compiled common step of ``walk_batches``, or None for the pure-Python one.
+NATIVE_WALK = _native_walk()
+# Batches a call of NATIVE_WALK takes at most: it starts at 1 and doubles, so a reader that
+# stops after a few batches has not paid for many more, and a long walk pays a call per 1024.
+NATIVE_MAX_CHUNK = 1024
 
 Entry = Union[RecordBatch, LegacyBatch]
 
@@ -164,11 +192,19 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
     # Locals for the loop below: it runs once per batch of every segment read.
     unpack_header, new_batch, batch_class, crc = BATCH_HEADER.unpack_from, tuple.__new__, RecordBatch, crc32c
     last_header, min_size, crc_start = end - BATCH_HEADER.size, MIN_V2_SIZE, _V2_CRC_START
+    native = NATIVE_WALK if mv.c_contiguous and mv.format == "B" else None
+    chunk = 1
     pos = start
     while True:
-        # The common case inline, one header unpack per batch: a whole v2 batch with a sane
-        # size. Anything else (legacy entries, damage, the tail) takes the general step below.
-        while pos <= last_header:
+        # The common case, one header unpack per batch: a whole v2 batch with a sane size.
+        # Anything else (legacy entries, damage, the tail) takes the general step below.
+        while native is not None and pos <= last_header:
+            batches, pos = native(mv, pos, end, base, verify_crc, batch_class, chunk)
+            yield from batches
+            if len(batches) < chunk:
+                break  # the compiled step stopped where the Python one would
+            chunk = min(2 * chunk, NATIVE_MAX_CHUNK)
+        while native is None and pos <= last_header:
             fields = unpack_header(mv, pos)
             next_pos = pos + LOG_OVERHEAD + fields[1]
             if fields[3] != 2 or fields[1] < min_size or next_pos > end:

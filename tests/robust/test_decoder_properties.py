@@ -2,8 +2,8 @@
 
 The decoders' contract (logscan/format/errors.py): a value, or a DecodeError located inside
 the input; never another exception. ``tools/fuzz/targets.py`` states it once per decoder
-(batch, legacy, walk, windows, control, txnlog, offsets, metadata, snapshot, index, checkpoint,
-compression) and the atheris fuzzer runs the same targets. The last property is the
+(batch, legacy, walk, windows, native, control, txnlog, offsets, metadata, snapshot, index,
+checkpoint, compression) and the atheris fuzzer runs the same targets. The last property is the
 walker's: whatever happens to some bytes of a real segment, every batch outside them is
 still read, by `logscan dump` and by the scan.
 """

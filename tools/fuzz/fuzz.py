@@ -3,11 +3,11 @@
     python -m tools.fuzz.fuzz TARGET [libFuzzer options] [CORPUS_DIR ...]
     make fuzz FUZZ_TARGET=all FUZZ_RUNS=200000
 
-TARGET is one of ``tools/fuzz/targets.py`` (batch, legacy, walk, windows, control, txnlog, offsets,
-metadata, snapshot, index, checkpoint, compression) or ``all`` (the first input byte picks
-one). Without a corpus directory the run uses ``.work/fuzz/corpus/TARGET``, seeded from the
-fixtures on first use (``tools/fuzz/seeds.py``). A crashing input is written to
-``.work/fuzz/artifacts/``; after the fix it goes to ``tools/fuzz/crashes/TARGET-<what>.bin``,
+TARGET is one of ``tools/fuzz/targets.py`` (batch, legacy, walk, windows, native, control,
+txnlog, offsets, metadata, snapshot, index, checkpoint, compression) or ``all`` (the first
+input byte picks one). Without a corpus directory the run uses ``.work/fuzz/corpus/TARGET``,
+seeded from the fixtures on first use (``tools/fuzz/seeds.py``). A crashing input is written
+to ``.work/fuzz/artifacts/``; after the fix it goes to ``tools/fuzz/crashes/TARGET-<what>.bin``,
 where ``tests/robust/test_fuzz.py`` replays it forever.
 
 Only ``logscan`` is instrumented: coverage feedback comes from the decoders, not from the

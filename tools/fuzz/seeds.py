@@ -64,12 +64,14 @@ def seeds(target: str) -> Iterator[bytes]:
         for path in _files("*/*.log"):
             for data, b in _batches(path):
                 yield bytes(data[b.position:b.next_position])
-    elif target in ("walk", "windows"):
+    elif target in ("walk", "windows", "native"):
         for i, path in enumerate(_files("*/*.log")):
             data = path.read_bytes()
             if 0 < len(data) <= MAX_SEED_BYTES:
-                # windows: the first bytes pick the window size, its alignment, a search start
-                yield data if target == "walk" else bytes([i % 256, (i * 7) % 256, (i * 31) % 256]) + data
+                # windows: the first bytes pick the window size, its alignment, a search start;
+                # native: the first byte picks the walk's options
+                yield {"walk": b"", "windows": bytes([i % 256, (i * 7) % 256, (i * 31) % 256]),
+                       "native": bytes([i % 256])}[target] + data
     elif target == "legacy":
         from logscan.format import compression
         from logscan.testing.encoder import legacy_message, legacy_wrapper

@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
-from logscan.format import checkpoint, compression, control, index, raft, snapshot
+from logscan.format import checkpoint, compression, control, index, logfile, raft, snapshot
 from logscan.format.batch import decode_batch_header, iter_records
 from logscan.format.errors import DecodeError
 from logscan.format.legacy import decode_legacy_entry, iter_legacy_records
@@ -140,6 +140,38 @@ def windows(data: bytes) -> None:
     _check(found == expected, f"find_entry from {start} through {size}-byte windows: {found}, one search: {expected}")
 
 
+def _exact_key(item) -> tuple:
+    if isinstance(item, DecodeError):
+        return (type(item).__name__, item.position, item.message, item.expected, item.found,
+                getattr(item, "length", None), getattr(item, "resume_at", None))
+    if isinstance(item, logfile.WindowEnd):
+        return type(item).__name__, item.position, item.needed
+    return type(item).__name__, item
+
+
+def native(data: bytes) -> None:
+    """The compiled common step of the walk (``logscan._native``) against the pure-Python walk:
+    the same entries and findings in the same order, field for field. The first byte picks the
+    walk's options: no CRC checks, no resync, a cut, a window of a longer log (``more``, at a
+    shifted ``base``), and how many bytes short of the end the walk stops."""
+    if len(data) < 1 or logfile.NATIVE_WALK is None:
+        return
+    flags, data = data[0], data[1:]
+    options = dict(verify_crc=not flags & 1, resync=not flags & 2, cut=bool(flags & 4),
+                   more=bool(flags & 8), base=(flags & 8) * 1000)
+    end = max(len(data) - (flags >> 4) * 7, 0)
+    compiled = [_exact_key(x) for x in walk_batches(data, 0, end, **options)]
+    step, logfile.NATIVE_WALK = logfile.NATIVE_WALK, None
+    try:
+        python = [_exact_key(x) for x in walk_batches(data, 0, end, **options)]
+    finally:
+        logfile.NATIVE_WALK = step
+    if compiled != python:
+        first = next(i for i, (a, b) in enumerate(zip(compiled + [None], python + [None])) if a != b)
+        raise InvariantError(f"the compiled walk ({options}, end {end}) differs from the Python walk at item "
+                             f"{first}: {compiled[first:first + 1]} against {python[first:first + 1]}")
+
+
 def control_record(data: bytes) -> None:
     """A control record's key, and its value as an end-transaction marker or KRaft record."""
     key, value = _split(data)
@@ -259,6 +291,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "legacy": legacy,
     "walk": walk,
     "windows": windows,
+    "native": native,
     "control": control_record,
     "txnlog": txnlog,
     "offsets": offsets,
