@@ -56,6 +56,7 @@ import os
 import re
 import struct
 import zlib
+from contextlib import contextmanager
 from typing import Iterator, Optional, Union
 
 from .batch import BATCH_HEADER, RecordBatch, crc32c, decode_batch_header
@@ -98,6 +99,18 @@ def _native_walk():
 
 #: The compiled common step of ``walk_batches``, or None for the pure-Python one.
 NATIVE_WALK = _native_walk()
+
+
+@contextmanager
+def pure_python_walk() -> Iterator[None]:
+    """Walks that start inside take the pure-Python common step (the bench's and the tests'
+    comparison with the compiled one)."""
+    global NATIVE_WALK
+    step, NATIVE_WALK = NATIVE_WALK, None
+    try:
+        yield
+    finally:
+        NATIVE_WALK = step
 # Batches a call of NATIVE_WALK takes at most: it starts at 1 and doubles, so a reader that
 # stops after a few batches has not paid for many more, and a long walk pays a call per 1024.
 NATIVE_MAX_CHUNK = 1024

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from logscan.format import logfile
 from tools.bench import curve
 
 
@@ -31,6 +32,21 @@ def test_segments_have_the_asked_batch_size(tmp_path):
             pos += size
         assert codecs == {0}
         assert all(0.85 * kib * 1024 <= s <= kib * 1024 for s in sizes), (kib, min(sizes), max(sizes))
+
+
+def test_the_python_column_walks_without_the_compiled_step(tmp_path, monkeypatch):
+    seg = curve.curve_segment(16, 4, base=tmp_path)
+    batches = curve.walk(seg)
+    calls = []
+
+    def compiled(buf, pos, *args):  # takes no batch: the walk's general step reads each one
+        calls.append(pos)
+        return [], pos
+
+    monkeypatch.setattr(logfile, "NATIVE_WALK", compiled)
+    assert curve.walk(seg, compiled=False) == batches and calls == []
+    assert logfile.NATIVE_WALK is compiled
+    assert curve.walk(seg) == batches and len(calls) == batches
 
 
 def test_crc_per_batch_and_the_bare_loop_count_every_batch(tmp_path):
@@ -82,7 +98,7 @@ def test_report_has_every_size_and_the_target(tmp_path, capsys):
     for label in ("1 KiB", "16 KiB", "1 MiB"):
         assert re.search(rf"^\s+{label}\s+\d+ \|", out, re.M), label
     targets = [line for line in out.splitlines() if "16 KiB batches >= 70%" in line]
-    assert len(targets) == 2
+    assert len(targets) == 3
     assert all(re.match(r"\s+\[(    met|NOT met)\]", line) for line in targets)
     assert re.search(r"^\s+16 KiB\s+\d+ \|(\s+\d+\.\d\d){3} \|\s+\d+\.\d\d\s+\d+% \|\s+\d+\.\d\d\s+\d+% \|", out, re.M)
     lines = out.splitlines()
@@ -100,7 +116,7 @@ def test_report_has_every_size_and_the_target(tmp_path, capsys):
 
 def test_the_projection_adds_the_compiled_walk_to_the_crc_in_large_calls():
     # 8 MiB calls take 0.3 s, the compiled walk 0.1 s: a walker doing both reaches 75% of the calls alone.
-    p = curve.Point(16, 10**9, 1000, 0.1, 0.2, 0.2, 0.5, 0.3, 0.6, 0.7, 0.8, t_compiled=0.1, t_compiled_crc=0.9)
+    p = curve.Point(16, 10**9, 1000, 0.1, 0.2, 0.2, 0.5, 0.3, 0.6, 0.7, 0.75, 0.8, t_compiled=0.1, t_compiled_crc=0.9)
     assert p.compiled_projection == pytest.approx(0.75)
     (row,) = [line for line in curve.compiled_table([p]) if line.startswith("   16 KiB |")]
     assert row.split("|")[1].split() == ["10.0", "100.00"]  # GB/s, us per batch
@@ -109,7 +125,7 @@ def test_the_projection_adds_the_compiled_walk_to_the_crc_in_large_calls():
 
 
 def test_without_aiokafka_the_compiled_rows_say_so():
-    p = curve.Point(16, 10**9, 1000, 0.1, 0.2, 0.2, 0.5, 0.3, 0.6, 0.7, 0.8)
+    p = curve.Point(16, 10**9, 1000, 0.1, 0.2, 0.2, 0.5, 0.3, 0.6, 0.7, 0.75, 0.8)
     assert curve.compiled_table([p])[1] == "  aiokafka: not installed"
     assert curve.why(p)[-1] == "  a compiled walker (aiokafka): not installed"
 
@@ -125,7 +141,7 @@ def test_every_size_is_held_to_the_best_limit_of_the_run():
     # Same bytes and times at two sizes, but the 16 KiB limit measured twice as slow (another
     # process on the core): its ratios must not come out twice as good.
     def point(kib, t_limit):
-        return curve.Point(kib, 10**9, 1000, 0.1, t_limit, t_limit, 0.1, 0.1, 0.2, 0.4, 0.5)
+        return curve.Point(kib, 10**9, 1000, 0.1, t_limit, t_limit, 0.1, 0.1, 0.2, 0.4, 0.45, 0.5)
 
     fast, slow = point(4, 0.1), point(16, 0.2)
     lines = curve.report([fast, slow], 256, 1)

@@ -64,11 +64,8 @@ def _segment() -> list[bytes]:
 
 
 def _python(buf, **kw) -> list:
-    step, logfile.NATIVE_WALK = logfile.NATIVE_WALK, None
-    try:
+    with logfile.pure_python_walk():
         return [_exact_key(x) for x in walk_batches(buf, **kw)]
-    finally:
-        logfile.NATIVE_WALK = step
 
 
 def _compiled(buf, **kw) -> list:

@@ -17,6 +17,15 @@ import crc32c
 READ_CHUNK = 8 << 20
 
 
+def walk_kind() -> str:
+    """Which common step logscan's walks take in this process, for the figures' labels."""
+    from logscan.format import logfile
+
+    if logfile.NATIVE_WALK is not None:
+        return "its common step compiled (logscan._native)"
+    return "pure Python (logscan._native is not built or LOGSCAN_PURE_PYTHON is set)"
+
+
 def best_of(runs: int, fn):
     """Run ``fn`` ``runs`` times; return (best seconds, last result)."""
     return best_of_each(runs, {None: fn})[None]

@@ -20,20 +20,20 @@ On the same bytes, in the same run, one core, best of --runs, it measures:
   advance; no objects). It is the floor of a walk in pure Python: logscan's own walks do this
   and more;
 - ``logscan.format.logfile.walk_batches`` over an mmap with CRC checks (what ``logscan dump``
-  walks);
+  walks), with its compiled common step (``logscan._native``: the header, the checks and a
+  hardware CRC32C in Rust, a RecordBatch per batch) and in pure Python (``pure_python_walk``);
 - ``logscan.scan.replica.read_segment``: the scan's own unit of work (the same walk, plus one
   BatchFact per batch and the control records of markers), as a Spark task runs it;
-- a compiled walker that exists: aiokafka's Cython ``MemoryRecords`` (a bench anchor already)
-  over the segment's bytes, read before the clock starts (it takes bytes only), one batch
-  object per batch: its walk alone, and its walk checking each batch with its own CRC32C in C
+- another compiled walker, as an anchor: aiokafka's Cython ``MemoryRecords`` over the
+  segment's bytes, read before the clock starts (it takes bytes only), one batch object per
+  batch: its walk alone, and its walk checking each batch with its own CRC32C in C
   (``validate_crc``). The walk alone, added to CRC32C over the same bytes in 8 MiB calls,
-  projects what a compiled walker computing a hardware CRC32C without a Python call per batch
-  would reach: the proposal of the README, tested with a library that already exists.
+  projects what such a walker computing a hardware CRC32C would reach.
 
 and prints GB/s, batches/s and the ratio to the limit per size, then the target of issue 7:
 batch-level decode with CRC at 16 KiB batches >= 70% of the page-cache+CRC32C limit, and what
 the per-batch CRC32C ceiling and the bare Python loop reach at that size, which say how far a
-pure-Python walk can get at all. Every figure checks what it did: each batch's CRC matches, and
+pure-Python walk can get at all (and so why the common step is compiled). Every figure checks what it did: each batch's CRC matches, and
 every walk counts the same batches.
 """
 
@@ -51,6 +51,7 @@ from typing import Optional
 
 import crc32c
 
+from logscan.format import logfile
 from logscan.format.logfile import walk_batches
 from logscan.scan.replica import read_segment
 
@@ -162,8 +163,12 @@ def bare_walk(path: Path) -> int:
             view.release()
 
 
-def walk(path: Path) -> int:
-    """logscan's batch walk with CRC32C checks over an mmap: the number of batches."""
+def walk(path: Path, compiled: bool = True) -> int:
+    """logscan's batch walk with CRC32C checks over an mmap, with its compiled common step if
+    built, or in pure Python: the number of batches."""
+    if not compiled:
+        with logfile.pure_python_walk():
+            return walk(path)
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         view = memoryview(mm)
         n = 0
@@ -213,7 +218,8 @@ class Point:
     t_crc_batch: float  # CRC32C per batch, no walk
     t_crc_chunks: float  # CRC32C in 8 MiB calls over the same, already mapped, bytes
     t_bare: float  # the bare Python walk+check loop
-    t_walk: float
+    t_walk: float  # walk_batches with logscan._native (pure Python if it is not built)
+    t_walk_python: float  # walk_batches in pure Python
     t_scan: float
     t_compiled: Optional[float] = None  # aiokafka's walk, bytes in memory, no CRC (None: not installed)
     t_compiled_crc: Optional[float] = None  # the same, each batch checked with aiokafka's CRC32C
@@ -257,8 +263,10 @@ def measure(kib: int, size_mb: int, runs: int, base: Path = CURVE_DIR) -> Point:
         t_crc_chunks, _ = anchors.best_of(runs, lambda: crc_chunks(slices))
     t_bare, bare = anchors.best_of(runs, lambda: bare_walk(seg))
     t_walk, batches = anchors.best_of(runs, lambda: walk(seg))
+    t_walk_python, walked_python = anchors.best_of(runs, lambda: walk(seg, compiled=False))
     t_scan, facts = anchors.best_of(runs, lambda: scan_unit(seg))
-    counted = [("read_segment", facts), ("the per-batch CRC32C pass", crc_checked), ("the bare loop", bare)]
+    counted = [("read_segment", facts), ("the per-batch CRC32C pass", crc_checked), ("the bare loop", bare),
+               ("walk_batches in pure Python", walked_python)]
     t_compiled = t_compiled_crc = None
     if anchors.has_aiokafka():
         data = seg.read_bytes()
@@ -270,7 +278,7 @@ def measure(kib: int, size_mb: int, runs: int, base: Path = CURVE_DIR) -> Point:
         if n != batches:
             raise SystemExit(f"{seg}: {name} saw {n} batches, walk_batches {batches}")
     return Point(kib, nbytes, batches, t_read, t_read_crc, t_mmap_crc, t_crc_batch, t_crc_chunks, t_bare, t_walk,
-                 t_scan, t_compiled, t_compiled_crc)
+                 t_walk_python, t_scan, t_compiled, t_compiled_crc)
 
 
 def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
@@ -287,17 +295,19 @@ def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
              "CRC/batch = the crc32c library once per batch over pre-built slices, no walk (the ceiling "
              "of any walker checking each batch with it); its % is against 8 MiB calls over the same mapping",
              "bare loop = the smallest pure-Python walk+check: unpack, slice, crc32c, compare, advance",
+             f"walk_batches = {anchors.walk_kind()}; Python = the same walk in pure Python",
              "",
              f"  {'batch':>7} {'mean B':>8} | {'read':>6} {'+CRC':>6} {'mmap+CRC':>8} | "
-             f"{'CRC/batch':>9} {'limit':>6} | {'bare loop':>9} {'limit':>6} | "
+             f"{'CRC/batch':>9} {'limit':>6} | {'bare loop':>9} {'limit':>6} | {'Python':>6} {'limit':>6} | "
              f"{'walk_batches':>12} {'M b/s':>6} {'limit':>6} | {'read_segment':>12} {'M b/s':>6} {'limit':>6}",
              f"  {'':>7} {'':>8} | {'GB/s':>6} {'GB/s':>6} {'GB/s':>8} | {'GB/s':>9} {'':>6} | {'GB/s':>9} {'':>6} | "
-             f"{'GB/s':>12} {'':>6} {'':>6} | {'GB/s':>12} {'':>6} {'':>6}"]
+             f"{'GB/s':>6} {'':>6} | {'GB/s':>12} {'':>6} {'':>6} | {'GB/s':>12} {'':>6} {'':>6}"]
     for p in points:
         lines.append(
             f"  {_kib(p.kib):>7} {p.nbytes / p.batches:8.0f} | {p.gbs(p.t_read):6.2f} {p.gbs(p.t_read_crc):6.2f} "
             f"{p.gbs(p.t_mmap_crc):8.2f} | {p.gbs(p.t_crc_batch):9.2f} {p.crc_ceiling:6.0%} | "
-            f"{p.gbs(p.t_bare):9.2f} {p.ratio(p.t_bare):6.0%} | {p.gbs(p.t_walk):12.2f} {p.batches / p.t_walk / 1e6:6.3f} "
+            f"{p.gbs(p.t_bare):9.2f} {p.ratio(p.t_bare):6.0%} | {p.gbs(p.t_walk_python):6.2f} "
+            f"{p.ratio(p.t_walk_python):6.0%} | {p.gbs(p.t_walk):12.2f} {p.batches / p.t_walk / 1e6:6.3f} "
             f"{p.ratio(p.t_walk):6.0%} | {p.gbs(p.t_scan):12.2f} {p.batches / p.t_scan / 1e6:6.3f} "
             f"{p.ratio(p.t_scan):6.0%}")
     lines += ["", *compiled_table(points), "", "Targets (issue 7):"]
@@ -305,7 +315,9 @@ def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
     if not at:
         lines.append(f"  [    n/a] {TARGET_KIB} KiB batches not in this run")
     for p in at:
-        for name, t in (("read_segment, the scan's path", p.t_scan), ("walk_batches, the dump's walk", p.t_walk)):
+        for name, t in (("read_segment, the scan's path", p.t_scan),
+                        (f"walk_batches, the dump's walk, {anchors.walk_kind()}", p.t_walk),
+                        ("walk_batches in pure Python", p.t_walk_python)):
             ok = p.ratio(t) >= TARGET_RATIO
             lines.append(f"  [{'met' if ok else 'NOT met':>7}] batch-level decode with CRC ({name}) at "
                          f"{TARGET_KIB} KiB batches >= {TARGET_RATIO:.0%} of the page-cache+CRC32C limit: "

@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     t_crc, _ = anchors.best_of(args.runs, lambda: anchors.page_cache_read_crc32c(seg))
     print(line("page-cache read + CRC32C (crc32c library)", t_crc, nbytes))
 
-    print("\nBatch level (headers + CRC32C check):")
+    print(f"\nBatch level (headers + CRC32C check; the walk: {anchors.walk_kind()}):")
     t_walk, (nb, _) = anchors.best_of(args.runs, lambda: logscan_walk(seg))
     walk_gbs = nbytes / t_walk / GB
     print(line("logscan walk_batches (in process, mmap)", t_walk, nbytes, nb, "batches",

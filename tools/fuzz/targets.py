@@ -161,11 +161,8 @@ def native(data: bytes) -> None:
                    more=bool(flags & 8), base=(flags & 8) * 1000)
     end = max(len(data) - (flags >> 4) * 7, 0)
     compiled = [_exact_key(x) for x in walk_batches(data, 0, end, **options)]
-    step, logfile.NATIVE_WALK = logfile.NATIVE_WALK, None
-    try:
+    with logfile.pure_python_walk():
         python = [_exact_key(x) for x in walk_batches(data, 0, end, **options)]
-    finally:
-        logfile.NATIVE_WALK = step
     if compiled != python:
         first = next(i for i, (a, b) in enumerate(zip(compiled + [None], python + [None])) if a != b)
         raise InvariantError(f"the compiled walk ({options}, end {end}) differs from the Python walk at item "
