@@ -33,11 +33,12 @@ memoryview slices, the resync search copies at most one window at a time.
 
 The common step (a whole v2 batch with a sane size and, when checked, a valid CRC) runs in
 compiled code when logscan was installed with its extension module (``logscan._native``,
-built from native/ by cargo): a batch then costs its CRC-32C, computed with the CPU's CRC32
-instruction, and its ``RecordBatch``, instead of about a microsecond of Python beyond a
-``crc32c`` call. Everything else, and every finding, is decided by the Python below, which is
-also the whole walk where the module is missing or ``LOGSCAN_PURE_PYTHON=1`` is set: both walks
-yield the same items (tests/format/test_native.py holds them to it).
+built from native/ by cargo): a batch then costs its CRC-32C (crc-fast's, folded with the
+CPU's carry-less multiply) and its ``RecordBatch``, instead of about a microsecond of Python
+beyond a ``crc32c`` call. Everything else, and every finding, is decided by the Python below,
+which is also the whole walk where the module is missing or ``LOGSCAN_PURE_PYTHON=1`` is set:
+both walks yield the same items (tests/format/test_native.py and the fuzz target ``native``
+hold them to it).
 
 A log need not be one buffer either: ``walk_windows`` reads it through windows of a source
 (logscan.logdir.segment.LogWindows maps them from a file), so a segment larger than the
