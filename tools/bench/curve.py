@@ -5,7 +5,8 @@
 For each batch size a segment of --size-mb is generated once (tools/bench/gen_cluster.py: one
 partition, one segment, uncompressed batches of that on-disk size from transactional and
 idempotent producers, with their COMMIT/ABORT markers) and cached under .work/bench/curve/.
-On the same bytes, in the same run, one core, best of --runs, it measures:
+On the same bytes, in the same run, one core, best of --runs (in rounds of one run of each,
+the segment dropped from the page cache and read back in first), it measures:
 
 - the machine's limits: reading the file from page cache into a reused buffer, the same plus
   CRC32C over every byte with the ``crc32c`` library, and CRC32C over an mmap of the file
@@ -253,32 +254,39 @@ class Point:
 
 
 def measure(kib: int, size_mb: int, runs: int, base: Path = CURVE_DIR) -> Point:
+    """Every figure of one size, in rounds of one run of each (a slow spell of the machine
+    hits them alike), best of ``runs``; the segment freshly cached first."""
     seg = curve_segment(kib, size_mb, base)
-    anchors.page_cache_read(seg)  # into the page cache
-    t_read, nbytes = anchors.best_of(runs, lambda: anchors.page_cache_read(seg))
-    t_read_crc, _ = anchors.best_of(runs, lambda: anchors.page_cache_read_crc32c(seg))
-    t_mmap_crc, _ = anchors.best_of(runs, lambda: mmap_crc32c(seg))
+    anchors.recache(seg)
+    data = seg.read_bytes() if anchors.has_aiokafka() else None  # aiokafka takes bytes only
     with crc_spans(seg) as (slices, crcs):
-        t_crc_batch, crc_checked = anchors.best_of(runs, lambda: crc_per_batch(slices, crcs))
-        t_crc_chunks, _ = anchors.best_of(runs, lambda: crc_chunks(slices))
-    t_bare, bare = anchors.best_of(runs, lambda: bare_walk(seg))
-    t_walk, batches = anchors.best_of(runs, lambda: walk(seg))
-    t_walk_python, walked_python = anchors.best_of(runs, lambda: walk(seg, compiled=False))
-    t_scan, facts = anchors.best_of(runs, lambda: scan_unit(seg))
-    counted = [("read_segment", facts), ("the per-batch CRC32C pass", crc_checked), ("the bare loop", bare),
-               ("walk_batches in pure Python", walked_python)]
-    t_compiled = t_compiled_crc = None
-    if anchors.has_aiokafka():
-        data = seg.read_bytes()
-        t_compiled, walked = anchors.best_of(runs, lambda: compiled_walk(data, check_crc=False))
-        t_compiled_crc, checked = anchors.best_of(runs, lambda: compiled_walk(data, check_crc=True))
-        del data
-        counted += [("aiokafka's walk", walked), ("aiokafka's walk with its CRC", checked)]
-    for name, n in counted:
-        if n != batches:
-            raise SystemExit(f"{seg}: {name} saw {n} batches, walk_batches {batches}")
-    return Point(kib, nbytes, batches, t_read, t_read_crc, t_mmap_crc, t_crc_batch, t_crc_chunks, t_bare, t_walk,
-                 t_walk_python, t_scan, t_compiled, t_compiled_crc)
+        fns = {
+            "read": lambda: anchors.page_cache_read(seg),
+            "read_crc": lambda: anchors.page_cache_read_crc32c(seg),
+            "mmap_crc": lambda: mmap_crc32c(seg),
+            "crc_batch": lambda: crc_per_batch(slices, crcs),
+            "crc_chunks": lambda: crc_chunks(slices),
+            "bare": lambda: bare_walk(seg),
+            "walk": lambda: walk(seg),
+            "walk_python": lambda: walk(seg, compiled=False),
+            "scan": lambda: scan_unit(seg),
+        }
+        if data is not None:
+            fns["compiled"] = lambda: compiled_walk(data, check_crc=False)
+            fns["compiled_crc"] = lambda: compiled_walk(data, check_crc=True)
+        got = anchors.best_of_each(runs, fns)
+    del data
+    t = {name: seconds for name, (seconds, _) in got.items()}
+    batches = got["walk"][1]
+    names = {"scan": "read_segment", "crc_batch": "the per-batch CRC32C pass", "bare": "the bare loop",
+             "walk_python": "walk_batches in pure Python", "compiled": "aiokafka's walk",
+             "compiled_crc": "aiokafka's walk with its CRC"}
+    for name, label in names.items():
+        if name in got and got[name][1] != batches:
+            raise SystemExit(f"{seg}: {label} saw {got[name][1]} batches, walk_batches {batches}")
+    return Point(kib, got["read"][1], batches, t["read"], t["read_crc"], t["mmap_crc"], t["crc_batch"],
+                 t["crc_chunks"], t["bare"], t["walk"], t["walk_python"], t["scan"], t.get("compiled"),
+                 t.get("compiled_crc"))
 
 
 def report(points: list[Point], size_mb: int, runs: int) -> list[str]:

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         generate_segment(seg, size, args.batch_kib << 10)
         print(f"generated {seg} ({seg.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
     nbytes = seg.stat().st_size
-    anchors.page_cache_read(seg)  # warm the page cache
+    anchors.recache(seg)  # freshly into the page cache
 
     print(f"\nSegment: {seg.relative_to(ROOT)}  {nbytes / 1e6:.0f} MB, ~{args.batch_kib} KiB batches, "
           f"best of {args.runs}, one core")
