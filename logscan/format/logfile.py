@@ -112,6 +112,8 @@ def pure_python_walk() -> Iterator[None]:
         yield
     finally:
         NATIVE_WALK = step
+
+
 # Batches a call of NATIVE_WALK takes at most: it starts at 1 and doubles, so a reader that
 # stops after a few batches has not paid for many more, and a long walk pays a call per 1024.
 NATIVE_MAX_CHUNK = 1024

@@ -101,22 +101,28 @@ fn walk_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, ba
     if !view.is_c_contiguous() {
         return Err(PyValueError::new_err("the buffer must be contiguous"));
     }
-    // SAFETY: ``view`` keeps the exporter's bytes alive and in place until it is dropped at
-    // the end of this call, and nothing here runs Python code that could write to them.
-    let bytes: &[u8] = unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes()) };
-    let end = end.min(bytes.len() as i64);
+    let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
+    // SAFETY: ``view`` keeps the exporter's ``len`` bytes alive and in place (it can neither
+    // resize nor free them) until it is dropped at the end of this call. Making a RecordBatch
+    // may run a garbage collection, whose finalizers could write to a writable buffer, so no
+    // slice of the bytes outlives the one read it is taken for.
+    let bytes = |from: usize, to: usize| -> &[u8] {
+        assert!(from <= to && to <= len);
+        unsafe { std::slice::from_raw_parts(start.add(from), to - from) }
+    };
+    let end = end.min(len as i64);
     let out = PyList::empty(py);
     let mut pos = pos;
     let mut count = 0;
     while count < limit && pos + HEADER as i64 <= end {
         let at = pos as usize;
-        let fields = header_fields(&bytes[at..at + HEADER]);
+        let fields = header_fields(bytes(at, at + HEADER));
         let (length, magic, crc) = (fields[1], fields[3], fields[4]);
         let next = pos + LOG_OVERHEAD + length;
         if magic != 2 || length < MIN_V2_SIZE || next > end {
             break;
         }
-        if verify_crc && crc_32c(&bytes[at + CRC_START..next as usize]) != crc {
+        if verify_crc && crc_32c(bytes(at + CRC_START, next as usize)) != crc {
             break;
         }
         out.append(record_batch(py, batch_class, pos + base, &fields)?)?;
