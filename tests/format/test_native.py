@@ -23,7 +23,7 @@ from logscan.format import logfile
 from logscan.format.batch import RecordBatch, decode_batch_header
 from logscan.format.logfile import walk_batches
 from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, legacy_message
-from tools.fuzz.targets import _exact_key
+from tools.fuzz.targets import exact_key
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = 1_700_000_000_000
@@ -34,6 +34,8 @@ def test_the_compiled_step_is_built_and_used():
     if os.environ.get("LOGSCAN_PURE_PYTHON"):
         assert logfile.NATIVE_WALK is None
         return
+    assert importlib.util.find_spec("logscan._native") is not None, (
+        "logscan._native is not built: install cargo (rustup), then reinstall (make venv)")
     from logscan import _native
     assert logfile.NATIVE_WALK is _native.walk_v2
 
@@ -66,11 +68,11 @@ def _segment() -> list[bytes]:
 
 def _python(buf, **kw) -> list:
     with logfile.pure_python_walk():
-        return [_exact_key(x) for x in walk_batches(buf, **kw)]
+        return [exact_key(x) for x in walk_batches(buf, **kw)]
 
 
 def _compiled(buf, **kw) -> list:
-    return [_exact_key(x) for x in walk_batches(buf, **kw)]
+    return [exact_key(x) for x in walk_batches(buf, **kw)]
 
 
 def _all(walk_v2, buf, pos=0, end=None, base=0, verify_crc=True, limit=10**6):

@@ -140,7 +140,8 @@ def windows(data: bytes) -> None:
     _check(found == expected, f"find_entry from {start} through {size}-byte windows: {found}, one search: {expected}")
 
 
-def _exact_key(item) -> tuple:
+def exact_key(item) -> tuple:
+    """An item of a walk as a comparable key: an entry whole, a finding by every attribute."""
     if isinstance(item, DecodeError):
         return (type(item).__name__, item.position, item.message, item.expected, item.found,
                 getattr(item, "length", None), getattr(item, "resume_at", None))
@@ -160,9 +161,9 @@ def native(data: bytes) -> None:
     options = dict(verify_crc=not flags & 1, resync=not flags & 2, cut=bool(flags & 4),
                    more=bool(flags & 8), base=(flags & 8) * 1000)
     end = max(len(data) - (flags >> 4) * 7, 0)
-    compiled = [_exact_key(x) for x in walk_batches(data, 0, end, **options)]
+    compiled = [exact_key(x) for x in walk_batches(data, 0, end, **options)]
     with logfile.pure_python_walk():
-        python = [_exact_key(x) for x in walk_batches(data, 0, end, **options)]
+        python = [exact_key(x) for x in walk_batches(data, 0, end, **options)]
     if compiled != python:
         first = next(i for i, (a, b) in enumerate(zip(compiled + [None], python + [None])) if a != b)
         raise InvariantError(f"the compiled walk ({options}, end {end}) differs from the Python walk at item "
