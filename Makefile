@@ -77,4 +77,4 @@ fuzz: venv
 	$(PY) -m tools.fuzz.fuzz $(FUZZ_TARGET) -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_TIME) -print_final_stats=1
 
 clean:
-	rm -rf $(VENV) .kafka .work build *.egg-info
+	rm -rf $(VENV) .kafka .work build *.egg-info native/target logscan/_native*.so
