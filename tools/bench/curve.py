@@ -34,8 +34,8 @@ the segment dropped from the page cache and read back in first), it measures:
 and prints GB/s, batches/s and the ratio to the limit per size, then the target of issue 7:
 batch-level decode with CRC at 16 KiB batches >= 70% of the page-cache+CRC32C limit, and what
 the per-batch CRC32C ceiling and the bare Python loop reach at that size, which say how far a
-pure-Python walk can get at all (and so why the common step is compiled). Every figure checks what it did: each batch's CRC matches, and
-every walk counts the same batches.
+pure-Python walk can get at all (and so why the common step is compiled). Every figure checks
+what it did: each batch's CRC matches, and every walk counts the same batches.
 """
 
 from __future__ import annotations

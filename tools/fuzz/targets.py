@@ -115,6 +115,13 @@ def walk(data: bytes) -> None:
         last_end = item.next_position
 
 
+def _check_same(got: list, want: list, what: str) -> None:
+    """Two walks' items are the same; if not, say where they first differ."""
+    if got != want:
+        first = next(i for i, (a, b) in enumerate(zip(got + [None], want + [None])) if a != b)
+        raise InvariantError(f"{what} at item {first}: {got[first:first + 1]} against {want[first:first + 1]}")
+
+
 def _item_key(item) -> tuple:
     if isinstance(item, DecodeError):
         return type(item).__name__, item.position, item.message, getattr(item, "length", None)
@@ -131,10 +138,7 @@ def windows(data: bytes) -> None:
     data = data[3:]
     whole = [_item_key(x) for x in walk_batches(data)]
     got = [_item_key(x) for x, _ in walk_windows(BufferWindows(data, granularity), window=size)]
-    if got != whole:
-        first = next(i for i, (a, b) in enumerate(zip(got + [None], whole + [None])) if a != b)
-        raise InvariantError(f"windows of {size} bytes (alignment {granularity}) differ from one walk at "
-                             f"item {first}: {got[first:first + 1]} against {whole[first:first + 1]}")
+    _check_same(got, whole, f"windows of {size} bytes (alignment {granularity}) differ from one walk")
     start = at * len(data) // 256
     found, expected = find_entry(BufferWindows(data, granularity), start, window=size), find_next_entry(data, start, len(data))
     _check(found == expected, f"find_entry from {start} through {size}-byte windows: {found}, one search: {expected}")
@@ -164,10 +168,7 @@ def native(data: bytes) -> None:
     compiled = [exact_key(x) for x in walk_batches(data, 0, end, **options)]
     with logfile.pure_python_walk():
         python = [exact_key(x) for x in walk_batches(data, 0, end, **options)]
-    if compiled != python:
-        first = next(i for i, (a, b) in enumerate(zip(compiled + [None], python + [None])) if a != b)
-        raise InvariantError(f"the compiled walk ({options}, end {end}) differs from the Python walk at item "
-                             f"{first}: {compiled[first:first + 1]} against {python[first:first + 1]}")
+    _check_same(compiled, python, f"the compiled walk ({options}, end {end}) differs from the Python walk")
 
 
 def control_record(data: bytes) -> None:
