@@ -25,6 +25,10 @@ from typing import Optional
 REPO = Path(__file__).resolve().parents[1]
 DELTA_LIBS = Path(os.environ.get("LOGSCAN_DELTA_LIBS", REPO / ".delta" / "libs"))
 
+#: PySpark's daemon importing the installed pyspark (spark_jobs/worker_daemon.py): set for the
+#: local sessions build_session starts; a cluster's executors may not have it.
+WORKER_DAEMON = "spark_jobs.worker_daemon"
+
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 BASE_CONF = {
@@ -85,7 +89,9 @@ def _delta_loaded(spark) -> bool:
 
 def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = None,
                   conf: Optional[dict[str, str]] = None):
-    """A SparkSession with Delta configured; ``master`` only when not under spark-submit."""
+    """A SparkSession with Delta configured; ``master`` only when not under spark-submit. A
+    local session it starts itself runs its Python workers under WORKER_DAEMON (``conf`` may
+    set ``spark.python.daemon.module`` back to ``pyspark.daemon``)."""
     # Python workers must run this interpreter: the one with pyarrow and logscan installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -98,6 +104,10 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
     settings = dict(BASE_CONF)
     if not under_submit:
         settings["spark.jars"] = ",".join(delta_jars())
+        if master and master.startswith("local"):
+            # The Python workers run this interpreter, so they can import this module:
+            # pyspark from the installed package, not compiled from its zip (worker_daemon).
+            settings["spark.python.daemon.module"] = WORKER_DAEMON
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
