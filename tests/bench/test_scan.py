@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tools.bench import scan as bench
-from spark_jobs.session import DELTA_LIBS
+from spark_jobs.session import DELTA_LIBS, WORKER_DAEMON
 
 
 def test_linear_fit_recovers_a_line():
@@ -162,6 +162,41 @@ def test_throughput_and_cores_are_judged_on_the_warm_scans():
     assert "0.50 s (0.45-0.70, 3x)" in line, line
     (line,) = [t for t in out.splitlines() if "spark local[1], as one command" in t]
     assert "~51.0 s" in line, line   # start 9 + first-scan extra (30 - 8) + first scan of the copy 20
+
+
+def test_memory_is_judged_only_on_sampled_workers():
+    # A make bench run (2026-11-24) whose sampler missed the workers (their daemon had a new
+    # module name) printed 0 MiB for both files and "met": a peak of no process is no figure.
+    plan = _plan()
+    copies, local = _copies(plan)
+    small, big = (d.name for d in plan.memory)
+
+    def judged(workers: int) -> str:
+        runs = {name: bench.SparkRun(name, 10.0, None, 100 << 20, 200 << 20, workers, 1, True, {"ok": 1}, [])
+                for name in (small, big)}
+        sessions = {1: bench.Session("local[1]", {}, 9.0, runs)}
+        out = bench.report(plan, copies, local, 1.0, sessions, None, 16384, 1 << 30)
+        (line,) = [t for t in out if "peak memory per task" in t]
+        return line
+
+    assert judged(0).lstrip().startswith("[    n/a]") and "no Python worker was sampled" in judged(0)
+    assert "peak RssAnon grew 0 MiB" in judged(2)   # sampled: judged (NOT met here: no limit run)
+
+
+def test_the_sampler_finds_the_workers_of_either_daemon():
+    # The sessions build_session starts run spark_jobs.worker_daemon; a forked worker keeps the
+    # command line of its daemon. Another Python child is not a worker.
+    code = "import sys, time; time.sleep(30)"
+    children = [subprocess.Popen([sys.executable, "-c", code, "-m", module])
+                for module in (WORKER_DAEMON, "pyspark.daemon", "something.else")]
+    try:
+        sampler = bench.WorkerSampler(os.getpid())
+        sampler._discover()
+        assert sampler.workers == {children[0].pid, children[1].pid}
+    finally:
+        for c in children:
+            c.kill()
+            c.wait()
 
 
 def test_cpu_by_group_counts_the_driver_and_a_python_child():

@@ -55,6 +55,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from spark_jobs.session import WORKER_DAEMON
+
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".work" / "bench" / "scan"
 MIB = 1 << 20
@@ -304,11 +306,14 @@ class WorkerSampler(threading.Thread):
                 except OSError:
                     continue
                 # Only positive matches are kept: spark-submit's bash script (whose arguments
-                # name pyspark) becomes the JVM by exec, under the same pid.
+                # name pyspark) becomes the JVM by exec, under the same pid. The daemon is
+                # pyspark's or, in the sessions build_session starts, WORKER_DAEMON; its forked
+                # workers keep its command line.
                 argv = cmd.split(b"\0")
                 if argv[0].rsplit(b"/", 1)[-1] == b"java":
                     self.jvms.add(pid)
-                elif any(a == b"-m" and b.startswith(b"pyspark.") for a, b in zip(argv, argv[1:])):
+                elif any(a == b"-m" and (b.startswith(b"pyspark.") or b == WORKER_DAEMON.encode())
+                         for a, b in zip(argv, argv[1:])):
                     self.workers.add(pid)
 
     @staticmethod
@@ -850,7 +855,9 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
                                f"{who} time linear in {key} (upper step per-unit cost <= {LINEAR_SLACK}x the lower; a "
                                f"lower step flat or within its repeats' spread: upper step time ratio <= input ratio): "
                                + ("n/a" if f is None else f[1])))
-    if ms and mb and not ms.error and not mb.error:
+    if ms and mb and not ms.error and not mb.error and not (ms.workers and mb.workers):
+        out.append(verdict(None, "peak memory per task: no figure (no Python worker was sampled)"))
+    elif ms and mb and not ms.error and not mb.error:
         grew = mb.worker_rss_anon - ms.worker_rss_anon
         bound = 2 * mem_batch + MEMORY_SLACK
         bounded = grew <= bound
