@@ -149,3 +149,26 @@ def test_every_size_is_held_to_the_best_limit_of_the_run():
     assert slow.ratio(slow.t_walk) == fast.ratio(fast.t_walk) == pytest.approx(0.25)
     (target,) = [line for line in lines if "walk_batches, the dump's walk" in line]
     assert "25% (2.50 of 10.00 GB/s)" in target
+
+
+def test_rounds_go_across_the_sizes_and_keep_each_best(tmp_path, monkeypatch):
+    # A slow spell of the machine lasting one size's rounds would have set that size's row
+    # alone: the rounds take each size in turn, and each figure keeps its best.
+    calls = []
+    slow = {(1, 16): 9.0}   # (round, size): the whole round slow
+    names = ["read", "read_crc", "mmap_crc", "crc_batch", "crc_chunks", "bare", "walk", "walk_python", "scan"]
+
+    def one_round(seg):
+        kib = int(seg.name)
+        r = sum(1 for _, k in calls if k == kib) + 1
+        calls.append((r, kib))
+        return {name: (slow.get((r, kib), 1.0) + r / 100, 10 if name == "read" else 7) for name in names}
+
+    monkeypatch.setattr(curve, "curve_segment", lambda kib, size_mb, base: base / f"{kib}")
+    monkeypatch.setattr(curve.anchors, "recache", lambda seg: None)
+    monkeypatch.setattr(curve, "one_round", one_round)
+    points = curve.measure([4, 16], 1, 3, tmp_path)
+    assert calls == [(1, 4), (1, 16), (2, 4), (2, 16), (3, 4), (3, 16)]
+    p4, p16 = points
+    assert (p4.kib, p4.nbytes, p4.batches, p4.t_walk) == (4, 10, 7, 1.01)
+    assert p16.t_walk == p16.t_read == 1.02   # its slow first round (9.01 s) left out
