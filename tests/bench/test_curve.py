@@ -172,3 +172,17 @@ def test_rounds_go_across_the_sizes_and_keep_each_best(tmp_path, monkeypatch):
     p4, p16 = points
     assert (p4.kib, p4.nbytes, p4.batches, p4.t_walk) == (4, 10, 7, 1.01)
     assert p16.t_walk == p16.t_read == 1.02   # its slow first round (9.01 s) left out
+
+
+def test_an_error_of_the_walk_is_the_error_raised(tmp_path, monkeypatch):
+    # Not the BufferError of closing a mapping the failed walk's frame still held slices of.
+    seg = curve.curve_segment(1, 1, tmp_path)
+
+    def broken(*args):
+        raise RuntimeError("the walk failed")
+
+    monkeypatch.setattr(logfile, "NATIVE_WALK", broken)
+    with pytest.raises(RuntimeError, match="the walk failed"):
+        curve.walk(seg)
+    monkeypatch.undo()
+    assert curve.walk(seg) == curve.scan_unit(seg)

@@ -171,16 +171,21 @@ def walk(path: Path, compiled: bool = True) -> int:
     if not compiled:
         with logfile.pure_python_walk():
             return walk(path)
+    n = 0
+    bad = None
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         view = memoryview(mm)
-        n = 0
-        bad = None
-        for entry in walk_batches(view, verify_crc=True):
-            if not getattr(entry, "crc_valid", False):
-                bad = entry
-            n += 1
-        entry = None
-        view.release()
+        entries = walk_batches(view, verify_crc=True)
+        try:
+            for entry in entries:
+                if not getattr(entry, "crc_valid", False):
+                    bad = entry
+                n += 1
+        finally:
+            # The walk's frame holds slices of the view: closed and released before the
+            # mapping closes, or an error of the walk would surface as the mapping's BufferError.
+            entries.close()
+            view.release()
     if bad is not None:
         raise SystemExit(f"{path}: the generated segment does not walk clean: {bad!r}")
     return n
