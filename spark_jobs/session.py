@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Optional
@@ -26,7 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 DELTA_LIBS = Path(os.environ.get("LOGSCAN_DELTA_LIBS", REPO / ".delta" / "libs"))
 
 #: PySpark's daemon importing the installed pyspark (spark_jobs/worker_daemon.py): set for the
-#: local sessions build_session starts; a cluster's executors may not have it.
+#: local sessions build_session starts whose workers run this interpreter (runs_worker_daemon);
+#: a cluster's executors may not have it.
 WORKER_DAEMON = "spark_jobs.worker_daemon"
 
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
@@ -90,8 +92,9 @@ def _delta_loaded(spark) -> bool:
 def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = None,
                   conf: Optional[dict[str, str]] = None):
     """A SparkSession with Delta configured; ``master`` only when not under spark-submit. A
-    local session it starts itself runs its Python workers under WORKER_DAEMON (``conf`` may
-    set ``spark.python.daemon.module`` back to ``pyspark.daemon``)."""
+    local session it starts itself runs its Python workers under WORKER_DAEMON when they run
+    this interpreter (runs_worker_daemon; ``conf`` may set ``spark.python.daemon.module`` back
+    to ``pyspark.daemon``)."""
     # Python workers must run this interpreter: the one with pyarrow and logscan installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -104,9 +107,7 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
     settings = dict(BASE_CONF)
     if not under_submit:
         settings["spark.jars"] = ",".join(delta_jars())
-        if master and master.startswith("local"):
-            # The Python workers run this interpreter, so they can import this module:
-            # pyspark from the installed package, not compiled from its zip (worker_daemon).
+        if runs_worker_daemon(master):
             settings["spark.python.daemon.module"] = WORKER_DAEMON
     settings.update(conf or {})
     for key, value in settings.items():
@@ -116,6 +117,17 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
         raise RuntimeError("Delta's classes are not on the JVM class path: under spark-submit pass "
                            "--jars \"$(python -m spark_jobs.session --jars)\" (run `make delta-jars` first)")
     return spark
+
+
+def runs_worker_daemon(master: Optional[str]) -> bool:
+    """Whether a session build_session starts runs its Python workers under WORKER_DAEMON
+    (pyspark imported from the installed package, not compiled from its zip): a local one
+    whose workers run this interpreter, which has spark_jobs. A worker interpreter set
+    elsewhere (PYSPARK_PYTHON) might not have it, and then no worker could start."""
+    if not (master and master.startswith("local")):
+        return False
+    worker = shutil.which(os.environ.get("PYSPARK_PYTHON", sys.executable))
+    return worker is not None and os.path.abspath(worker) == os.path.abspath(sys.executable)
 
 
 def _jvm_running() -> bool:

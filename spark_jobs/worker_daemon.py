@@ -18,9 +18,9 @@ installed package's own (``<pyspark>/python/lib/*.zip`` and ``<pyspark>/jars/*.j
 same version), then runs ``pyspark.daemon`` as Spark would: its workers inherit the path and
 import the package's compiled modules. With any other SPARK_HOME (a Spark distribution
 whose pyspark may differ from an installed one) the path is left as it is. Used through
-``spark.python.daemon.module`` for the local sessions spark_jobs.session starts itself, whose
-workers run the same interpreter as the driver (build_session); a cluster's executors may
-not have this module, so spark-submit runs are left to Spark's own daemon. Nothing is printed:
+``spark.python.daemon.module`` for the local sessions spark_jobs.session starts itself whose
+workers run the driver's interpreter (session.runs_worker_daemon); a cluster's executors, or
+another worker interpreter, may not have this module, so those are left to Spark's own daemon. Nothing is printed:
 the daemon tells the JVM its port on stdout.
 """
 

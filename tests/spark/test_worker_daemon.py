@@ -4,11 +4,12 @@ not its source zip."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from spark_jobs.session import DELTA_LIBS, WORKER_DAEMON, build_session
+from spark_jobs.session import DELTA_LIBS, WORKER_DAEMON, build_session, runs_worker_daemon
 from spark_jobs.worker_daemon import installed_pyspark, without_own_archives
 from tests.spark import local_session
 
@@ -72,3 +73,16 @@ def test_local_workers_import_the_installed_package():
         assert any(a.endswith("pyspark.zip") for a in archives)
     finally:
         session.stop()
+
+
+def test_only_local_sessions_of_this_interpreter_run_it(monkeypatch):
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    assert runs_worker_daemon("local[2]") and runs_worker_daemon("local")
+    assert not runs_worker_daemon("spark://master:7077") and not runs_worker_daemon(None)
+    monkeypatch.delenv("PYSPARK_PYTHON")
+    assert runs_worker_daemon("local[*]")
+    # Workers of another interpreter may not have spark_jobs: Spark's own daemon then.
+    monkeypatch.setenv("PYSPARK_PYTHON", "/usr/bin/false")
+    assert not runs_worker_daemon("local[2]")
+    monkeypatch.setenv("PYSPARK_PYTHON", "no-such-python-here")
+    assert not runs_worker_daemon("local[2]")
