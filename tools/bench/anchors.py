@@ -15,6 +15,10 @@ from pathlib import Path
 import crc32c
 
 READ_CHUNK = 8 << 20
+#: Reads that keep a file in the page cache: Linux leaves a page read once on its inactive
+#: list, which this machine keeps to a few GB; a second read moves it to the active list
+#: (tools/bench/scan.py warm has the figures).
+CACHE_PASSES = 2
 
 
 def walk_kind() -> str:
@@ -55,8 +59,8 @@ def page_cache_read(path: Path) -> int:
 
 
 def recache(path: Path) -> None:
-    """Drop the file's pages from the page cache, then read it back in (twice: this machine
-    drops a page read once soon). On this VM pages cached long before can read two to three
+    """Drop the file's pages from the page cache, then read it back in (CACHE_PASSES times:
+    this machine drops a page read once soon). On this VM pages cached long before can read two to three
     times slower than freshly cached ones (the 16 KiB curve segment, cached for a day: 6 GB/s,
     then 17.7 GB/s once recached, 2026-11-24), which a figure would charge to the code."""
     fd = os.open(path, os.O_RDONLY)
@@ -64,7 +68,7 @@ def recache(path: Path) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
-    for _ in range(2):
+    for _ in range(CACHE_PASSES):
         page_cache_read(path)
 
 

@@ -57,6 +57,8 @@ from pathlib import Path
 
 from spark_jobs.session import WORKER_DAEMON
 
+from . import anchors
+
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".work" / "bench" / "scan"
 MIB = 1 << 20
@@ -72,7 +74,7 @@ REPEATS = 3                     # scans of each of the two smaller sizes of the 
 #: the figures time.
 FIRST, FIRST_OF_COPY = "first", "first scan of the copy"
 MEMORY_SLACK = 16 * MIB         # allocator noise allowed on top of the largest batch
-WARM_PASSES = 2                 # reads of a copy before it is timed (see warm)
+WARM_PASSES = anchors.CACHE_PASSES   # reads of a copy before it is timed (see warm)
 
 
 # --- the copies ---------------------------------------------------------------------------
@@ -145,8 +147,6 @@ def warm(path: Path) -> int:
     scan of it then read from disk: 9.22 s against 4.26 s in another run); a second read
     moves the pages to the active list, and 10.3 of the 10.6 GB stayed (2026-11-24). Returns
     the bytes of the copy."""
-    from . import anchors
-
     files = sorted(p for p in path.rglob("*") if p.is_file())
     for _ in range(WARM_PASSES):
         total = sum(anchors.page_cache_read(p) for p in files)
