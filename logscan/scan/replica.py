@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
-from logscan.format.batch import (CONTROL_FLAG_MASK, LOG_OVERHEAD, NO_SEQUENCE, TRANSACTIONAL_FLAG_MASK,
-                                   RecordBatch, first_record, increment_sequence, iter_records)
+from logscan.format.batch import (COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, LOG_OVERHEAD, NO_SEQUENCE,
+                                   RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, RecordBatch,
+                                   first_record, increment_sequence, iter_records)
 from logscan.format.checkpoint import parse_leader_epoch_checkpoint
-from logscan.format.control import decode_control_key, decode_end_txn_marker
+from logscan.format.control import (CONTROL_TYPE_NAMES, MARKER_RECORD, decode_control_key, decode_end_txn_marker,
+                                    read_marker_record)
 from logscan.format.errors import DecodeError
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
 from logscan.format.logfile import WINDOW_BYTES, find_entry, walk_batches, walk_windows
@@ -88,17 +90,30 @@ class ReplicaRead:
     bytes_read: int = 0
 
 
+#: The Length of a COMMIT or ABORT batch as a broker writes it: a header and MARKER_RECORD.
+_MARKER_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + MARKER_RECORD.size
+
+
 def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base: int = 0) -> BatchFact:
     """The fact of a v2 batch read from ``buf``, a window of the log starting at byte ``base``.
     Runs once per batch of every segment: the header's fields are taken in one unpacking and
-    the fact is built without NamedTuple's Python-level constructor."""
-    (_, base_offset, batch_length, _, _, _, attributes, last_delta, _, max_timestamp, producer_id, producer_epoch,
-     base_sequence, records_count, _) = batch
+    the fact is built without NamedTuple's Python-level constructor. A COMMIT or ABORT batch
+    laid out as a broker writes it is read in one unpacking too (read_marker_record); any
+    other control batch through the record decoder."""
+    (position, base_offset, batch_length, _, _, _, attributes, last_delta, base_timestamp, max_timestamp, producer_id,
+     producer_epoch, base_sequence, records_count, _) = batch
     control = attributes & CONTROL_FLAG_MASK != 0
     control_type = None
     coordinator_epoch = -1
     marker_ts = NO_TIMESTAMP
-    if control and records_count > 0:
+    marker = (read_marker_record(buf, position - base + RECORD_BATCH_OVERHEAD)
+              if control and records_count == 1 and batch_length == _MARKER_BATCH_LENGTH
+              and not attributes & COMPRESSION_CODEC_MASK else None)
+    if marker is not None:
+        type_id, coordinator_epoch, timestamp_delta = marker
+        control_type = CONTROL_TYPE_NAMES[type_id]
+        marker_ts = max_timestamp if attributes & TIMESTAMP_TYPE_MASK else base_timestamp + timestamp_delta
+    elif control and records_count > 0:
         try:
             record = first_record(buf, batch, base=base)
             if record is not None:

@@ -4,13 +4,16 @@ the properties over every attribute bit, codec id and sequence edge, and hold th
 record reads (``base``) to reads of the whole buffer."""
 
 import itertools
+from pathlib import Path
 
 import pytest
 
 from logscan.format import compression
-from logscan.format.batch import INT32_MAX, NO_SEQUENCE, decode_batch_header, first_record, iter_records
-from logscan.format.control import decode_control_key, decode_end_txn_marker
+from logscan.format.batch import (INT32_MAX, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RecordBatch, decode_batch_header,
+                                   first_record, iter_records)
+from logscan.format.control import MARKER_RECORD, decode_control_key, decode_end_txn_marker, read_marker_record
 from logscan.format.errors import DecodeError
+from logscan.format.logfile import walk_batches
 from logscan.scan.replica import ReplicaRead, batch_fact, read_segment
 from logscan.scan.rows import header_values
 from logscan.state.facts import BatchFact
@@ -170,3 +173,72 @@ def test_first_record_is_the_first_of_the_iteration(name, raw):
     assert _first(log, batch) == _first_by_iteration(log, batch)
     base = len(lead) - 7
     assert _first(memoryview(log)[base:], batch, base) == _first_by_iteration(log, batch)
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _marker_record_at(raw: bytes) -> int:
+    return len(raw) - MARKER_RECORD.size
+
+
+@pytest.mark.parametrize("log_append_time", [None, 1_700_000_009_000])
+@pytest.mark.parametrize("commit", [True, False])
+def test_every_byte_of_a_marker_record_changed_gives_the_decoders_fact(commit, log_append_time):
+    """read_marker_record takes only what the record decoder reads the same way: each byte of
+    the marker's record set to each value gives the fact (or the UNREADABLE one) the general
+    decoder gives."""
+    marker = end_txn_marker_batch(commit=commit, coordinator_epoch=13, producer_id=5, producer_epoch=1,
+                                  base_offset=40, timestamp=1_700_000_000_500, log_append_time=log_append_time)
+    at = _marker_record_at(marker)
+    assert read_marker_record(marker, at) == (int(commit), 13, 0)  # the broker's layout is taken
+    taken = 0
+    for i in range(at, len(marker)):
+        for value in range(256):
+            raw = bytearray(marker)
+            raw[i] = value
+            batch, _ = decode_batch_header(bytes(raw), 0, verify_crc=False)
+            assert batch_fact(raw, batch, "f", []) == reference_fact(raw, batch, []), (i - at, value)
+            taken += read_marker_record(raw, at) is not None
+    # The one-byte deltas, the epoch's bytes and the versions' non-negative values are taken.
+    assert taken > 256 * 4
+
+
+def test_marker_records_of_another_layout_go_to_the_decoder():
+    marker = end_txn_marker_batch(commit=True, coordinator_epoch=3, producer_id=5, producer_epoch=1, timestamp=10)
+    at = _marker_record_at(marker)
+    assert read_marker_record(marker + b"\x00", at + 1) is None  # shifted
+    assert read_marker_record(marker[:-1], at) is None  # short
+    for codec in (compression.GZIP, compression.ZSTD):
+        raw = encode_batch([Rec(b"\x00\x00\x00\x00\x00\x03", b"\x00\x00\x00\x01", (), 10)],
+                           control=True, transactional=True, codec=codec)
+        batch, _ = decode_batch_header(raw, 0)
+        fact = batch_fact(raw, batch, "f", [])
+        assert fact == reference_fact(raw, batch, []) and (fact.control_type, fact.coordinator_epoch) == ("COMMIT", 3)
+    # A timestamp delta of two bytes, a header, a longer value: the decoder's reading.
+    for rec in (Rec(b"\x00\x00\x00\x00\x00\x03", b"\x00\x00\x00\x01", (), 10 + 300),
+                Rec(b"\x00\x00\x00\x00\x00\x03", b"\x00\x00\x00\x01", (("h", b"v"),), 10),
+                Rec(b"\x00\x01\x00\x00\x00\x03\x00", b"\x00\x00\x00\x01", (), 10)):
+        raw = encode_batch([rec], control=True, transactional=True, base_timestamp=10)
+        batch, _ = decode_batch_header(raw, 0)
+        assert read_marker_record(raw, RECORD_BATCH_OVERHEAD) is None
+        fact = batch_fact(raw, batch, "f", [])
+        assert fact == reference_fact(raw, batch, []) and fact.control_type == "COMMIT"
+
+
+def test_a_real_brokers_markers_are_read_in_one_unpacking():
+    """Every control batch in the fixture clusters (written by Kafka 4.1.1 brokers, TV1 and
+    TV2 markers, KRaft control records): the fact equals the decoder's, and the brokers'
+    COMMIT/ABORT batches all have the layout read_marker_record takes."""
+    markers = taken = 0
+    for path in sorted(FIXTURES.glob("*/brokers/*/*/*.log")):
+        raw = path.read_bytes()
+        for batch in walk_batches(raw):
+            if type(batch) is not RecordBatch or not batch.is_control or not batch.crc_valid:
+                continue
+            fact = batch_fact(raw, batch, str(path), [])
+            assert fact == reference_fact(raw, batch, []), (path, batch.position)
+            if fact.control_type in ("COMMIT", "ABORT"):
+                markers += 1
+                taken += read_marker_record(raw, batch.position + RECORD_BATCH_OVERHEAD) is not None
+    assert markers > 50 and taken == markers
