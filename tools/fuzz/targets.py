@@ -122,12 +122,6 @@ def _check_same(got: list, want: list, what: str) -> None:
         raise InvariantError(f"{what} at item {first}: {got[first:first + 1]} against {want[first:first + 1]}")
 
 
-def _item_key(item) -> tuple:
-    if isinstance(item, DecodeError):
-        return type(item).__name__, item.position, item.message, getattr(item, "length", None)
-    return type(item).__name__, item.position, item.crc_valid, item.size_in_bytes
-
-
 def windows(data: bytes) -> None:
     """A segment read through windows (walk_windows, find_entry; the first three bytes pick
     the window size, the window alignment and a search start) gives exactly the entries,
@@ -136,8 +130,8 @@ def windows(data: bytes) -> None:
         return
     size, granularity, at = 64 + 8 * data[0], 1 + data[1] % 64, data[2]
     data = data[3:]
-    whole = [_item_key(x) for x in walk_batches(data)]
-    got = [_item_key(x) for x, _ in walk_windows(BufferWindows(data, granularity), window=size)]
+    whole = [exact_key(x) for x in walk_batches(data)]
+    got = [exact_key(x) for x, _ in walk_windows(BufferWindows(data, granularity), window=size)]
     _check_same(got, whole, f"windows of {size} bytes (alignment {granularity}) differ from one walk")
     start = at * len(data) // 256
     found, expected = find_entry(BufferWindows(data, granularity), start, window=size), find_next_entry(data, start, len(data))
