@@ -1,4 +1,5 @@
-//! logscan._native: the common step of `logscan.format.logfile.walk_batches`, compiled.
+//! logscan._native: the common steps of `logscan.format.logfile.walk_batches` and of
+//! `logscan.format.batch.iter_records`, compiled.
 //!
 //! For batches of a few KiB a walk spends its time in one loop: unpack a v2 batch header,
 //! check its size, CRC-32C the bytes the CRC covers, build a `RecordBatch`, move on. In Python
@@ -7,12 +8,19 @@
 //! objects. It makes exactly the Python loop's decisions and stops where that loop hands over
 //! to `walk_batches`' general step (legacy entries, a bad size, a failed CRC, the tail), so
 //! both walks yield the same items.
+//!
+//! `records_v2` is the same bargain for a batch's records: a well-formed DefaultRecord is
+//! decoded here into a `Record` (its key, value and header values copied out as bytes, header
+//! keys decoded as UTF-8 with replacement), and anything the Python loop would report, or
+//! would compute in a way that needs more than 64 bits, stops the step before that record, so
+//! the Python loop decodes it (and raises what it raises).
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyList, PyTuple, PyType};
+use std::ffi::c_char;
 
 /// A v2 batch header: BaseOffset int64, Length int32, PartitionLeaderEpoch int32, Magic int8,
 /// CRC uint32, Attributes int16, LastOffsetDelta int32, BaseTimestamp int64, MaxTimestamp int64,
@@ -88,6 +96,7 @@ fn record_batch<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, position: i64, f
 /// a header's bytes are left.
 #[pyfunction]
 #[pyo3(signature = (buf, pos, end, base, verify_crc, batch_class, limit))]
+#[allow(clippy::too_many_arguments)]
 fn walk_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, base: i64,
                 verify_crc: bool, batch_class: &Bound<'py, PyType>, limit: usize)
                 -> PyResult<(Bound<'py, PyList>, i64)> {
@@ -132,8 +141,193 @@ fn walk_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, ba
     Ok((out, pos))
 }
 
+/// A zig-zag varint at ``at`` of ``data[..end]`` as ByteUtils reads it (at most ``max_bytes``
+/// bytes, a ``bits``-bit value): (value, next position); None where the Python reader fails or
+/// would drop bits past the width (the Python loop then reads the record).
+fn varint(data: &[u8], at: usize, end: usize, max_bytes: usize, bits: u32) -> Option<(i64, usize)> {
+    let mut raw: u64 = 0;
+    let mut shift = 0u32;
+    let mut p = at;
+    while p < end && p < at + max_bytes {
+        let b = data[p];
+        let part = (b & 0x7F) as u64;
+        if shift >= 64 || (part << shift) >> shift != part {
+            return None;
+        }
+        raw |= part << shift;
+        p += 1;
+        if b < 0x80 {
+            if bits < 64 && raw >> bits != 0 {
+                return None;
+            }
+            return Some((((raw >> 1) as i64) ^ -((raw & 1) as i64), p));
+        }
+        shift += 7;
+    }
+    None
+}
+
+/// Where a byte string is: None for null (a negative length).
+type Span = Option<(usize, usize)>;
+
+/// A varint-length-prefixed byte string (Utils.readBytes): (its span, next position), or None
+/// where the Python reader fails.
+fn bytes_field(data: &[u8], p: usize, end: usize) -> Option<(Span, usize)> {
+    let (n, p) = varint(data, p, end, 5, 32)?;
+    if n < 0 {
+        return Some((None, p));
+    }
+    let stop = p + n as usize;
+    if stop > end {
+        return None;
+    }
+    Some((Some((p, stop)), stop))
+}
+
+/// One well-formed DefaultRecord, its byte strings as spans of the data.
+struct RawRecord {
+    offset_delta: i64,
+    timestamp_delta: i64,
+    attributes: i8,
+    key: Span,
+    value: Span,
+    headers: Vec<((usize, usize), Span)>,
+    next: usize,
+}
+
+/// The record at ``at`` of ``data[..end]``, or None for one the Python loop must read.
+fn raw_record(data: &[u8], at: usize, end: usize) -> Option<RawRecord> {
+    let (body, p) = varint(data, at, end, 5, 32)?;
+    if body < 0 {
+        return None;
+    }
+    let body_end = p + body as usize;
+    if body_end > end || p >= body_end {
+        return None;
+    }
+    let attributes = data[p] as i8;
+    let (timestamp_delta, p) = varint(data, p + 1, body_end, 10, 64)?;
+    let (offset_delta, p) = varint(data, p, body_end, 5, 32)?;
+    let (key, p) = bytes_field(data, p, body_end)?;
+    let (value, p) = bytes_field(data, p, body_end)?;
+    let (count, mut p) = varint(data, p, body_end, 5, 32)?;
+    if count < 0 || count as usize > body_end - p {
+        return None;
+    }
+    let mut headers = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let (header_key, q) = bytes_field(data, p, body_end)?;
+        let (header_value, q) = bytes_field(data, q, body_end)?;
+        headers.push((header_key?, header_value)); // a null header key: the Python loop reports it
+        p = q;
+    }
+    if p != body_end {
+        return None;
+    }
+    Some(RawRecord { offset_delta, timestamp_delta, attributes, key, value, headers, next: p })
+}
+
+/// A new instance of ``cls`` (a tuple subclass, checked by the caller) holding ``items``, made
+/// as ``tuple.__new__(cls, items)`` makes it.
+fn tuple_instance<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, items: Vec<Bound<'py, PyAny>>)
+    -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: as in record_batch: a fresh tuple of ``items.len()`` NULL slots, each filled once
+    // with a new reference (``into_ptr`` hands ours over).
+    unsafe {
+        let raw = ffi::PyType_GenericAlloc(cls.as_type_ptr(), items.len() as ffi::Py_ssize_t);
+        if raw.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let instance = Bound::from_owned_ptr(py, raw);
+        for (i, item) in items.into_iter().enumerate() {
+            ffi::PyTuple_SET_ITEM(raw, i as ffi::Py_ssize_t, item.into_ptr());
+        }
+        Ok(instance)
+    }
+}
+
+/// Decode up to ``limit`` records of ``data`` (a v2 batch's record bytes, decompressed) from
+/// ``pos``, as ``record_class`` instances (Record's fields): what the loop of
+/// ``logscan.format.batch._decode_records`` makes of them, field for field. Returns them with
+/// the position after the last. It stops before the first record that loop would report, or
+/// whose offset or timestamp passes 64 bits, or whose sequence wraps past INT32_MAX (the
+/// loop's increment_sequence): the Python loop reads that one.
+#[pyfunction]
+#[pyo3(signature = (data, pos, limit, base_offset, base_timestamp, base_sequence, log_append_time, record_class))]
+#[allow(clippy::too_many_arguments)]
+fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit: usize, base_offset: i64,
+                   base_timestamp: i64, base_sequence: i64, log_append_time: Option<i64>,
+                   record_class: &Bound<'py, PyType>) -> PyResult<(Bound<'py, PyList>, usize)> {
+    if !record_class.is_subclass_of::<PyTuple>()? {
+        return Err(PyTypeError::new_err("record_class must be a subclass of tuple"));
+    }
+    let view = PyBuffer::<u8>::get(data)?;
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err("the buffer must be contiguous"));
+    }
+    let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
+    // SAFETY: as in walk_v2, ``view`` keeps the bytes alive and in place until it is dropped at
+    // the end of this call, and no slice outlives the one read or copy it is taken for (making
+    // an object may run a collection whose finalizers could write to a writable buffer).
+    let bytes = |from: usize, to: usize| -> &[u8] {
+        assert!(from <= to && to <= len);
+        unsafe { std::slice::from_raw_parts(start.add(from), to - from) }
+    };
+    let byte_string = |span: Span| -> Bound<'py, PyAny> {
+        match span {
+            None => py.None().into_bound(py),
+            Some((a, b)) => PyBytes::new(py, bytes(a, b)).into_any(),
+        }
+    };
+    let out = PyList::empty(py);
+    let mut pos = pos;
+    while out.len() < limit && pos < len {
+        let Some(raw) = raw_record(bytes(0, len), pos, len) else { break };
+        let Some(offset) = base_offset.checked_add(raw.offset_delta) else { break };
+        let timestamp = match log_append_time {
+            Some(t) => t,
+            None => match base_timestamp.checked_add(raw.timestamp_delta) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        let sequence = if base_sequence >= 0 { base_sequence + raw.offset_delta } else { -1 };
+        if sequence > i32::MAX as i64 {
+            break;
+        }
+        let mut headers = Vec::with_capacity(raw.headers.len());
+        for &((a, b), value) in &raw.headers {
+            let key = bytes(a, b);
+            // RecordHeader decodes keys with Java's UTF-8 decoder, which substitutes bad bytes:
+            // Python's "replace", as the Python loop decodes them.
+            // SAFETY: the key is read for this call only; the result is a new reference or NULL.
+            let key = unsafe {
+                Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_DecodeUTF8(
+                    key.as_ptr() as *const c_char, key.len() as ffi::Py_ssize_t, c"replace".as_ptr()))?
+            };
+            headers.push(PyTuple::new(py, [key, byte_string(value)])?);
+        }
+        let items = vec![
+            offset.into_pyobject(py)?.into_any(),
+            raw.offset_delta.into_pyobject(py)?.into_any(),
+            timestamp.into_pyobject(py)?.into_any(),
+            raw.timestamp_delta.into_pyobject(py)?.into_any(),
+            (raw.attributes as i64).into_pyobject(py)?.into_any(),
+            sequence.into_pyobject(py)?.into_any(),
+            byte_string(raw.key),
+            byte_string(raw.value),
+            PyTuple::new(py, headers)?.into_any(),
+            ((raw.next - pos) as i64).into_pyobject(py)?.into_any(),
+        ];
+        out.append(tuple_instance(py, record_class, items)?)?;
+        pos = raw.next;
+    }
+    Ok((out, pos))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walk_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     Ok(())
 }

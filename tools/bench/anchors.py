@@ -30,6 +30,13 @@ def walk_kind() -> str:
     return "pure Python (logscan._native is not built or LOGSCAN_PURE_PYTHON is set)"
 
 
+def records_kind() -> str:
+    """Which common step logscan's record reads take in this process, for the figures' labels."""
+    from logscan.format import batch
+
+    return "compiled step" if batch.NATIVE_RECORDS is not None else "pure Python"
+
+
 def best_of(runs: int, fn):
     """Run ``fn`` ``runs`` times; return (best seconds, last result)."""
     return best_of_each(runs, {None: fn})[None]

@@ -18,7 +18,7 @@ import struct
 from typing import Callable
 
 from logscan.format import checkpoint, compression, control, index, logfile, raft, snapshot
-from logscan.format.batch import decode_batch_header, iter_records
+from logscan.format.batch import RecordBatch, decode_batch_header, iter_records, pure_python_records
 from logscan.format.errors import DecodeError
 from logscan.format.legacy import decode_legacy_entry, iter_legacy_records
 from logscan.format.logfile import (BufferWindows, OverlongEntry, find_entry, find_next_entry, walk_batches,
@@ -148,9 +148,22 @@ def exact_key(item) -> tuple:
     return type(item).__name__, item
 
 
+def records_key(buf, batch, **kw) -> list:
+    """A batch's records as iter_records gives them (each as a plain tuple), then the error it
+    stops at, if any (``("error", *exact_key(error))``)."""
+    out = []
+    try:
+        for record in iter_records(buf, batch, **kw):
+            out.append(tuple(record))
+    except DecodeError as e:
+        out.append(("error", *exact_key(e)))
+    return out
+
+
 def native(data: bytes) -> None:
-    """The compiled common step of the walk (``logscan._native``) against the pure-Python walk:
-    the same entries and findings in the same order, field for field. The first byte picks the
+    """The compiled common steps (``logscan._native``) against pure Python: the walk's entries
+    and findings in the same order, field for field, and each v2 batch's records (or the error
+    they stop at) from the compiled record step and the Python loop. The first byte picks the
     walk's options: no CRC checks, no resync, a cut, a window of a longer log (``more``, at a
     shifted ``base``), and how many bytes short of the end the walk stops."""
     if len(data) < 1 or logfile.NATIVE_WALK is None:
@@ -159,10 +172,19 @@ def native(data: bytes) -> None:
     options = dict(verify_crc=not flags & 1, resync=not flags & 2, cut=bool(flags & 4),
                    more=bool(flags & 8), base=(flags & 8) * 1000)
     end = max(len(data) - (flags >> 4) * 7, 0)
-    compiled = [exact_key(x) for x in walk_batches(data, 0, end, **options)]
+    items = list(walk_batches(data, 0, end, **options))
+    compiled = [exact_key(x) for x in items]
     with logfile.pure_python_walk():
         python = [exact_key(x) for x in walk_batches(data, 0, end, **options)]
     _check_same(compiled, python, f"the compiled walk ({options}, end {end}) differs from the Python walk")
+    for item in items:
+        if type(item) is RecordBatch:
+            kw = dict(base=options["base"], max_decompressed=FUZZ_MAX_DECOMPRESSED)
+            compiled = records_key(data, item, **kw)
+            with pure_python_records():
+                python = records_key(data, item, **kw)
+            _check_same(compiled, python, f"the compiled record step differs from the Python loop in the batch at "
+                                          f"{item.position}")
 
 
 def control_record(data: bytes) -> None:
