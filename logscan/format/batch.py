@@ -5,22 +5,18 @@ records are decoded lazily, and a compressed batch is decompressed only when its
 are iterated. Validation follows DefaultRecordBatch/DefaultRecord of Kafka 4.1 (messages
 quoted), so a batch Kafka's consumer would reject is rejected here, at the same place.
 
-Well-formed records are decoded by compiled code when logscan was installed with its
-extension module (``logscan._native.records_v2``, from 1 up to 1024 records a call): it
-stops before any record the Python loop below would report, or would compute past 64 bits,
-and that loop reads it, so every error is still the loop's. The loop is the whole decoder
-where the module is missing or ``LOGSCAN_PURE_PYTHON=1`` is set (tests/format/
-test_native_records.py and the fuzz target ``native`` hold both to the same records).
+Well-formed records are decoded by a compiled step when logscan was installed with its
+extension module (``compiled.records_v2``, from 1 up to 1024 records a call): it stops
+before any record the Python loop below would report, or would compute past 64 bits, and
+that loop reads it, so every error is still the loop's.
 """
 
 from __future__ import annotations
 
-import os
 import struct
-from contextlib import contextmanager
 from typing import Iterator, NamedTuple
 
-from . import compression
+from . import compiled, compression
 from .errors import CorruptRecordError, TruncatedInput, UnknownMagic
 
 
@@ -328,36 +324,6 @@ def _varint(data, p: int, end: int, max_bytes: int = 5, bits: int = 32) -> tuple
     raise IndexError
 
 
-def _native_records():
-    """``logscan._native.records_v2``, or None where the module was not built or
-    ``LOGSCAN_PURE_PYTHON`` is set."""
-    if os.environ.get("LOGSCAN_PURE_PYTHON"):
-        return None
-    try:
-        from logscan._native import records_v2
-    except ImportError:
-        return None
-    return records_v2
-
-
-#: The compiled common step of the record loop (well-formed records), or None for Python's.
-NATIVE_RECORDS = _native_records()
-#: Records a call of NATIVE_RECORDS decodes at most: from 1, doubling, as the walk's chunks.
-NATIVE_MAX_RECORDS = 1024
-
-
-@contextmanager
-def pure_python_records() -> Iterator[None]:
-    """Record reads that start inside take the pure-Python loop (the bench's and the tests'
-    comparison with the compiled step)."""
-    global NATIVE_RECORDS
-    step, NATIVE_RECORDS = NATIVE_RECORDS, None
-    try:
-        yield
-    finally:
-        NATIVE_RECORDS = step
-
-
 #: The zig-zag value of each varint of one or two bytes, by its 14 payload bits.
 _ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(1 << 14))
 
@@ -394,7 +360,7 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
             return CorruptRecordError(f"{message} (at byte {at} of the decompressed records)", origin, **kw)
         return CorruptRecordError(message, origin + at, **kw)
 
-    native = NATIVE_RECORDS
+    native = compiled.records_v2
     chunk = 1
     left = count if whole else 1
     while left > 0:
@@ -404,7 +370,7 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
             left -= len(records)
             yield from records
             if len(records) == asked:
-                chunk = min(2 * chunk, NATIVE_MAX_RECORDS)
+                chunk = min(2 * chunk, compiled.MAX_CHUNK)
                 continue
             # The compiled step stopped before a record this loop reads (and reports).
         record_start = p

@@ -32,7 +32,7 @@ The buffer is never copied whole: headers are read in place, CRCs are computed o
 memoryview slices, the resync search copies at most one window at a time.
 
 The common step (a whole v2 batch with a sane size and, when checked, a valid CRC) runs in
-compiled code when logscan was installed with its extension module (``logscan._native``,
+compiled code when logscan was installed with its extension module (``compiled.walk_v2``,
 built from native/ by cargo): a batch then costs its CRC-32C (crc-fast's, folded with the
 CPU's carry-less multiply) and its ``RecordBatch``, instead of about a microsecond of Python
 beyond a ``crc32c`` call. Everything else, and every finding, is decided by the Python below,
@@ -53,13 +53,12 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import os
 import re
 import struct
 import zlib
-from contextlib import contextmanager
 from typing import Iterator, Optional, Union
 
+from . import compiled
 from .batch import BATCH_HEADER, RecordBatch, crc32c, decode_batch_header
 from .errors import CorruptRecordError, DecodeError, TruncatedInput, UnknownMagic
 from .legacy import LegacyBatch, decode_legacy_entry
@@ -85,38 +84,6 @@ _CANDIDATE = re.compile(rb"(?=.{8}[\x00-\x7f].{7}(?:\x02.{4}\x00|[\x00\x01][\x00
 _NONZERO = re.compile(rb"[^\x00]")
 _ZEROS = bytes(RESYNC_WINDOW)
 
-
-def _native_walk():
-    """``logscan._native.walk_v2``, or None where the module was not built or
-    ``LOGSCAN_PURE_PYTHON`` is set (the bench's and the tests' pure-Python walk)."""
-    if os.environ.get("LOGSCAN_PURE_PYTHON"):
-        return None
-    try:
-        from logscan._native import walk_v2
-    except ImportError:
-        return None
-    return walk_v2
-
-
-#: The compiled common step of ``walk_batches``, or None for the pure-Python one.
-NATIVE_WALK = _native_walk()
-
-
-@contextmanager
-def pure_python_walk() -> Iterator[None]:
-    """Walks that start inside take the pure-Python common step (the bench's and the tests'
-    comparison with the compiled one)."""
-    global NATIVE_WALK
-    step, NATIVE_WALK = NATIVE_WALK, None
-    try:
-        yield
-    finally:
-        NATIVE_WALK = step
-
-
-# Batches a call of NATIVE_WALK takes at most: it starts at 1 and doubles, so a reader that
-# stops after a few batches has not paid for many more, and a long walk pays a call per 1024.
-NATIVE_MAX_CHUNK = 1024
 
 Entry = Union[RecordBatch, LegacyBatch]
 
@@ -208,7 +175,7 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
     # Locals for the loop below: it runs once per batch of every segment read.
     unpack_header, new_batch, batch_class, crc = BATCH_HEADER.unpack_from, tuple.__new__, RecordBatch, crc32c
     last_header, min_size, crc_start = end - BATCH_HEADER.size, MIN_V2_SIZE, _V2_CRC_START
-    native = NATIVE_WALK if mv.c_contiguous and mv.format == "B" else None
+    native = compiled.walk_v2 if mv.c_contiguous and mv.format == "B" else None
     chunk = 1
     pos = start
     while True:
@@ -219,7 +186,7 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
             yield from batches
             if len(batches) < chunk:
                 break  # the compiled step stopped where the Python one would
-            chunk = min(2 * chunk, NATIVE_MAX_CHUNK)
+            chunk = min(2 * chunk, compiled.MAX_CHUNK)
         while native is None and pos <= last_header:
             fields = unpack_header(mv, pos)
             next_pos = pos + LOG_OVERHEAD + fields[1]

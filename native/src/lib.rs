@@ -62,6 +62,19 @@ fn header_fields(h: &[u8]) -> [i64; 13] {
     ]
 }
 
+/// A step's arguments checked: ``class`` (of the items it makes, named ``name`` in the error)
+/// is a subclass of tuple, and ``buf`` exports contiguous bytes, held in place by the view.
+fn contiguous_view(buf: &Bound<'_, PyAny>, class: &Bound<'_, PyType>, name: &str) -> PyResult<PyBuffer<u8>> {
+    if !class.is_subclass_of::<PyTuple>()? {
+        return Err(PyTypeError::new_err(format!("{name} must be a subclass of tuple")));
+    }
+    let view = PyBuffer::<u8>::get(buf)?;
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err("the buffer must be contiguous"));
+    }
+    Ok(view)
+}
+
 /// A new instance of ``cls`` (a tuple subclass, checked by the caller) holding ``position``,
 /// ``fields`` and True, made as ``tuple.__new__(cls, ...)`` makes it, without the Python call.
 fn record_batch<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, position: i64, fields: &[i64; 13])
@@ -100,16 +113,10 @@ fn record_batch<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, position: i64, f
 fn walk_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, base: i64,
                 verify_crc: bool, batch_class: &Bound<'py, PyType>, limit: usize)
                 -> PyResult<(Bound<'py, PyList>, i64)> {
-    if !batch_class.is_subclass_of::<PyTuple>()? {
-        return Err(PyTypeError::new_err("batch_class must be a subclass of tuple"));
-    }
     if pos < 0 {
         return Err(PyValueError::new_err(format!("negative position {pos}")));
     }
-    let view = PyBuffer::<u8>::get(buf)?;
-    if !view.is_c_contiguous() {
-        return Err(PyValueError::new_err("the buffer must be contiguous"));
-    }
+    let view = contiguous_view(buf, batch_class, "batch_class")?;
     let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
     // SAFETY: ``view`` keeps the exporter's ``len`` bytes alive and in place (it can neither
     // resize nor free them) until it is dropped at the end of this call. Making a RecordBatch
@@ -258,13 +265,7 @@ fn tuple_instance<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, items: Vec<Bou
 fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit: usize, base_offset: i64,
                    base_timestamp: i64, base_sequence: i64, log_append_time: Option<i64>,
                    record_class: &Bound<'py, PyType>) -> PyResult<(Bound<'py, PyList>, usize)> {
-    if !record_class.is_subclass_of::<PyTuple>()? {
-        return Err(PyTypeError::new_err("record_class must be a subclass of tuple"));
-    }
-    let view = PyBuffer::<u8>::get(data)?;
-    if !view.is_c_contiguous() {
-        return Err(PyValueError::new_err("the buffer must be contiguous"));
-    }
+    let view = contiguous_view(data, record_class, "record_class")?;
     let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
     // SAFETY: as in walk_v2, ``view`` keeps the bytes alive and in place until it is dropped at
     // the end of this call, and no slice outlives the one read or copy it is taken for (making

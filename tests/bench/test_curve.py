@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from logscan.format import logfile
+from logscan.format import compiled as compiled_steps
 from tools.bench import curve
 
 
@@ -43,9 +43,9 @@ def test_the_python_column_walks_without_the_compiled_step(tmp_path, monkeypatch
         calls.append(pos)
         return [], pos
 
-    monkeypatch.setattr(logfile, "NATIVE_WALK", compiled)
+    monkeypatch.setattr(compiled_steps, "walk_v2", compiled)
     assert curve.walk(seg, compiled=False) == batches and calls == []
-    assert logfile.NATIVE_WALK is compiled
+    assert compiled_steps.walk_v2 is compiled
     assert curve.walk(seg) == batches and len(calls) == batches
 
 
@@ -181,7 +181,7 @@ def test_an_error_of_the_walk_is_the_error_raised(tmp_path, monkeypatch):
     def broken(*args):
         raise RuntimeError("the walk failed")
 
-    monkeypatch.setattr(logfile, "NATIVE_WALK", broken)
+    monkeypatch.setattr(compiled_steps, "walk_v2", broken)
     with pytest.raises(RuntimeError, match="the walk failed"):
         curve.walk(seg)
     monkeypatch.undo()

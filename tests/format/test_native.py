@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from logscan.format import logfile
+from logscan.format import compiled
 from logscan.format.batch import RecordBatch, decode_batch_header
 from logscan.format.logfile import walk_batches
 from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, legacy_message
@@ -32,19 +32,19 @@ T0 = 1_700_000_000_000
 def test_the_compiled_step_is_built_and_used():
     """make venv builds it (cargo, via setuptools-rust): a failed build must not pass unseen."""
     if os.environ.get("LOGSCAN_PURE_PYTHON"):
-        assert logfile.NATIVE_WALK is None
+        assert compiled.walk_v2 is None and compiled.records_v2 is None
         return
     assert importlib.util.find_spec("logscan._native") is not None, (
         "logscan._native is not built: install cargo (rustup), then reinstall (make venv)")
     from logscan import _native
-    assert logfile.NATIVE_WALK is _native.walk_v2
+    assert compiled.walk_v2 is _native.walk_v2 and compiled.records_v2 is _native.records_v2
 
 
 @pytest.fixture
 def walk_v2():
-    if logfile.NATIVE_WALK is None:
+    if compiled.walk_v2 is None:
         pytest.skip("logscan._native is not in use (LOGSCAN_PURE_PYTHON)")
-    return logfile.NATIVE_WALK
+    return compiled.walk_v2
 
 
 def _batch(base_offset: int, n: int = 3, **kw) -> bytes:
@@ -67,7 +67,7 @@ def _segment() -> list[bytes]:
 
 
 def _python(buf, **kw) -> list:
-    with logfile.pure_python_walk():
+    with compiled.pure_python():
         return [exact_key(x) for x in walk_batches(buf, **kw)]
 
 
@@ -215,9 +215,9 @@ def test_damage_and_mixed_magics_walk_the_same(walk_v2):
     cases += [bytes(flipped), bytes(grown)]
     for buf in cases:
         for options in ({}, {"resync": False}, {"cut": True, "end": len(buf) - 100}, {"more": True, "base": 9}):
-            compiled = _compiled(buf, **options)
-            assert compiled == _python(buf, **options), options
-            assert any(k[0] == "RecordBatch" for k in compiled)
+            got = _compiled(buf, **options)
+            assert got == _python(buf, **options), options
+            assert any(k[0] == "RecordBatch" for k in got)
 
 
 def test_pure_python_is_chosen_by_the_environment():
@@ -226,8 +226,8 @@ def test_pure_python_is_chosen_by_the_environment():
     run = {}
     for pure in ("", "1"):
         env = dict(os.environ, LOGSCAN_PURE_PYTHON=pure)
-        probe = subprocess.run([sys.executable, "-c", "from logscan.format import logfile; "
-                                "print(logfile.NATIVE_WALK is None)"], env=env, capture_output=True, text=True)
+        probe = subprocess.run([sys.executable, "-c", "from logscan.format import compiled; "
+                                "print(compiled.walk_v2 is None and compiled.records_v2 is None)"], env=env, capture_output=True, text=True)
         assert probe.stdout.strip() == str(bool(pure) or importlib.util.find_spec("logscan._native") is None)
         run[pure] = subprocess.run([sys.executable, "-m", "logscan.cli", "dump", "--deep-iteration", str(log)],
                                    env=env, capture_output=True, text=True, check=True).stdout

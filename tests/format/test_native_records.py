@@ -4,13 +4,12 @@ It must give the Python loop's records exactly and stop before any record that l
 (or computes past 64 bits), so the loop reads it and raises what it raises. The fuzz target
 ``native`` (tools/fuzz/targets.py) compares both over arbitrary and mutated real bytes
 (tests/robust); here: every batch the real brokers wrote for the fixtures, the edges of each
-field, every byte of a batch's records changed, and the call's contract.
+field, every byte of a batch's records changed, and the call's contract (that the module
+is built and used: tests/format/test_native.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import random
 import struct
 import tracemalloc
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from logscan.format import batch as B
+from logscan.format import compiled
 from logscan.format.batch import INT32_MAX, Record, RecordBatch, decode_batch_header
 from logscan.format.logfile import walk_batches
 from logscan.format.primitives import encode_varint
@@ -30,35 +30,25 @@ T0 = 1_700_000_000_000
 I64_MAX = 2**63 - 1
 
 
-def test_the_compiled_step_is_built_and_used():
-    if os.environ.get("LOGSCAN_PURE_PYTHON"):
-        assert B.NATIVE_RECORDS is None
-        return
-    assert importlib.util.find_spec("logscan._native") is not None, (
-        "logscan._native is not built: install cargo (rustup), then reinstall (make venv)")
-    from logscan import _native
-    assert B.NATIVE_RECORDS is _native.records_v2
-
-
 @pytest.fixture
 def records_v2():
-    if B.NATIVE_RECORDS is None:
+    if compiled.records_v2 is None:
         pytest.skip("logscan._native is not in use (LOGSCAN_PURE_PYTHON)")
-    return B.NATIVE_RECORDS
+    return compiled.records_v2
 
 
 def _both(buf, batch, **kw) -> tuple[list, list]:
-    compiled = records_key(buf, batch, **kw)
-    with B.pure_python_records():
+    native = records_key(buf, batch, **kw)
+    with compiled.pure_python():
         python = records_key(buf, batch, **kw)
-    return compiled, python
+    return native, python
 
 
 def _same(raw: bytes, **kw) -> list:
     batch, _ = decode_batch_header(raw, 0, verify_crc=False)
-    compiled, python = _both(raw, batch, **kw)
-    assert compiled == python
-    return compiled
+    native, python = _both(raw, batch, **kw)
+    assert native == python
+    return native
 
 
 def _fixture_logs() -> list[Path]:
@@ -74,11 +64,11 @@ def test_every_real_batch_reads_the_same(records_v2):
         for batch in walk_batches(data):
             if type(batch) is not RecordBatch:
                 continue
-            compiled, python = _both(data, batch)
-            assert compiled == python, (path, batch.position)
-            assert len(compiled) == batch.records_count and "error" not in (r[0] for r in compiled), path
+            native, python = _both(data, batch)
+            assert native == python, (path, batch.position)
+            assert len(native) == batch.records_count and "error" not in (r[0] for r in native), path
             batches += 1
-            records += len(compiled)
+            records += len(native)
     assert batches > 1000 and records > batches
 
 
@@ -180,7 +170,7 @@ def test_the_first_record_and_compressed_batches(records_v2):
         batch, _ = decode_batch_header(raw, 0)
         assert _same(raw)[-1][0] != "error"
         assert B.first_record(raw, batch) == next(B.iter_records(raw, batch))
-        with B.pure_python_records():
+        with compiled.pure_python():
             assert B.first_record(raw, batch) == next(B.iter_records(raw, batch))
 
 

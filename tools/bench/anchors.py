@@ -23,18 +23,18 @@ CACHE_PASSES = 2
 
 def walk_kind() -> str:
     """Which common step logscan's walks take in this process, for the figures' labels."""
-    from logscan.format import logfile
+    from logscan.format import compiled
 
-    if logfile.NATIVE_WALK is not None:
+    if compiled.walk_v2 is not None:
         return "its common step compiled (logscan._native)"
     return "pure Python (logscan._native is not built or LOGSCAN_PURE_PYTHON is set)"
 
 
 def records_kind() -> str:
     """Which common step logscan's record reads take in this process, for the figures' labels."""
-    from logscan.format import batch
+    from logscan.format import compiled
 
-    return "compiled step" if batch.NATIVE_RECORDS is not None else "pure Python"
+    return "compiled step" if compiled.records_v2 is not None else "pure Python"
 
 
 def best_of(runs: int, fn):

@@ -23,7 +23,7 @@ measures:
   and more;
 - ``logscan.format.logfile.walk_batches`` over an mmap with CRC checks (what ``logscan dump``
   walks), with its compiled common step (``logscan._native``: the header, the checks and a
-  hardware CRC32C in Rust, a RecordBatch per batch) and in pure Python (``pure_python_walk``);
+  hardware CRC32C in Rust, a RecordBatch per batch) and in pure Python (``compiled.pure_python``);
 - ``logscan.scan.replica.read_segment``: the scan's own unit of work (the same walk, plus one
   BatchFact per batch and the control records of markers), as a Spark task runs it;
 - another compiled walker, as an anchor: aiokafka's Cython ``MemoryRecords`` over the
@@ -53,7 +53,7 @@ from typing import Optional
 
 import crc32c
 
-from logscan.format import logfile
+from logscan.format.compiled import pure_python
 from logscan.format.logfile import walk_batches
 from logscan.scan.replica import read_segment
 
@@ -169,7 +169,7 @@ def walk(path: Path, compiled: bool = True) -> int:
     """logscan's batch walk with CRC32C checks over an mmap, with its compiled common step if
     built, or in pure Python: the number of batches."""
     if not compiled:
-        with logfile.pure_python_walk():
+        with pure_python():
             return walk(path)
     n = 0
     bad = None

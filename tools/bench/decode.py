@@ -83,10 +83,11 @@ def sample_batches(path: Path, sample_bytes: int) -> list[bytes]:
 
 
 def logscan_records(batches: list[bytes], pure_python: bool = False) -> int:
-    from logscan.format.batch import decode_batch_header, pure_python_records
+    from logscan.format import compiled
+    from logscan.format.batch import decode_batch_header
 
     if pure_python:
-        with pure_python_records():
+        with compiled.pure_python():
             return logscan_records(batches)
     n = 0
     for raw in batches:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
-from logscan.format import checkpoint, compression, control, index, logfile, raft, snapshot
-from logscan.format.batch import RecordBatch, decode_batch_header, iter_records, pure_python_records
+from logscan.format import checkpoint, compiled, compression, control, index, logfile, raft, snapshot
+from logscan.format.batch import RecordBatch, decode_batch_header, iter_records
 from logscan.format.errors import DecodeError
 from logscan.format.legacy import decode_legacy_entry, iter_legacy_records
 from logscan.format.logfile import (BufferWindows, OverlongEntry, find_entry, find_next_entry, walk_batches,
@@ -166,25 +166,25 @@ def native(data: bytes) -> None:
     they stop at) from the compiled record step and the Python loop. The first byte picks the
     walk's options: no CRC checks, no resync, a cut, a window of a longer log (``more``, at a
     shifted ``base``), and how many bytes short of the end the walk stops."""
-    if len(data) < 1 or logfile.NATIVE_WALK is None:
+    if len(data) < 1 or compiled.walk_v2 is None:
         return
     flags, data = data[0], data[1:]
     options = dict(verify_crc=not flags & 1, resync=not flags & 2, cut=bool(flags & 4),
                    more=bool(flags & 8), base=(flags & 8) * 1000)
     end = max(len(data) - (flags >> 4) * 7, 0)
     items = list(walk_batches(data, 0, end, **options))
-    compiled = [exact_key(x) for x in items]
-    with logfile.pure_python_walk():
+    got = [exact_key(x) for x in items]
+    with compiled.pure_python():
         python = [exact_key(x) for x in walk_batches(data, 0, end, **options)]
-    _check_same(compiled, python, f"the compiled walk ({options}, end {end}) differs from the Python walk")
+    _check_same(got, python, f"the compiled walk ({options}, end {end}) differs from the Python walk")
     for item in items:
         if type(item) is RecordBatch:
             kw = dict(base=options["base"], max_decompressed=FUZZ_MAX_DECOMPRESSED)
-            compiled = records_key(data, item, **kw)
-            with pure_python_records():
+            got = records_key(data, item, **kw)
+            with compiled.pure_python():
                 python = records_key(data, item, **kw)
-            _check_same(compiled, python, f"the compiled record step differs from the Python loop in the batch at "
-                                          f"{item.position}")
+            _check_same(got, python, f"the compiled record step differs from the Python loop in the batch at "
+                                     f"{item.position}")
 
 
 def control_record(data: bytes) -> None:
