@@ -37,7 +37,6 @@ records_v2 = _MODULE.records_v2 if _MODULE is not None else None
 MAX_CHUNK = 1024
 
 
-
 @contextmanager
 def pure_python() -> Iterator[None]:
     """Decodes that start inside run in pure Python (the bench's and the tests' comparison

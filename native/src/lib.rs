@@ -19,7 +19,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyList, PyTuple, PyType};
 use std::ffi::c_char;
 
 /// A v2 batch header: BaseOffset int64, Length int32, PartitionLeaderEpoch int32, Magic int8,
@@ -75,31 +75,40 @@ fn contiguous_view(buf: &Bound<'_, PyAny>, class: &Bound<'_, PyType>, name: &str
     Ok(view)
 }
 
-/// A new instance of ``cls`` (a tuple subclass, checked by the caller) holding ``position``,
-/// ``fields`` and True, made as ``tuple.__new__(cls, ...)`` makes it, without the Python call.
-fn record_batch<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, position: i64, fields: &[i64; 13])
+/// A new instance of ``cls`` (a tuple subclass, checked by the caller) holding ``items``, made
+/// as ``tuple.__new__(cls, items)`` makes it, without the Python call.
+fn tuple_instance<'py, const N: usize>(py: Python<'py>, cls: &Bound<'py, PyType>, items: [Bound<'py, PyAny>; N])
     -> PyResult<Bound<'py, PyAny>> {
-    // SAFETY: ``cls`` is a subclass of tuple, whose tp_alloc makes a tuple of FIELDS NULL items
-    // (a tuple with NULL items may be traversed and freed). Each SET_ITEM fills a slot of that
-    // fresh tuple once, with a new reference.
+    // SAFETY: ``cls`` is a subclass of tuple, whose tp_alloc makes a tuple of N NULL items (a
+    // tuple with NULL items may be traversed and freed). Each SET_ITEM fills a slot of that
+    // fresh tuple once, with a new reference (``into_ptr`` hands ours over).
     unsafe {
-        let raw = ffi::PyType_GenericAlloc(cls.as_type_ptr(), FIELDS as ffi::Py_ssize_t);
+        let raw = ffi::PyType_GenericAlloc(cls.as_type_ptr(), N as ffi::Py_ssize_t);
         if raw.is_null() {
             return Err(PyErr::fetch(py));
         }
-        let batch = Bound::from_owned_ptr(py, raw);
-        for (i, value) in std::iter::once(&position).chain(fields.iter()).enumerate() {
-            let item = ffi::PyLong_FromLongLong(*value);
-            if item.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            ffi::PyTuple_SET_ITEM(raw, i as ffi::Py_ssize_t, item);
+        let instance = Bound::from_owned_ptr(py, raw);
+        for (i, item) in items.into_iter().enumerate() {
+            ffi::PyTuple_SET_ITEM(raw, i as ffi::Py_ssize_t, item.into_ptr());
         }
-        let valid = ffi::Py_True();
-        ffi::Py_IncRef(valid);
-        ffi::PyTuple_SET_ITEM(raw, (FIELDS - 1) as ffi::Py_ssize_t, valid);
-        Ok(batch)
+        Ok(instance)
     }
+}
+
+/// A RecordBatch (``cls``): ``position``, the header ``fields`` and True (crc_valid).
+fn record_batch<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, position: i64, fields: &[i64; 13])
+    -> PyResult<Bound<'py, PyAny>> {
+    let items: [Bound<'py, PyAny>; FIELDS] = std::array::from_fn(|i| match i {
+        0 => int(py, position),
+        i if i < FIELDS - 1 => int(py, fields[i - 1]),
+        _ => PyBool::new(py, true).to_owned().into_any(),
+    });
+    tuple_instance(py, cls, items)
+}
+
+fn int(py: Python<'_>, value: i64) -> Bound<'_, PyAny> {
+    let Ok(int) = value.into_pyobject(py);
+    int.into_any()
 }
 
 /// Walk whole, valid v2 batches of ``buf[pos:end]``: at most ``limit`` of them, returned as
@@ -234,25 +243,6 @@ fn raw_record(data: &[u8], at: usize, end: usize) -> Option<RawRecord> {
     Some(RawRecord { offset_delta, timestamp_delta, attributes, key, value, headers, next: p })
 }
 
-/// A new instance of ``cls`` (a tuple subclass, checked by the caller) holding ``items``, made
-/// as ``tuple.__new__(cls, items)`` makes it.
-fn tuple_instance<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, items: Vec<Bound<'py, PyAny>>)
-    -> PyResult<Bound<'py, PyAny>> {
-    // SAFETY: as in record_batch: a fresh tuple of ``items.len()`` NULL slots, each filled once
-    // with a new reference (``into_ptr`` hands ours over).
-    unsafe {
-        let raw = ffi::PyType_GenericAlloc(cls.as_type_ptr(), items.len() as ffi::Py_ssize_t);
-        if raw.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        let instance = Bound::from_owned_ptr(py, raw);
-        for (i, item) in items.into_iter().enumerate() {
-            ffi::PyTuple_SET_ITEM(raw, i as ffi::Py_ssize_t, item.into_ptr());
-        }
-        Ok(instance)
-    }
-}
-
 /// Decode up to ``limit`` records of ``data`` (a v2 batch's record bytes, decompressed) from
 /// ``pos``, as ``record_class`` instances (Record's fields): what the loop of
 /// ``logscan.format.batch._decode_records`` makes of them, field for field. Returns them with
@@ -308,17 +298,17 @@ fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit:
             };
             headers.push(PyTuple::new(py, [key, byte_string(value)])?);
         }
-        let items = vec![
-            offset.into_pyobject(py)?.into_any(),
-            raw.offset_delta.into_pyobject(py)?.into_any(),
-            timestamp.into_pyobject(py)?.into_any(),
-            raw.timestamp_delta.into_pyobject(py)?.into_any(),
-            (raw.attributes as i64).into_pyobject(py)?.into_any(),
-            sequence.into_pyobject(py)?.into_any(),
+        let items = [
+            int(py, offset),
+            int(py, raw.offset_delta),
+            int(py, timestamp),
+            int(py, raw.timestamp_delta),
+            int(py, raw.attributes as i64),
+            int(py, sequence),
             byte_string(raw.key),
             byte_string(raw.value),
             PyTuple::new(py, headers)?.into_any(),
-            ((raw.next - pos) as i64).into_pyobject(py)?.into_any(),
+            int(py, (raw.next - pos) as i64),
         ];
         out.append(tuple_instance(py, record_class, items)?)?;
         pos = raw.next;
