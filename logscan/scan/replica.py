@@ -168,11 +168,11 @@ def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
             if e.is_tombstone:
                 yield TxnLogRecord(partition, rec.offset, e.transactional_id)
             else:
-                yield TxnLogRecord(partition, rec.offset, e.transactional_id, e.state, e.producer_id,
-                                   e.previous_producer_id, e.next_producer_id, e.producer_epoch,
-                                   e.transaction_timeout_ms, e.partitions or (),
-                                   e.last_update_timestamp_ms, e.start_timestamp_ms,
-                                   batch.partition_leader_epoch)
+                yield _new_fact(TxnLogRecord, (partition, rec.offset, e.transactional_id, e.state, e.producer_id,
+                                               e.previous_producer_id, e.next_producer_id, e.producer_epoch,
+                                               e.transaction_timeout_ms, e.partitions or (),
+                                               e.last_update_timestamp_ms, e.start_timestamp_ms,
+                                               batch.partition_leader_epoch))
     except DecodeError as e:
         findings.append(Finding.from_error(path, e))
 

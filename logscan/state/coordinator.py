@@ -8,16 +8,17 @@ record wins and a tombstone removes the id. We do the same, per coordinator part
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 PREPARING = frozenset({"PrepareCommit", "PrepareAbort"})
 COMPLETE = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
 NO_PRODUCER_ID = -1
 
 
-@dataclass(frozen=True, slots=True)
-class TxnLogRecord:
-    """One `__transaction_state` record; ``state`` is None for a tombstone."""
+class TxnLogRecord(NamedTuple):
+    """One `__transaction_state` record; ``state`` is None for a tombstone. A NamedTuple, not
+    a frozen dataclass: a scan makes one per record, and the dataclass's 13
+    ``object.__setattr__`` calls took 2.7 us a record (2026-11-24)."""
 
     coordinator_partition: int
     offset: int

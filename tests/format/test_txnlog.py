@@ -6,12 +6,12 @@ import struct
 
 import pytest
 
-from logscan.format.errors import TruncatedInput, UnknownVersion
+from logscan.format.errors import DecodeError, TruncatedInput, UnknownVersion
 from logscan.format.message import encode_message
-from logscan.format.txnlog import (TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE,
-                                   decode_txnlog_entry, java_string_hash,
+from logscan.format.txnlog import (TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE, TransactionLogEntry,
+                                   read_common_layout, read_generic, decode_txnlog_entry, java_string_hash,
                                    render_txnlog_key_payload, transactional_id_partition)
-from tests.format.test_message import TXN_V1, expected_line, kafka_dump_lines, needs_kafka
+from tests.format.test_message import FIXTURES, TXN_V1, expected_line, kafka_dump_lines, needs_kafka
 
 KEY_TX1 = bytes.fromhex("0000" "0004" "74782d31")          # type 0, "tx-1"
 VALUE_V1 = b"\x00\x01" + TXN_V1
@@ -160,3 +160,128 @@ def test_real_fixture_segments_match_kafka_dump_log():
             seg, "--transaction-log-decoder",
             lambda r: kv_suffix(*render_txnlog_key_payload(r.key, r.value, r.offset)))
     assert checked > 0
+
+
+# --- the common layout's reader (txnlog.read_common_layout) ----------------------------------
+# decode_txnlog_entry reads a record laid out as a coordinator writes it with a few unpackings
+# and leaves anything else to the generic message reader. These tests hold the two to the same
+# entry: on every record the fixture brokers wrote, on edge layouts, and on every byte of a
+# record set to each of its 256 values and every cut.
+
+def _outcome(read, key, value):
+    """The entry, or the class of the error raised."""
+    try:
+        return read(key, value)
+    except DecodeError as e:
+        return type(e)
+
+
+def _same_as_generic(key, value) -> bool:
+    """True when the common-layout reader took the record; it must then give the generic
+    reader's entry (and never take a record the generic reader refuses)."""
+    fast = read_common_layout(key, value)
+    if fast is not None:
+        assert fast == _outcome(read_generic, key, value), (key, value)
+        assert type(fast) is TransactionLogEntry and type(fast.partitions) in (tuple, type(None))
+    return fast is not None
+
+
+def _fixture_records() -> list[tuple[bytes, bytes | None]]:
+    from logscan.format.batch import RecordBatch, iter_records
+    from logscan.format.logfile import walk_batches
+    recs = []
+    for seg in sorted(FIXTURES.glob("*/brokers/*/__transaction_state-*/*.log")):
+        data = seg.read_bytes()
+        for batch in walk_batches(data):
+            if type(batch) is RecordBatch and not batch.is_control:
+                recs += [(r.key, r.value) for r in iter_records(data, batch)]
+    return recs
+
+
+def test_every_fixture_record_takes_the_common_layout():
+    recs = _fixture_records()
+    assert len(recs) >= 300   # the four fixture clusters' coordinators (TV1 and TV2 brokers)
+    assert all(_same_as_generic(k, v) for k, v in recs)
+    assert {v is None for _, v in recs} >= {False}
+
+
+def _value_v0(**values) -> bytes:
+    return V(0, **{**FULL, "previousProducerId": -1, "nextProducerId": -1, "nextProducerEpoch": -1,
+                   "clientTransactionVersion": 0, **values})
+
+
+def _tagged(*fields: tuple[int, bytes]) -> bytes:
+    """A v1 value with FULL's fields and these tagged fields, in this order."""
+    body = V(1, **{**FULL, "previousProducerId": -1, "nextProducerId": -1, "nextProducerEpoch": -1,
+                   "clientTransactionVersion": 0})
+    assert body.endswith(b"\x00")   # no tagged field written at the defaults
+    return body[:-1] + bytes([len(fields)]) + b"".join(bytes([tag, len(raw)]) + raw for tag, raw in fields)
+
+
+MANY = [{"topic": "t%d" % i, "partitionIds": list(range(i))} for i in range(4)]
+TAKEN = [
+    (K("x"), V(1, **FULL)), (K("x"), None), (K(""), V(1, **FULL)), (K("\u00e9\U0001F600"), V(1, **FULL)),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": None})),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": []})),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": MANY})),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": [{"topic": "t", "partitionIds": list(range(126))}]})),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": [{"topic": "y" * 126, "partitionIds": [1]}]})),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": [{"topic": "", "partitionIds": [2**31 - 1, -5]}]})),
+    (K("x"), _value_v0()), (K("x"), _value_v0(transactionPartitions=None)),
+    (K("x"), _value_v0(transactionPartitions=[])), (K("x"), _value_v0(transactionPartitions=MANY)),
+    (K("x"), _value_v0(transactionPartitions=[{"topic": "z" * 300, "partitionIds": list(range(300))}])),
+    (K("x"), _tagged((3, b"\x00\x07"), (0, bytes(8)), (2, b"\xff\xfe"), (1, b"\x80" + bytes(7)))),
+    (K("x"), _tagged((0, bytes(7) + b"\x01"), (0, bytes(7) + b"\x02"))),   # the last one wins
+    (K("x"), _tagged((4, b"new"), (2, b"\x00\x01"), (9, b""))),   # unknown tags passed over
+    (K("x") + b"tail", V(1, **FULL) + b"tail"), (K("x"), _value_v0() + b"tail"),
+    (K("x"), VALUE_V0_EMPTY), (KEY_TX1, VALUE_V1),
+]
+LEFT_TO_THE_GENERIC_READER = [
+    (None, VALUE_V1), (b"", None), (b"\x00\x00\x00", None), (b"\x00\x01" + K("x")[2:], None),
+    (b"\x00\x00\xff\xff", None), (b"\x00\x00\x00\x09ab", VALUE_V1),
+    (struct.pack(">hh", 0, 2) + b"\xed\xa0", None), (struct.pack(">hh", 0, 1) + b"\xff", V(1, **FULL)),
+    (K("x"), b""), (K("x"), b"\x00\x02" + TXN_V1), (K("x"), b"\xff\xff" + TXN_V1),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": [{"topic": "y" * 127, "partitionIds": [1]}]})),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": [{"topic": "t", "partitionIds": list(range(127))}]})),
+    (K("x"), V(1, **{**FULL, "transactionPartitions": [{"topic": "t\xff", "partitionIds": [1]}] * 127})),
+    # a partition with a tagged field (tag 5, empty): the generic reader passes it over
+    (K("x"), struct.pack(">hqhib", 1, 5, 2, 60000, 1) + b"\x02\x02y\x02" + struct.pack(">i", 1) + b"\x01\x05\x00"
+     + struct.pack(">qq", 10, 9) + b"\x00"),
+    (K("x"), _tagged((0, bytes(4)))), (K("x"), _tagged((2, bytes(8)))), (K("x"), _tagged((4, b"\x01" * 200))),
+    (K("x"), _tagged((200, b"\x01"))), (K("x"), _tagged((4, b"\x01\x02"))[:-1]),
+    (K("x"), _value_v0(transactionPartitions=[{"topic": "y", "partitionIds": [1]}]).replace(b"\x00\x01y", b"\xff\xffy")),
+]
+
+
+@pytest.mark.parametrize("key,value", TAKEN)
+def test_common_layouts_are_read_as_the_generic_reader_reads_them(key, value):
+    assert _same_as_generic(key, value)
+
+
+@pytest.mark.parametrize("key,value", LEFT_TO_THE_GENERIC_READER)
+def test_other_layouts_are_left_to_the_generic_reader(key, value):
+    assert not _same_as_generic(key, value)
+    assert _outcome(decode_txnlog_entry, key, value) == _outcome(read_generic, key, value)
+
+
+@pytest.mark.parametrize("key,value", [
+    (K("tx-1"), V(1, **{**FULL, "transactionPartitions": MANY[:3]})),
+    (K("tx-1"), _tagged((1, bytes(7) + b"\x09"), (2, b"\x00\x02"))),
+    (K("tx-1"), _value_v0(transactionPartitions=MANY[:3])),
+    (K("tx-1"), None),
+], ids=["v1", "v1-tags", "v0", "tombstone"])
+def test_every_byte_set_to_every_value_and_every_cut(key, value):
+    """Whatever a byte becomes, the record is read to the generic reader's entry or error."""
+    raw = key + (value or b"")
+    taken = 0
+    for i in range(len(raw)):
+        for b in range(256):
+            changed = raw[:i] + bytes([b]) + raw[i + 1:]
+            k, v = changed[:len(key)], (None if value is None else changed[len(key):])
+            taken += _same_as_generic(k, v)
+            assert _outcome(decode_txnlog_entry, k, v) == _outcome(read_generic, k, v)
+    cuts = [(key[:cut], value) for cut in range(len(key))]
+    cuts += [(key, value[:cut]) for cut in range(len(value))] if value is not None else []
+    for k, v in cuts:
+        assert _outcome(decode_txnlog_entry, k, v) == _outcome(read_generic, k, v)
+    assert taken > len(raw) * 60   # many single-byte changes keep the common layout

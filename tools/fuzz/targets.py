@@ -25,7 +25,8 @@ from logscan.format.logfile import (BufferWindows, OverlongEntry, find_entry, fi
                                     walk_windows)
 from logscan.format.metadata import decode_metadata_record, render_metadata_payload
 from logscan.format.offsets import decode_offsets_record, render_offsets_key_payload
-from logscan.format.txnlog import decode_txnlog_entry, render_txnlog_key_payload
+from logscan.format import txnlog as txnlog_format  # the target below is named txnlog
+from logscan.format.txnlog import render_txnlog_key_payload
 
 #: Decompression cap for fuzzing: small, so a bomb costs microseconds, not seconds.
 FUZZ_MAX_DECOMPRESSED = 1 << 20
@@ -205,12 +206,16 @@ def control_record(data: bytes) -> None:
 
 
 def txnlog(data: bytes) -> None:
-    """A __transaction_state record: typed view and kafka-dump-log's text."""
+    """A __transaction_state record: typed view (the common layout's reader, when it takes the
+    record, gives the generic reader's entry) and kafka-dump-log's text."""
     key, value = _split(data)
+    fast = txnlog_format.read_common_layout(key, value)
     try:
-        entry = decode_txnlog_entry(key, value)
+        entry = txnlog_format.read_generic(key, value)
         _check(entry.is_tombstone == (value is None), "tombstone iff the value is null")
+        _check(fast is None or fast == entry, "the common layout's reader gives the generic reader's entry")
     except DecodeError as e:
+        _check(fast is None, "the common layout's reader takes no record the generic reader refuses")
         _located(e, len(data))
     _render(render_txnlog_key_payload, key, value)
 
