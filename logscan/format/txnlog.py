@@ -151,8 +151,8 @@ def read_common_layout(key, value) -> Optional[TransactionLogEntry]:
     sizes (in any order; the last of a repeated tag wins, and unknown tags are passed over,
     as in the generic reader).
     Trailing bytes are ignored, as by the generic reader (and Kafka)."""
-    if key is None or len(key) < 4:
-        return None
+    if type(key) is not bytes or len(key) < 4 or (value is not None and type(value) is not bytes):
+        return None   # no key, or another buffer type (a memoryview): the generic reader's
     record_type, size = _KEY_HEAD.unpack_from(key)
     if record_type != 0 or not 0 <= size <= len(key) - 4:
         return None

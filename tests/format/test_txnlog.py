@@ -258,6 +258,14 @@ def test_common_layouts_are_read_as_the_generic_reader_reads_them(key, value):
     assert _same_as_generic(key, value)
 
 
+def test_other_buffer_types_are_read_alike():
+    key, value = K("x"), V(1, **FULL)
+    entry = decode_txnlog_entry(key, value)
+    for wrap in (memoryview, bytearray):
+        assert decode_txnlog_entry(wrap(key), wrap(value)) == entry
+        assert decode_txnlog_entry(wrap(key), None) == decode_txnlog_entry(key, None)
+
+
 @pytest.mark.parametrize("key,value", LEFT_TO_THE_GENERIC_READER)
 def test_other_layouts_are_left_to_the_generic_reader(key, value):
     assert not _same_as_generic(key, value)
