@@ -218,31 +218,12 @@ def _partitions(value: bytes, pos: int, count: int, flexible: bool) -> Optional[
     parts: list[tuple[str, int]] = []
     try:
         for _ in range(count):
-            if flexible:
-                size = value[pos] - 1
-                pos += 1
-                if not 0 <= size < 0x7F:   # null (refused by the reader) or a longer varint
-                    return None
-            else:
-                (size,) = INT16.unpack_from(value, pos)
-                pos += 2
-                if size < 0:
-                    return None
-            if pos + size > end:
+            size, pos = _length(value, pos, flexible, INT16)
+            if size < 0 or pos + size > end:   # a null topic is refused by the generic reader
                 return None
             topic = value[pos:pos + size].decode()
-            pos += size
-            if flexible:
-                n = value[pos] - 1
-                pos += 1
-                if not 0 <= n < 0x7F:
-                    return None
-            else:
-                (n,) = INT32.unpack_from(value, pos)
-                pos += 4
-                if n < 0:
-                    return None
-            if pos + 4 * n > end:
+            n, pos = _length(value, pos + size, flexible, INT32)
+            if n < 0 or pos + 4 * n > end:
                 return None
             if n == 1:   # nearly always: a transaction adds one partition of a topic at a time
                 parts.append((topic, INT32.unpack_from(value, pos)[0]))
@@ -256,6 +237,15 @@ def _partitions(value: bytes, pos: int, count: int, flexible: bool) -> Optional[
     except (IndexError, UnicodeDecodeError, struct.error):
         return None
     return tuple(parts), pos
+
+
+def _length(value: bytes, pos: int, flexible: bool, layout: struct.Struct) -> tuple[int, int]:
+    """A length or count at ``pos`` and the position after it: a one-byte unsigned varint
+    (N+1) when ``flexible``, else ``layout``; -1 for a null, or a longer varint."""
+    if flexible:
+        n = value[pos] - 1
+        return (n, pos + 1) if n < 0x7F else (-1, pos)
+    return layout.unpack_from(value, pos)[0], pos + layout.size
 
 
 def render_txnlog_key_payload(key, value, offset: int, errors: list | None = None
