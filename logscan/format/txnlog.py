@@ -129,9 +129,9 @@ def read_generic(key, value) -> TransactionLogEntry:
         v["transactionLastUpdateTimestampMs"], v["transactionStartTimestampMs"], v["clientTransactionVersion"])
 
 
-_KEY_HEAD = struct.Struct(">hh")            # record type 0, TransactionalId's length
-_VALUE_HEAD = struct.Struct(">hqhib")       # version, ProducerId, ProducerEpoch, TransactionTimeoutMs, TransactionStatus
-_TIMESTAMPS = struct.Struct(">qq")          # TransactionLastUpdateTimestampMs, TransactionStartTimestampMs
+_KEY_HEAD = struct.Struct(">hh")  # record type 0, TransactionalId's length
+_VALUE_HEAD = struct.Struct(">hqhib")  # version, ProducerId, ProducerEpoch, TransactionTimeoutMs, TransactionStatus
+_TIMESTAMPS = struct.Struct(">qq")  # TransactionLastUpdateTimestampMs, TransactionStartTimestampMs
 #: TransactionLogValue v1's tagged fields: tag -> (layout, index in TransactionLogEntry).
 _TAGGED = {0: (INT64, 3), 1: (INT64, 4), 2: (INT16, 12), 3: (INT16, 6)}
 _new_entry = tuple.__new__
@@ -149,8 +149,8 @@ def read_common_layout(key, value) -> Optional[TransactionLogEntry]:
     strings are valid UTF-8 and, in v1, whose lengths, counts and tags are one-byte varints,
     whose partitions carry no tagged field, and whose known tagged fields have their own
     sizes (in any order; the last of a repeated tag wins, and unknown tags are passed over,
-    as in the generic reader).
-    Trailing bytes are ignored, as by the generic reader (and Kafka)."""
+    as in the generic reader). Trailing bytes are ignored, as by the generic reader (and
+    Kafka)."""
     if type(key) is not bytes or len(key) < 4 or (value is not None and type(value) is not bytes):
         return None   # no key, or another buffer type (a memoryview): the generic reader's
     record_type, size = _KEY_HEAD.unpack_from(key)

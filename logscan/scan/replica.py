@@ -128,13 +128,13 @@ def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base
     # increment_sequence's common case inline (a call cost as much as the rest of a data batch's fact).
     last_sequence = (base_sequence + last_delta if 0 <= base_sequence <= INT32_MAX - last_delta
                      else NO_SEQUENCE if base_sequence == NO_SEQUENCE else increment_sequence(base_sequence, last_delta))
-    return _new_fact(BatchFact, (base_offset, base_offset + last_delta, producer_id, producer_epoch, base_sequence,
-                                 last_sequence, max_timestamp, attributes & TRANSACTIONAL_FLAG_MASK != 0, control,
-                                 records_count, batch_length + LOG_OVERHEAD, control_type, coordinator_epoch,
-                                 marker_ts))
+    return _new_tuple(BatchFact, (base_offset, base_offset + last_delta, producer_id, producer_epoch, base_sequence,
+                                  last_sequence, max_timestamp, attributes & TRANSACTIONAL_FLAG_MASK != 0, control,
+                                  records_count, batch_length + LOG_OVERHEAD, control_type, coordinator_epoch,
+                                  marker_ts))
 
 
-_new_fact = tuple.__new__
+_new_tuple = tuple.__new__  # skips a NamedTuple's Python-level __new__
 
 
 def legacy_fact(entry: LegacyBatch, path: str, findings: list[Finding]) -> BatchFact:
@@ -168,11 +168,11 @@ def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
             if e.is_tombstone:
                 yield TxnLogRecord(partition, rec.offset, e.transactional_id)
             else:
-                yield _new_fact(TxnLogRecord, (partition, rec.offset, e.transactional_id, e.state, e.producer_id,
-                                               e.previous_producer_id, e.next_producer_id, e.producer_epoch,
-                                               e.transaction_timeout_ms, e.partitions or (),
-                                               e.last_update_timestamp_ms, e.start_timestamp_ms,
-                                               batch.partition_leader_epoch))
+                yield _new_tuple(TxnLogRecord, (partition, rec.offset, e.transactional_id, e.state, e.producer_id,
+                                                e.previous_producer_id, e.next_producer_id, e.producer_epoch,
+                                                e.transaction_timeout_ms, e.partitions or (),
+                                                e.last_update_timestamp_ms, e.start_timestamp_ms,
+                                                batch.partition_leader_epoch))
     except DecodeError as e:
         findings.append(Finding.from_error(path, e))
 
