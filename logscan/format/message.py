@@ -272,8 +272,9 @@ def java_message(err: DecodeError) -> str:
     return "null" if text is None else text
 
 
-_FIXED = {"int8": INT8, "int16": INT16, "uint16": UINT16, "int32": INT32, "int64": INT64,
-          "float64": FLOAT64}
+#: The big-endian layout of each fixed-size scalar type of the specs.
+FIXED_LAYOUTS = {"int8": INT8, "int16": INT16, "uint16": UINT16, "int32": INT32, "int64": INT64,
+                 "float64": FLOAT64}
 
 
 class _Reader:
@@ -415,7 +416,7 @@ def _plan(schema: Schema, version: int) -> _Plan:
         tagged = f.tagged is not None and version in f.tagged
         slot = _Slot(f, f.json_name, version in f.versions and not tagged,
                      f.nullable is not None and version in f.nullable, array, f.element_type,
-                     None if array else _FIXED.get(f.type), f.default)
+                     None if array else FIXED_LAYOUTS.get(f.type), f.default)
         template[slot.name] = None if slot.read else slot.default
         if not slot.read:
             if slot.default is STRUCT_DEFAULT:
@@ -459,7 +460,7 @@ def _reader(slot: _Slot, version: int, flex: bool, flexible, valid):
     def full(r):
         return _read_field(r, slot, version, flex, flexible, valid)
 
-    element = _FIXED.get(slot.type)
+    element = FIXED_LAYOUTS.get(slot.type)
     if slot.array and element is not None:
         code, size = element.format[1:], element.size
 
@@ -588,7 +589,7 @@ def _read_field(r: _Reader, slot: _Slot, version: int, flex: bool, flexible, val
 
 def _read_one(r: _Reader, f: Field, type: str, version: int, flex: bool, flexible, valid,
               nullable: bool):
-    layout = _FIXED.get(type)
+    layout = FIXED_LAYOUTS.get(type)
     if layout is not None:
         return r.fixed(layout, f.json_name)
     if type == "bool":
@@ -704,7 +705,7 @@ def _write_field(out, f, version, flex, flexible, value, tagged=False):
 
 
 def _write_one(out, f, type, version, flex, flexible, value):
-    layout = _FIXED.get(type)
+    layout = FIXED_LAYOUTS.get(type)
     if layout is not None:
         out += layout.pack(value)
     elif type == "bool":

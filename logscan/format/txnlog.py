@@ -33,9 +33,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple, Optional
 
-from .message import (F, M, CoordinatorRecord, decode_coordinator_record,
+from .message import (FIXED_LAYOUTS, F, M, CoordinatorRecord, decode_coordinator_record,
                       render_coordinator_record)
-from .primitives import INT16, INT32, INT64
+from .primitives import INT16, INT32
 
 TRANSACTION_LOG_KEY = M("TransactionLogKey", "0", "none", 0, [
     F("TransactionalId", "string", "0"),
@@ -132,8 +132,9 @@ def read_generic(key, value) -> TransactionLogEntry:
 _KEY_HEAD = struct.Struct(">hh")  # record type 0, TransactionalId's length
 _VALUE_HEAD = struct.Struct(">hqhib")  # version, ProducerId, ProducerEpoch, TransactionTimeoutMs, TransactionStatus
 _TIMESTAMPS = struct.Struct(">qq")  # TransactionLastUpdateTimestampMs, TransactionStartTimestampMs
-#: TransactionLogValue v1's tagged fields: tag -> (layout, index in TransactionLogEntry).
-_TAGGED = {0: (INT64, 3), 1: (INT64, 4), 2: (INT16, 12), 3: (INT16, 6)}
+#: TransactionLogValue's tagged fields (v1), from its schema: tag -> (layout, index in TransactionLogEntry).
+_TAGGED = {f.tag: (FIXED_LAYOUTS[f.type], TransactionLogEntry._fields.index(f.attr_name))
+           for f in TRANSACTION_LOG_VALUE.fields if f.tag is not None}
 _new_entry = tuple.__new__
 
 
@@ -187,6 +188,7 @@ def read_common_layout(key, value) -> Optional[TransactionLogEntry]:
         return None
     last_update, start = _TIMESTAMPS.unpack_from(value, pos)
     pos += 16
+    # The tagged fields at their defaults (a v0 value has none of them), set below as read.
     entry = [tid, version, producer_id, -1, -1, epoch, -1, timeout, status, parts, last_update, start, 0]
     if version == 1:
         if pos >= end or value[pos] >= 0x80:

@@ -227,7 +227,8 @@ def test_pure_python_is_chosen_by_the_environment():
     for pure in ("", "1"):
         env = dict(os.environ, LOGSCAN_PURE_PYTHON=pure)
         probe = subprocess.run([sys.executable, "-c", "from logscan.format import compiled; "
-                                "print(compiled.walk_v2 is None and compiled.records_v2 is None)"], env=env, capture_output=True, text=True)
+                                "print(compiled.walk_v2 is None and compiled.records_v2 is None)"],
+                               env=env, capture_output=True, text=True)
         assert probe.stdout.strip() == str(bool(pure) or importlib.util.find_spec("logscan._native") is None)
         run[pure] = subprocess.run([sys.executable, "-m", "logscan.cli", "dump", "--deep-iteration", str(log)],
                                    env=env, capture_output=True, text=True, check=True).stdout
