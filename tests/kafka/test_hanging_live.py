@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.kafka.cluster import Cluster, copy_live_log_dir, jars_present
+from tools.kafka.cluster import Cluster, copy_live_log_dir, jars_present, wait_for
 
 # LOGSCAN_FIXTURES points the file-only tests at a freshly built tree (default: the committed one)
 FIXTURES = Path(os.environ.get("LOGSCAN_FIXTURES", Path(__file__).resolve().parents[2] / "fixtures"))
@@ -50,23 +50,15 @@ def _create_topic(cluster: Cluster, name: str, partitions: int) -> None:
     from confluent_kafka.admin import NewTopic
     admin = cluster.admin()
     admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        t = admin.list_topics(name, timeout=5).topics.get(name)
-        if t and t.error is None and all(len(p.isrs) == 3 for p in t.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise TimeoutError(name)
+    wait_for(lambda: admin.list_topics(name, timeout=5).topics.get(name),
+             lambda t: bool(t and t.error is None and all(len(p.isrs) == 3 for p in t.partitions.values())),
+             timeout=30, every=0.2, failure=lambda t: f"topic {name} has no full ISR: {t}")
 
 
 def _wait_offsets(cluster, txn, predicate, timeout=30):
     from tools.kafka.hanging import end_offsets
-    deadline = time.monotonic() + timeout
-    while True:
-        offsets = end_offsets(cluster, txn.topic, txn.partition)
-        if predicate(offsets) or time.monotonic() > deadline:
-            return offsets
-        time.sleep(0.5)
+    return wait_for(lambda: end_offsets(cluster, txn.topic, txn.partition), predicate, timeout=timeout, every=0.5,
+                    failure=lambda offsets: f"{txn.topic}-{txn.partition}: {offsets}")
 
 
 @pytest.mark.kafka
@@ -146,7 +138,7 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
     anyone: letting it roll forward was the right plan."""
     from logscan.scan.local import plan_aborts, scan
     from tools.kafka.hanging import (HANG_AGE_MS, create_pending_markers, end_offsets,
-                                     find_hanging, start_node, tool_rows,
+                                     find_hanging, settled, start_node, tool_rows,
                                      wait_transaction_states)
 
     c = live_cluster
@@ -172,10 +164,7 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
     start_node(c, crashed)
     wait_transaction_states(c, {commit_id: ("CompleteCommit", ""), abort_id: ("CompleteAbort", "")},
                             timeout=120)
-    deadline = time.monotonic() + 60
-    while (after := end_offsets(c, topic, 0))["last_stable_offset"] != after["high_watermark"]:
-        assert time.monotonic() < deadline, after
-        time.sleep(0.5)
+    after = wait_for(lambda: end_offsets(c, topic, 0), settled, timeout=60, every=0.5, failure=str)
     # one marker per transaction, written by the coordinator
     assert after["high_watermark"] == blocked["high_watermark"] + 2, (blocked, after)
     producers, raw = tool_rows(c, "describe-producers", "--topic", topic, "--partition", 0)

@@ -175,3 +175,45 @@ def test_waiting_for_an_isr_asks_again_after_a_metadata_timeout(monkeypatch):
     monkeypatch.setattr(hanging.time, "sleep", lambda s: None)
     assert hanging.wait_isr(cluster, "t", 0, {1, 2}) == [1, 2]
     assert answers == []
+
+
+def test_wait_for_returns_the_first_answer_that_is_done(monkeypatch):
+    slept = []
+    monkeypatch.setattr(cluster.time, "sleep", slept.append)
+    answers = iter([1, 2, 3, 4])
+    assert cluster.wait_for(lambda: next(answers), lambda n: n >= 3, timeout=60, every=0.5, failure=str) == 3
+    assert slept == [0.5, 0.5]
+
+
+def test_wait_for_asks_again_after_a_retried_exception_only(monkeypatch):
+    monkeypatch.setattr(cluster.time, "sleep", lambda s: None)
+    answers = [TimeoutError("metadata timed out"), "ready"]
+
+    def probe() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert cluster.wait_for(probe, lambda a: a == "ready", timeout=60, every=1, failure=str,
+                            retry=(TimeoutError,)) == "ready"
+    answers[:] = [ValueError("a broken answer"), "ready"]
+    with pytest.raises(ValueError, match="a broken answer"):
+        cluster.wait_for(probe, lambda a: a == "ready", timeout=60, every=1, failure=str, retry=(TimeoutError,))
+
+
+def test_wait_for_raises_with_the_last_answer_past_its_deadline(monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(cluster.time, "monotonic", lambda: now[0])
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    monkeypatch.setattr(cluster.time, "sleep", sleep)
+    answers = iter(range(100))
+    with pytest.raises(TimeoutError, match="stuck at 5"):
+        cluster.wait_for(lambda: next(answers), lambda n: False, timeout=2, every=0.5,
+                         failure=lambda n: f"stuck at {n}")
+    with pytest.raises(KafkaHarnessError, match="never answered: None"):
+        cluster.wait_for(lambda: 1 / 0, lambda n: True, timeout=1, every=0.5, retry=(ZeroDivisionError,),
+                         failure=lambda n: f"never answered: {n}", error=KafkaHarnessError)

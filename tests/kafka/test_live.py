@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.kafka.conftest import FIXTURES, load_truth
-from tools.kafka.cluster import Cluster, jars_present, run_java_tool
+from tools.kafka.cluster import Cluster, jars_present, run_java_tool, wait_for
 from tools.kafka.scenarios import SCENARIOS, ScenarioContext
 from tools.kafka.truth import Recorder, parse_table
 
@@ -99,14 +98,9 @@ def test_admin_abort_closes_the_open_transaction_without_the_coordinator(live):
     cp = cluster.run_tool("kafka-transactions", "abort", "--topic", "txn-a", "--partition", 2,
                           "--start-offset", open_row["CurrentTransactionStartOffset"])
     assert cp.returncode == 0, cp.stderr
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        rows = [_describe_producers(cluster, "txn-a", 2, b) for b in range(3)]
-        if all(r["CurrentTransactionStartOffset"] == "None" for rs in rows for r in rs):
-            break
-        time.sleep(0.5)
-    else:
-        pytest.fail(f"replicas still show an open transaction: {rows}")
+    wait_for(lambda: [_describe_producers(cluster, "txn-a", 2, b) for b in range(3)],
+             lambda rows: all(r["CurrentTransactionStartOffset"] == "None" for rs in rows for r in rs),
+             timeout=20, every=0.5, failure=lambda rows: f"replicas still show an open transaction: {rows}")
     cp = cluster.run_tool("kafka-transactions", "describe", "--transactional-id", "txn-open")
     (desc,) = parse_table(cp.stdout)
     assert desc["TransactionState"] == "Ongoing"

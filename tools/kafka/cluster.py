@@ -34,11 +34,13 @@ import time
 import uuid
 import base64
 from pathlib import Path
+from typing import Callable, Optional, TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
 LIBS = Path(os.environ.get("LOGSCAN_KAFKA_LIBS", REPO / ".kafka" / "libs"))
 KAFKA_VERSION = "4.1.1"
 JVM_DIR = Path(__file__).resolve().parent / "jvm"
+T = TypeVar("T")
 
 # 4.1.1 still ships DumpLogSegments as the Scala kafka.tools.DumpLogSegments (kafka_2.13 jar);
 # the Java port under org.apache.kafka.tools does not exist in this release.
@@ -115,6 +117,28 @@ rootLogger.appenderRef.err.ref = err
 
 class KafkaHarnessError(RuntimeError):
     """The cluster could not be formatted, started or queried."""
+
+
+def wait_for(probe: Callable[[], T], done: Callable[[T], bool], *, timeout: float, every: float,
+             failure: Callable[[Optional[T]], str], retry: tuple[type[BaseException], ...] = (),
+             error: type[Exception] = TimeoutError) -> T:
+    """Asks ``probe`` every ``every`` s until ``done`` holds for its answer, and returns that
+    answer. A probe that raises one of ``retry`` is asked again; any other exception ends the
+    wait. Past ``timeout`` s, raises ``error`` with ``failure`` of the last answer (None when
+    every probe raised). The harness's waits on a live cluster are all of this shape."""
+    deadline = time.monotonic() + timeout
+    last: Optional[T] = None
+    while True:
+        try:
+            last = probe()
+        except retry:
+            pass
+        else:
+            if done(last):
+                return last
+        if time.monotonic() > deadline:
+            raise error(failure(last))
+        time.sleep(every)
 
 
 def jars_present(libs: Path = LIBS) -> bool:
@@ -343,22 +367,21 @@ class Cluster:
         """Wait until every broker is registered and answers metadata requests."""
         from confluent_kafka.admin import AdminClient
 
-        deadline = time.monotonic() + timeout
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0,
                              "logger": _quiet_logger()})
-        while time.monotonic() < deadline:
+
+        def registered() -> int:
             for i, p in self.procs.items():
                 if p.poll() is not None:
                     raise KafkaHarnessError(
                         f"node {i} exited with {p.returncode}; see {self.node_dir(i)}/stdout.log")
             try:
-                md = admin.list_topics(timeout=2)
-                if len(md.brokers) == self.nodes:
-                    return
-            except Exception:  # noqa: BLE001 - the cluster is still booting; retry until deadline
-                pass
-            time.sleep(0.5)
-        raise KafkaHarnessError(f"cluster not ready after {timeout}s")
+                return len(admin.list_topics(timeout=2).brokers)
+            except Exception:  # noqa: BLE001 - the cluster is still booting; ask again until the deadline
+                return 0
+
+        wait_for(registered, lambda n: n == self.nodes, timeout=timeout, every=0.5, error=KafkaHarnessError,
+                 failure=lambda n: f"cluster not ready after {timeout}s ({n} of {self.nodes} brokers registered)")
 
     def stop(self, hard: bool = False, timeout: float = 90) -> None:
         """Clean stop (SIGTERM to every node at once, wait) or hard stop (SIGKILL)."""

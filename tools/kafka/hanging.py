@@ -52,7 +52,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tools.kafka.cluster import LIBS, REPO, Cluster, run_java_tool
+from tools.kafka.cluster import LIBS, REPO, Cluster, run_java_tool, wait_for
 from tools.kafka.rawclient import CONCURRENT_TRANSACTIONS, RawClient
 from tools.kafka.scenarios import CLUSTERS, ClusterSpec, ScenarioContext, scenario, send
 from tools.kafka.truth import _drop_slf4j_noise, parse_table
@@ -206,17 +206,14 @@ def create_topic_on(cluster: Cluster, name: str, assignment: list[list[int]],
     admin = cluster.admin()
     admin.create_topics([NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
                                   config={k: str(v) for k, v in (config or {}).items()})])[name].result(30)
-    deadline = time.monotonic() + timeout
-    while True:
-        t = admin.list_topics(name, timeout=5).topics.get(name)
-        if t and t.error is None and all(
-                t.partitions[p].leader == replicas[0] and sorted(t.partitions[p].isrs) == sorted(replicas)
-                for p, replicas in enumerate(assignment) if p in t.partitions):
-            if len(t.partitions) == len(assignment):
-                return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {name} not led as assigned {assignment}")
-        time.sleep(0.2)
+
+    def led(t) -> bool:
+        return bool(t and t.error is None and len(t.partitions) == len(assignment) and all(
+            t.partitions[p].leader == replicas[0] and sorted(t.partitions[p].isrs) == sorted(replicas)
+            for p, replicas in enumerate(assignment)))
+
+    wait_for(lambda: admin.list_topics(name, timeout=5).topics.get(name), led, timeout=timeout, every=0.2,
+             failure=lambda _: f"topic {name} not led as assigned {assignment}")
 
 
 def wait_isr(cluster: Cluster, topic: str, partition: int, isr: set[int],
@@ -226,19 +223,11 @@ def wait_isr(cluster: Cluster, topic: str, partition: int, isr: set[int],
     (a CI run failed on one such 5 s timeout, 2026-11-24)."""
     from confluent_kafka import KafkaException
 
-    deadline = time.monotonic() + timeout
-    isrs = None
-    while True:
-        try:
-            isrs = cluster.admin().list_topics(topic, timeout=5).topics[topic].partitions[partition].isrs
-        except KafkaException:
-            pass
-        else:
-            if set(isrs) == isr:
-                return sorted(isrs)
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{topic}-{partition} ISR {isrs}, waited for {sorted(isr)}")
-        time.sleep(0.5)
+    def isrs() -> list[int]:
+        return cluster.admin().list_topics(topic, timeout=5).topics[topic].partitions[partition].isrs
+
+    return sorted(wait_for(isrs, lambda got: set(got) == isr, timeout=timeout, every=0.5, retry=(KafkaException,),
+                           failure=lambda got: f"{topic}-{partition} ISR {got}, waited for {sorted(isr)}"))
 
 
 def describe_transactions(cluster: Cluster, transactional_ids: list[str]) -> dict[str, dict]:
@@ -257,16 +246,13 @@ def describe_transactions(cluster: Cluster, transactional_ids: list[str]) -> dic
 def wait_transaction_states(cluster: Cluster, want: dict[str, tuple[str, str]],
                             timeout: float = 60) -> dict[str, dict]:
     """Poll describe until each id shows (TransactionState, TopicPartitions) as in ``want``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        described = describe_transactions(cluster, list(want))
-        got = {tid: (d["row"]["TransactionState"], d["row"]["TopicPartitions"])
-               for tid, d in described.items()}
-        if got == want:
-            return described
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"transactions did not reach {want}: {got}")
-        time.sleep(1)
+
+    def states(described: dict[str, dict]) -> dict[str, tuple[str, str]]:
+        return {tid: (d["row"]["TransactionState"], d["row"]["TopicPartitions"]) for tid, d in described.items()}
+
+    return wait_for(lambda: describe_transactions(cluster, list(want)), lambda d: states(d) == want,
+                    timeout=timeout, every=1,
+                    failure=lambda d: f"transactions did not reach {want}: {states(d)}")
 
 
 def create_pending_markers(cluster: Cluster, commit_id: str, abort_id: str, topic: str,
@@ -357,14 +343,9 @@ def matches(row: dict[str, str], txn: HangingTxn) -> bool:
 def wait_until_found(cluster: Cluster, txns: list[HangingTxn], broker_id: int,
                      timeout: float = 60) -> tuple[list[dict[str, str]], str]:
     """Poll find-hanging on one broker until every transaction in ``txns`` is reported."""
-    deadline = time.monotonic() + timeout
-    while True:
-        rows, raw = find_hanging(cluster, broker_id)
-        if all(any(matches(r, t) for r in rows) for t in txns):
-            return rows, raw
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"find-hanging on broker {broker_id} never showed {txns}: {raw}")
-        time.sleep(1)
+    return wait_for(lambda: find_hanging(cluster, broker_id),
+                    lambda found: all(any(matches(r, t) for r in found[0]) for t in txns), timeout=timeout, every=1,
+                    failure=lambda found: f"find-hanging on broker {broker_id} never showed {txns}: {found[1]}")
 
 
 def abort_hanging(cluster: Cluster, txn: HangingTxn) -> subprocess.CompletedProcess:
@@ -386,6 +367,11 @@ def end_offsets(cluster: Cluster, topic: str, partition: int) -> dict[str, int]:
                                  request_timeout=30)[tp]
         out[label] = fut.result().offset
     return out
+
+
+def settled(offsets: dict[str, int]) -> bool:
+    """No transaction open on the partition (end_offsets: the LSO has reached the HW)."""
+    return offsets["last_stable_offset"] == offsets["high_watermark"]
 
 
 def run_txn_producer(cluster: Cluster, *args, timeout: float = 120) -> list[list[str]]:
@@ -546,14 +532,8 @@ def markers_pending(ctx: ScenarioContext) -> None:
 def _wait_offsets_settled(cluster: Cluster, topic: str, partition: int,
                           timeout: float = 30) -> dict[str, int]:
     """Wait until LSO == HW (no open transaction, marker replicated to the ISR)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        offsets = end_offsets(cluster, topic, partition)
-        if offsets["last_stable_offset"] == offsets["high_watermark"]:
-            return offsets
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{topic}-{partition} did not settle: {offsets}")
-        time.sleep(0.5)
+    return wait_for(lambda: end_offsets(cluster, topic, partition), settled, timeout=timeout, every=0.5,
+                    failure=lambda offsets: f"{topic}-{partition} did not settle: {offsets}")
 
 
 # ---- after the copy: a follower that missed the marker ---------------------------------

@@ -15,14 +15,13 @@ marker); the TV2 client case comes from the Java client (tools.kafka.hanging).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from tools.kafka.cluster import Cluster, _quiet_logger
+from tools.kafka.cluster import Cluster, _quiet_logger, wait_for
 
 
 @dataclass(frozen=True)
@@ -78,15 +77,14 @@ class ScenarioContext:
         self._wait_leaders(name, partitions)
 
     def _wait_leaders(self, name: str, partitions: int, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
         admin = self.cluster.admin()
-        while time.monotonic() < deadline:
-            t = admin.list_topics(name, timeout=5).topics.get(name)
-            if t and t.error is None and len(t.partitions) == partitions and all(
-                    p.leader >= 0 and len(p.isrs) == 3 for p in t.partitions.values()):
-                return
-            time.sleep(0.2)
-        raise TimeoutError(f"topic {name} has no full ISR after {timeout}s")
+
+        def led(t) -> bool:
+            return bool(t and t.error is None and len(t.partitions) == partitions and all(
+                p.leader >= 0 and len(p.isrs) == 3 for p in t.partitions.values()))
+
+        wait_for(lambda: admin.list_topics(name, timeout=5).topics.get(name), led, timeout=timeout, every=0.2,
+                 failure=lambda _: f"topic {name} has no full ISR after {timeout}s")
 
     def producer(self, **config) -> Producer:
         conf = {"bootstrap.servers": self.cluster.bootstrap, "linger.ms": 5, "acks": "all",
@@ -302,26 +300,24 @@ def segment_roll(ctx: ScenarioContext) -> None:
 
 def _wait_txn_state(cluster: Cluster, tid: str, states, timeout: float) -> str:
     """Poll ``kafka-transactions describe`` until the coordinator reports one of ``states``."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
+
+    def state() -> str | None:
         cp = cluster.run_tool("kafka-transactions", "describe", "--transactional-id", tid)
         rows = [line.split("\t") for line in cp.stdout.splitlines()]
-        if len(rows) >= 2:
-            row = dict(zip([c.strip() for c in rows[0]], [c.strip() for c in rows[1]]))
-            last = row.get("TransactionState")
-            if last in states:
-                return last
-        time.sleep(1)
-    raise TimeoutError(f"{tid} did not reach {states} in {timeout}s (last: {last})")
+        if len(rows) < 2:
+            return None
+        return dict(zip([c.strip() for c in rows[0]], [c.strip() for c in rows[1]])).get("TransactionState")
+
+    return wait_for(state, lambda last: last in states, timeout=timeout, every=1,
+                    failure=lambda last: f"{tid} did not reach {states} in {timeout}s (last: {last})")
 
 
 def _wait_cleaned(cluster: Cluster, partition: str, timeout: float) -> dict[int, int]:
     """Wait until every node's ``cleaner-offset-checkpoint`` names ``partition``."""
-    deadline = time.monotonic() + timeout
     topic, _, part = partition.rpartition("-")
     found: dict[int, int] = {}
-    while time.monotonic() < deadline:
+
+    def checkpointed() -> dict[int, int]:
         for node, d in cluster.log_dirs.items():
             f = d / "cleaner-offset-checkpoint"
             if f.exists():
@@ -329,7 +325,7 @@ def _wait_cleaned(cluster: Cluster, partition: str, timeout: float) -> dict[int,
                     t, p, off = line.split()
                     if t == topic and p == part:
                         found[node] = int(off)
-        if len(found) == cluster.nodes:
-            return found
-        time.sleep(0.5)
-    raise TimeoutError(f"cleaner did not checkpoint {partition} on every node: {found}")
+        return found
+
+    return wait_for(checkpointed, lambda nodes: len(nodes) == cluster.nodes, timeout=timeout, every=0.5,
+                    failure=lambda nodes: f"cleaner did not checkpoint {partition} on every node: {nodes}")
