@@ -132,9 +132,14 @@ def read_generic(key, value) -> TransactionLogEntry:
 _KEY_HEAD = struct.Struct(">hh")  # record type 0, TransactionalId's length
 _VALUE_HEAD = struct.Struct(">hqhib")  # version, ProducerId, ProducerEpoch, TransactionTimeoutMs, TransactionStatus
 _TIMESTAMPS = struct.Struct(">qq")  # TransactionLastUpdateTimestampMs, TransactionStartTimestampMs
+_TAGGED_FIELDS = {f.attr_name: f for f in TRANSACTION_LOG_VALUE.fields if f.tag is not None}
 #: TransactionLogValue's tagged fields (v1), from its schema: tag -> (layout, index in TransactionLogEntry).
-_TAGGED = {f.tag: (FIXED_LAYOUTS[f.type], TransactionLogEntry._fields.index(f.attr_name))
-           for f in TRANSACTION_LOG_VALUE.fields if f.tag is not None}
+_TAGGED = {f.tag: (FIXED_LAYOUTS[f.type], TransactionLogEntry._fields.index(name))
+           for name, f in _TAGGED_FIELDS.items()}
+#: Their schema defaults: a v0 value's, and a v1 value's until its tags are read.
+_NO_PREVIOUS_ID, _NO_NEXT_ID, _NO_NEXT_EPOCH, _CLIENT_VERSION = (
+    _TAGGED_FIELDS[name].default
+    for name in ("previous_producer_id", "next_producer_id", "next_producer_epoch", "client_transaction_version"))
 _new_entry = tuple.__new__
 
 
@@ -189,7 +194,8 @@ def read_common_layout(key, value) -> Optional[TransactionLogEntry]:
     last_update, start = _TIMESTAMPS.unpack_from(value, pos)
     pos += 16
     # The tagged fields at their defaults (a v0 value has none of them), set below as read.
-    entry = [tid, version, producer_id, -1, -1, epoch, -1, timeout, status, parts, last_update, start, 0]
+    entry = [tid, version, producer_id, _NO_PREVIOUS_ID, _NO_NEXT_ID, epoch, _NO_NEXT_EPOCH, timeout, status, parts,
+             last_update, start, _CLIENT_VERSION]
     if version == 1:
         if pos >= end or value[pos] >= 0x80:
             return None
