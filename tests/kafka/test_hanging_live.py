@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tools.kafka.cluster import Cluster, copy_live_log_dir, jars_present, wait_for
+from tools.kafka.scenarios import ScenarioContext
 
 # LOGSCAN_FIXTURES points the file-only tests at a freshly built tree (default: the committed one)
 FIXTURES = Path(os.environ.get("LOGSCAN_FIXTURES", Path(__file__).resolve().parents[2] / "fixtures"))
@@ -46,15 +47,6 @@ def live_cluster(tmp_path_factory):
         c.stop()
 
 
-def _create_topic(cluster: Cluster, name: str, partitions: int) -> None:
-    from confluent_kafka.admin import NewTopic
-    admin = cluster.admin()
-    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
-    wait_for(lambda: admin.list_topics(name, timeout=5).topics.get(name),
-             lambda t: bool(t and t.error is None and all(len(p.isrs) == 3 for p in t.partitions.values())),
-             timeout=30, every=0.2, failure=lambda t: f"topic {name} has no full ISR: {t}")
-
-
 def _wait_offsets(cluster, txn, predicate, timeout=30):
     from tools.kafka.hanging import end_offsets
     return wait_for(lambda: end_offsets(cluster, txn.topic, txn.partition), predicate, timeout=timeout, every=0.5,
@@ -71,11 +63,11 @@ def test_planned_abort_clears_each_kind_of_hang(live_cluster, tmp_path):
     from logscan.scan.local import plan_aborts, scan
     from tools.kafka.hanging import (HANG_AGE_MS, create_missed_marker_hang,
                                      create_never_added_hang, create_unknown_producer_hang,
-                                     find_hanging, matches, tool_rows, wait_until_found)
+                                     find_hanging, matches, tool_rows, wait_settled, wait_until_found)
     from tools.kafka.rawclient import RawClient
 
     c = live_cluster
-    _create_topic(c, "hang", 3)
+    ScenarioContext(c).create_topic("hang", 3)
     old = int(time.time() * 1000) - HANG_AGE_MS
     with RawClient(c.bootstrap) as client:
         txns = [create_unknown_producer_hang(client, "hang", 0, old),
@@ -114,7 +106,7 @@ def test_planned_abort_clears_each_kind_of_hang(live_cluster, tmp_path):
         cp = c.run_tool("kafka-transactions", *words[3:])
         assert cp.returncode == 0, cp.stderr
 
-        after = _wait_offsets(c, txn, lambda o: o["last_stable_offset"] == o["high_watermark"])
+        after = wait_settled(c, txn.topic, txn.partition)
         # the ABORT marker is one more offset: the log end moved by one and the LSO reached it
         assert after["high_watermark"] == before["high_watermark"] + 1, (txn, before, after)
         assert after["last_stable_offset"] == after["high_watermark"], (txn, after)
@@ -137,8 +129,8 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
     itself (COMMIT and ABORT markers, LSO up to the high watermark), with no abort sent by
     anyone: letting it roll forward was the right plan."""
     from logscan.scan.local import plan_aborts, scan
-    from tools.kafka.hanging import (HANG_AGE_MS, create_pending_markers, end_offsets,
-                                     find_hanging, settled, start_node, tool_rows,
+    from tools.kafka.hanging import (HANG_AGE_MS, create_pending_markers,
+                                     find_hanging, start_node, tool_rows, wait_settled,
                                      wait_transaction_states)
 
     c = live_cluster
@@ -164,7 +156,7 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
     start_node(c, crashed)
     wait_transaction_states(c, {commit_id: ("CompleteCommit", ""), abort_id: ("CompleteAbort", "")},
                             timeout=120)
-    after = wait_for(lambda: end_offsets(c, topic, 0), settled, timeout=60, every=0.5, failure=str)
+    after = wait_settled(c, topic, 0, timeout=60)
     # one marker per transaction, written by the coordinator
     assert after["high_watermark"] == blocked["high_watermark"] + 2, (blocked, after)
     producers, raw = tool_rows(c, "describe-producers", "--topic", topic, "--partition", 0)

@@ -304,7 +304,7 @@ def create_pending_markers(cluster: Cluster, commit_id: str, abort_id: str, topi
                            f"CONCURRENT_TRANSACTIONS while the coordinator aborts")
     described = wait_transaction_states(cluster, {commit_id: ("PrepareCommit", f"{topic}-0"),
                                                   abort_id: ("PrepareAbort", f"{topic}-0")})
-    done_offsets = _wait_offsets_settled(cluster, done_topic, 0)
+    done_offsets = wait_settled(cluster, done_topic, 0)
     blocked = end_offsets(cluster, topic, 0)
     if blocked != before or blocked["last_stable_offset"] != min(t.start_offset for t in txns):
         raise RuntimeError(f"{topic}-0 moved while its markers should be blocked: {before} -> {blocked}")
@@ -434,7 +434,7 @@ def replica_missed_marker(ctx: ScenarioContext) -> None:
     send(p, REPLICA_TOPIC, 0, 2, "replica-b1")
     p.commit_transaction(30)
     # the marker must be on every replica before the copy: wait for HW == LEO on all of them
-    offsets = _wait_offsets_settled(ctx.cluster, REPLICA_TOPIC, 0)
+    offsets = wait_settled(ctx.cluster, REPLICA_TOPIC, 0)
     md = ctx.cluster.admin().list_topics(REPLICA_TOPIC, timeout=10).topics[REPLICA_TOPIC]
     pm = md.partitions[0]
     follower = next(r for r in pm.replicas if r != pm.leader)
@@ -529,7 +529,7 @@ def markers_pending(ctx: ScenarioContext) -> None:
                                       PENDING_TOPIC, PENDING_DONE_TOPIC, old))
 
 
-def _wait_offsets_settled(cluster: Cluster, topic: str, partition: int,
+def wait_settled(cluster: Cluster, topic: str, partition: int,
                           timeout: float = 30) -> dict[str, int]:
     """Wait until LSO == HW (no open transaction, marker replicated to the ISR)."""
     return wait_for(lambda: end_offsets(cluster, topic, partition), settled, timeout=timeout, every=0.5,
