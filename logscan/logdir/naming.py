@@ -11,7 +11,8 @@ Kafka encodes a lot in names (LogFileUtils, LocalLog, Snapshots):
 - KRaft snapshots: ``<20-digit end offset>-<10-digit epoch>.checkpoint``, with ``.part``
   (being written) or ``.deleted`` after it; ``bootstrap.checkpoint`` in the metadata dir.
 - partition dirs: ``topic-N``, and ``topic-N.<32-hex id>-delete|-future|-stray`` (the topic
-  may be truncated in ``-delete``/``-stray`` names to keep them <= 255 characters).
+  may be truncated in ``-delete``/``-stray`` names to keep them <= 255 characters); the topic
+  is one Kafka's ``Topic.validate`` accepts, so a folder named otherwise was not written by Kafka.
 - checkpoint files are written to ``<name>.tmp`` and renamed: a ``.tmp`` is an interrupted write.
 
 kafka-dump-log picks a decoder by the text after the *last* dot, so suffixed copies
@@ -172,6 +173,23 @@ def parse_partition_dir(name: str) -> PartitionDir | None:
     if not topic or not _PARTITION_NUMBER.fullmatch(number) or int(number) > INT32_MAX:
         return None
     return PartitionDir(topic, int(number), flavor)
+
+
+# --- topic names -------------------------------------------------------------------------
+
+# org.apache.kafka.common.internals.Topic.validate (Kafka 4.1): MAX_NAME_LENGTH = 249,
+# LEGAL_CHARS = [a-zA-Z0-9._-], not empty and neither "." nor ".." (which, as folder names,
+# are the log dir itself and its parent).
+TOPIC_MAX_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,%d}" % TOPIC_MAX_LENGTH)
+LEGAL_TOPIC_TEXT = (f"1 to {TOPIC_MAX_LENGTH} ASCII letters, digits, '.', '_' and '-', "
+                    "neither '.' nor '..'")
+
+
+def is_legal_topic(topic: str) -> bool:
+    """Topic.isValid: a name Kafka lets a topic have. Shell metacharacters, spaces and
+    newlines are never in one, which is what lets a topic be pasted into a command line."""
+    return topic not in (".", "..") and _LEGAL_TOPIC.fullmatch(topic) is not None
 
 
 # --- internal topics ---------------------------------------------------------------------

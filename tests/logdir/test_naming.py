@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import string
+
 import pytest
 
 from logscan.logdir.naming import (
-    InternalTopicDecoder, Kind, PartitionDir, base_offset_from_name, classify,
-    decoder_for_partition_dir, dump_log_suffix, parse_partition_dir, segment_file_name)
+    TOPIC_MAX_LENGTH, InternalTopicDecoder, Kind, PartitionDir, base_offset_from_name, classify,
+    decoder_for_partition_dir, dump_log_suffix, is_legal_topic, parse_partition_dir, segment_file_name)
 from tests.kafkajava import REPO, requires_jdk, run_java_source, text
 
 FIXTURES = REPO / "fixtures"
@@ -168,3 +170,57 @@ def test_real_fixture_names():
         fk = classify(str(f))
         if fk.kind in (Kind.LOG_SEGMENT, Kind.OFFSET_INDEX, Kind.TIME_INDEX, Kind.TXN_INDEX):
             assert parse_partition_dir(f.parent.name) is not None, f
+
+
+# --- topic names (Topic.validate) ---------------------------------------------------------
+
+LEGAL_TOPICS = ["a", "orders", "my.topic_with-dashes", "__transaction_state", "...", ".a", "a..", "-", "_",
+                "0", "x" * TOPIC_MAX_LENGTH]
+ILLEGAL_TOPICS = ["", ".", "..", "x" * (TOPIC_MAX_LENGTH + 1), "x" * 1000, "a\n", "\na", "a b", "a\tb", "a\x00",
+                  "caf\u00e9", "\u0663", "\uff41", "hang$(touch PWNED)"]
+
+
+def test_the_longest_topic_name_is_249_characters():
+    assert TOPIC_MAX_LENGTH == 249
+    assert is_legal_topic("x" * 249) and not is_legal_topic("x" * 250)
+
+
+@pytest.mark.parametrize("topic", LEGAL_TOPICS)
+def test_legal_topics(topic):
+    assert is_legal_topic(topic)
+
+
+@pytest.mark.parametrize("topic", ILLEGAL_TOPICS, ids=repr)
+def test_illegal_topics(topic):
+    assert not is_legal_topic(topic)
+
+
+@pytest.mark.parametrize("char", sorted(set(string.punctuation + string.whitespace) - set("._-")))
+def test_every_other_ascii_punctuation_or_space_is_illegal_anywhere(char):
+    for topic in (char, f"a{char}", f"{char}a", f"a{char}b"):
+        assert not is_legal_topic(topic), topic
+
+
+def test_only_letters_digits_dot_underscore_dash_are_legal():
+    legal = {chr(c) for c in range(128) if is_legal_topic(f"a{chr(c)}")}
+    assert legal == set(string.ascii_letters + string.digits + "._-")
+
+
+JAVA_TOPIC_VALIDATOR = """
+import org.apache.kafka.common.internals.Topic;
+public class ValidTopics {
+    public static void main(String[] args) {
+        for (String a : args) System.out.println(Topic.isValid(a));
+    }
+}
+"""
+
+
+@pytest.mark.kafka
+@requires_jdk
+def test_topic_names_like_kafka(tmp_path):
+    names = LEGAL_TOPICS + [t for t in ILLEGAL_TOPICS if "\x00" not in t] + [
+        f"a{c}" for c in sorted(set(string.punctuation) - set("._-"))]
+    proc = run_java_source(tmp_path, JAVA_TOPIC_VALIDATOR, *names)
+    assert proc.returncode == 0, text(proc.stderr)
+    assert text(proc.stdout).splitlines() == [str(is_legal_topic(n)).lower() for n in names]
