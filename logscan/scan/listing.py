@@ -3,7 +3,7 @@
 The single-process driver walks this listing replica by replica; the Spark job turns it into
 work units (one per segment or byte range) and per-replica rows. Either way the `files`
 rows of skipped folders, checkpoint files and transaction indexes, and the findings of bad
-checkpoints, come from here, once.
+checkpoints and of partition folders whose topic Kafka would not allow, come from here, once.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from logscan.logdir.naming import LEGAL_TOPIC_TEXT, is_legal_topic
 from logscan.logdir.segment import Finding
 from logscan.logdir.tree import BrokerDir, ReplicaDir, file_size, iter_brokers, read_offset_checkpoint
 
 from . import rows as R
 
 CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint")
+ILLEGAL_NAME = "illegal-name"
 
 
 @dataclass(slots=True)
@@ -61,9 +63,19 @@ def list_copy(roots: list[Path], *, include_superseded: bool = False) -> Listing
         hws, starts = checkpoints[CHECKPOINTS[0]], checkpoints[CHECKPOINTS[1]]
         for r in broker.replicas:
             key = R.replica_key(r.broker, r.topic, r.partition)
+            if not is_legal_topic(r.topic):
+                out.findings.append((key, illegal_topic_finding(r)))
             out.files.extend({**key, "file": str(p), "kind": "txn_index", "size": file_size(p),
                               "status": "listed", "error_count": 0, "batches": 0, "detail": None}
                              for _, p in r.txn_indexes)
             tp = (r.topic, r.partition)
             out.replicas.append(ListedReplica(r, hws.get(tp), starts.get(tp)))
     return out
+
+
+def illegal_topic_finding(replica: ReplicaDir) -> Finding:
+    """The folder is still read (its transactions are judged), but Kafka could not have named
+    it so, and no abort plan is made for its topic (logscan.state.plans)."""
+    return Finding(str(replica.path), -1, ILLEGAL_NAME,
+                   f"partition folder {replica.path.name!r}: topic {replica.topic!r} is not a name Kafka "
+                   f"allows ({LEGAL_TOPIC_TEXT}), so no abort plan is made for it")
