@@ -272,6 +272,16 @@ def _scan_options(fn):
     return fn
 
 
+def _bootstrap(ctx, param, value: str | None) -> str | None:
+    """--bootstrap-server goes into commands a person pastes: host:port entries only."""
+    from logscan.state.plans import check_bootstrap
+
+    try:
+        return None if value is None else check_bootstrap(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
 def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress):
     from pathlib import Path
 
@@ -291,7 +301,7 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, n
 @click.option("--scan-id", default=None, metavar="ID",
               help="With --output: the id tagging every row (default: derived from the inputs; "
               "re-running replaces that scan's rows).")
-@click.option("--bootstrap-server", default=None, metavar="HOST:PORT",
+@click.option("--bootstrap-server", default=None, metavar="HOST:PORT", callback=_bootstrap,
               help="With --output: put into the abort_plans commands [default: BOOTSTRAP:9092].")
 def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
                  output, master, scan_id, bootstrap_server) -> None:
@@ -348,7 +358,7 @@ Exit status: 0 no plans, 4 plans printed.
 
 @main.command("plan", help=PLAN_HELP, context_settings={"max_content_width": 100})
 @_scan_options
-@click.option("--bootstrap-server", default="BOOTSTRAP:9092", show_default=True,
+@click.option("--bootstrap-server", default="BOOTSTRAP:9092", show_default=True, callback=_bootstrap,
               help="Put into the commands (logscan itself never connects to anything).")
 def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
                  bootstrap_server) -> None:

@@ -470,6 +470,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.split_bytes < 1:
         p.error("--split-bytes must be positive")
+    from logscan.state.plans import check_bootstrap
+
+    try:
+        check_bootstrap(args.bootstrap_server)
+    except ValueError as e:
+        p.error(f"--bootstrap-server: {e}")
     return args
 
 
