@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 from html import escape
 from typing import Any, Iterable
 
+from logscan.logdir.naming import LEGAL_TOPIC_TEXT, is_legal_topic
+
 RED, GREEN, GREY, BLUE, AMBER, TEAL, INK = "#d62828", "#2e7d32", "#8d99ae", "#3a86ff", "#e9a23b", "#2a9d8f", "#1d2433"
 OUTCOME_COLORS = {"COMMIT": GREEN, "ABORT": GREY, "OPEN": RED}
 VERDICT = {True: ("hanging", RED), False: ("not hanging", TEAL), None: ("cannot tell", AMBER)}
@@ -162,6 +164,8 @@ def _list(items: Any) -> str:
 
 
 def _command(cmd_id: str, text: Any) -> str:
+    """The command as text in a <pre> (escaped), and a button copying that text: what is
+    copied is the shell-quoted command, never markup."""
     return (f"<div class=cmd><pre id={cmd_id}>{_e(text)}</pre>"
             f"<button type=button onclick=\"copyCmd('{cmd_id}',this)\">copy</button></div>")
 
@@ -184,13 +188,21 @@ def _plans(data: dict) -> str:
             f" &middot; open since offset {_e(p.get('start_offset'))} &middot; <code>{_e(p.get('reason'))}</code>"
             + (f' &middot; risk <span class="badge" style="background:{RISK_COLORS.get(risk, RED)}">{_e(risk)}</span>'
                f" <span class=note>{_e(p.get('risk_detail'))}</span>" if risk else "")
-            + _command(f"cmd{i}", p.get("command"))
-            + (f"<div class=older><span class=note>brokers without --start-offset lookup (explicit form):</span>"
-               + _command(f"cmd{i}x", p.get("command_explicit")) + "</div>" if p.get("command_explicit") else "")
-            + (f"<h4>check first</h4>{_list(p.get('preconditions'))}" if p.get("preconditions") else "")
-            + (f"<h4>what it does</h4>{_list(p.get('effects'))}" if p.get("effects") else "")
-            + "</div>")
+            + _plan_body(f"cmd{i}", p) + "</div>")
     return "".join(out) + "</section>"
+
+
+def _plan_body(cmd_id: str, p: dict) -> str:
+    # Tables written by an older logscan may hold a plan for a folder Kafka could not have
+    # named (its topic unquoted in the commands): show no command to copy for it.
+    if not is_legal_topic(str(p.get("topic"))):
+        return (f"<p class=note>No command offered: the topic is not a name Kafka allows "
+                f"({_e(LEGAL_TOPIC_TEXT)}), so Kafka did not write this folder.</p>")
+    return (_command(cmd_id, p.get("command"))
+            + (f"<div class=older><span class=note>brokers without --start-offset lookup (explicit form):</span>"
+               + _command(f"{cmd_id}x", p.get("command_explicit")) + "</div>" if p.get("command_explicit") else "")
+            + (f"<h4>check first</h4>{_list(p.get('preconditions'))}" if p.get("preconditions") else "")
+            + (f"<h4>what it does</h4>{_list(p.get('effects'))}" if p.get("effects") else ""))
 
 
 def _lag_chart(data: dict) -> str:
