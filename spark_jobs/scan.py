@@ -74,7 +74,7 @@ from logscan.scan.local import DEFAULT_BOOTSTRAP
 from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, range_count, valid_ranges
 from logscan.state import hanging
 from logscan.state.facts import BatchFact
-from logscan.state.coordinator import choose_replicas, is_complete, merge_partitions
+from logscan.state.coordinator import choose_replicas, coordinator_copy, merge_partitions
 from spark_jobs import faults
 from spark_jobs import schemas as S
 from spark_jobs import tasks
@@ -128,11 +128,7 @@ def list_inputs(roots: list[Path], *, include_superseded: bool = False, split_by
                 out.units.append({**listed.key, "file": str(path), "segment_base_offset": base, "size": size,
                                   "range_index": i, "ranges": n, "split_bytes": split_bytes,
                                   "bytes": min(size - i * split_bytes, split_bytes) if n > 1 else size})
-        out.replicas.append({
-            **listed.key, "path": str(r.path),
-            "segments": [{"base_offset": b, "file": str(p)} for b, p in r.segments],
-            "snapshots": [{"base_offset": b, "file": str(p)} for b, p in r.snapshots],
-            "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint})
+        out.replicas.append(tasks.replica_info(listed))
     return out
 
 
@@ -330,7 +326,9 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
 
     # The coordinator's view: per coordinator partition, the replica coordinator.choose_replicas
     # picks (the same rule as the local driver), loaded per partition, merged on the driver.
-    chosen = _chosen(states, TRANSACTION_STATE_TOPIC)
+    chosen, coordinator = coordinator_copy(
+        tuple(r) for r in states.where(F.col("topic") == TRANSACTION_STATE_TOPIC)
+        .select("partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap").collect())
     chosen_df = spark.createDataFrame([(b, TRANSACTION_STATE_TOPIC, p) for p, b in chosen.items()],
                                       "broker int, topic string, partition int")
     coordinator_log = txn_log.join(F.broadcast(chosen_df), KEYS, "left_semi")
@@ -358,7 +356,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     # find-hanging can only prove a record absent when every coordinator partition is here.
     counted = (S.members(metadata_out, "topic").where(F.col("topic") == TRANSACTION_STATE_TOPIC)
                .select("partitions").collect())
-    complete = is_complete(chosen, counted[0][0] if counted else None)
+    coordinator = coordinator.counted(counted[0][0] if counted else None)
     needed = (F.col("record_type").isin("state", "open_txn")
               | ((F.col("record_type") == "span") & F.col("span.end_marker_offset").isNotNull()))
     leaders = S.members(metadata_out, "leader")
@@ -378,7 +376,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     partition_out = (partition_in
                      .mapInArrow(tasks.partition_stream(index, as_of_ms=as_of_ms,
                                                         max_timeout_ms=max_transaction_timeout_ms,
-                                                        coordinator_complete=complete, bootstrap=bootstrap),
+                                                        coordinator=coordinator, bootstrap=bootstrap),
                                  S.spark_schema(tasks.PARTITION_OUT))).persist()
 
     files = reduce(DataFrame.unionByName, [sized(decoded_files(kept), "file"), *step_files,

@@ -56,10 +56,11 @@ def tag(df: DataFrame, scan_id: str, as_of_ms: int) -> DataFrame:
 def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int,
                 options: dict[str, str] | None = None) -> None:
     """Replace this scan's rows of DIR/<table> (creating the table on first use); ``options``
-    are Delta write options on top of replaceWhere."""
+    are Delta write options on top of replaceWhere. A column a newer logscan adds is merged into
+    a table an older one wrote (its earlier scans read null there)."""
     writer = (with_comments(tag(df, scan_id, as_of_ms), table)
               .write.format("delta").mode("overwrite")
-              .option("replaceWhere", f"scan_id = '{scan_id}'"))
+              .option("replaceWhere", f"scan_id = '{scan_id}'").option("mergeSchema", "true"))
     for key, value in (options or {}).items():
         writer = writer.option(key, value)
     writer.partitionBy("scan_id").save(f"{output.rstrip('/')}/{table}")

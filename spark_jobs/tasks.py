@@ -25,10 +25,11 @@ from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir
 from logscan.scan import rows as R
 from logscan.scan.collector import young_collections_only
+from logscan.scan.listing import ListedReplica
 from logscan.scan.replica import (TRANSACTION_STATE_TOPIC, ByteRange, ReplicaAnalyser, ReplicaRead, iter_segment,
                                   read_metadata_events)
 from logscan.state import partition as P
-from logscan.state.coordinator import index_by_producer_id, latest_states
+from logscan.state.coordinator import CoordinatorCopy, index_by_producer_id, latest_states
 from logscan.state.facts import BatchFact
 from logscan.state.spans import TxnSpan
 
@@ -38,6 +39,7 @@ _BASE_AND_FILE = pa.list_(pa.struct([pa.field("base_offset", pa.int64()), pa.fie
 REPLICA_INFO = pa.schema([
     pa.field("broker", pa.int32()), pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
     pa.field("path", pa.string()), pa.field("segments", _BASE_AND_FILE), pa.field("snapshots", _BASE_AND_FILE),
+    pa.field("indexes", _BASE_AND_FILE), pa.field("txn_indexes", _BASE_AND_FILE),
     pa.field("hw_checkpoint", pa.int64()), pa.field("log_start_checkpoint", pa.int64()),
 ])
 
@@ -106,10 +108,22 @@ def unit_tuples(group: list[R.Row]) -> list[tuple]:
     return [tuple(u.get(n) for n in WORK_UNIT.names) for u in group]
 
 
+def replica_info(listed: ListedReplica) -> R.Row:
+    """A replica's REPLICA_INFO row: what the listing knows of it, for a task to rebuild it."""
+    r = listed.replica
+    return {**listed.key, "path": str(r.path),
+            **{name: [{"base_offset": b, "file": str(p)} for b, p in getattr(r, name)]
+               for name in ("segments", "snapshots", "indexes", "txn_indexes")},
+            "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint}
+
+
 def _replica_dir(info: R.Row) -> ReplicaDir:
+    def files(name: str) -> list[tuple[int, Path]]:
+        return [(s["base_offset"], Path(s["file"])) for s in info[name] or ()]
+
     return ReplicaDir(info["broker"], info["topic"], info["partition"], Path(info["path"]),
-                      segments=[(s["base_offset"], Path(s["file"])) for s in info["segments"] or ()],
-                      snapshots=[(s["base_offset"], Path(s["file"])) for s in info["snapshots"] or ()])
+                      segments=files("segments"), snapshots=files("snapshots"), txn_indexes=files("txn_indexes"),
+                      indexes=files("indexes"))
 
 
 class ReplicaReplay:
@@ -390,7 +404,7 @@ def coordinator_index(coordinator_rows: list[R.Row]) -> dict[int, list]:
 
 
 def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
-                     coordinator_complete: bool, bootstrap: str):
+                     coordinator: CoordinatorCopy, bootstrap: str):
     """mapInArrow body over the replicas' state, open-transaction and closed-span rows,
     clustered by (topic, partition), each carrying the partition's leader from
     __cluster_metadata (null when it names none): per partition,
@@ -437,7 +451,7 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
         views = [R.view_from_rows(states[b], open_txns[b]) for b in sorted(states)]
         result = P.assess_partition(views, () if first_span is None else closed(first_span, rows),
                                     metadata_leader=leader, index=index, as_of_ms=as_of_ms,
-                                    max_timeout_ms=max_timeout_ms, coordinator_complete=coordinator_complete,
+                                    max_timeout_ms=max_timeout_ms, coordinator=coordinator,
                                     bootstrap=bootstrap)
         out = [("state", R.assessed(states[a.broker], a)) for a in result.replicas]
         out.extend(("candidate", R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn, c.age_ms,

@@ -38,6 +38,9 @@ class ReplicaDir:
     segments: list[tuple[int, Path]] = field(default_factory=list)  # (base offset, .log), sorted
     snapshots: list[tuple[int, Path]] = field(default_factory=list)
     txn_indexes: list[tuple[int, Path]] = field(default_factory=list)
+    # (base offset, .index/.timeindex): a segment's other files name it even when its .log is
+    # not in the copy
+    indexes: list[tuple[int, Path]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -118,7 +121,10 @@ def _scan_replica(broker: BrokerDir, topic: str, partition: int, path: Path,
             replica.snapshots.append((kind.base_offset, path / name))
         elif kind.kind is Kind.TXN_INDEX:
             replica.txn_indexes.append((kind.base_offset, path / name))
+        elif kind.kind in (Kind.OFFSET_INDEX, Kind.TIME_INDEX):
+            replica.indexes.append((kind.base_offset, path / name))
     replica.segments.sort()
+    replica.indexes.sort()
     replica.snapshots.sort()
     replica.txn_indexes.sort()
     return replica

@@ -15,8 +15,8 @@ from logscan.logdir.segment import Finding
 from logscan.logdir.tree import ReplicaDir, Skipped, file_size
 from logscan.state import hanging
 from logscan.state import partition as P
-from logscan.state.coordinator import (TxnLogRecord, choose_replicas, index_by_producer_id, is_complete,
-                                       latest_states)
+from logscan.state.coordinator import (CoordinatorCopy, TxnLogRecord, choose_replicas, coordinator_copy,
+                                       index_by_producer_id, latest_states)
 from logscan.state.partition import HangingCandidate, ReplicaAssessment, ReplicaState
 from logscan.state.plans import AbortPlan
 from logscan.state.producer_state import ProducerStateManager
@@ -63,7 +63,7 @@ class ScanResult:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     coordinator: dict[str, TxnLogRecord] = field(default_factory=dict)
-    coordinator_complete: bool = False
+    coordinator_copy: CoordinatorCopy = field(default_factory=CoordinatorCopy)
     coordinator_replicas: dict[int, int] = field(default_factory=dict)  # partition -> broker read
     candidates: list[HangingCandidate] = field(default_factory=list)
     plans: list[tuple[int, AbortPlan]] = field(default_factory=list)  # (broker read, plan)
@@ -128,7 +128,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     result.rows["files"].extend(listing.files)
     _add_findings(result, listing.findings)
     txn_logs: dict[tuple[int, int], list[TxnLogRecord]] = {}   # (partition, broker) -> records
-    txn_log_ends: list[tuple[int, int, int]] = []
+    txn_log_ends: list[tuple[int, int, int, Optional[int], Optional[str]]] = []
     metadata: dict[int, ReplicaDir] = {}
     metadata_ends: list[tuple[int, int, int]] = []
     for listed in listing.replicas:
@@ -149,13 +149,15 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
                                              analysis.max_timestamp, analysis))
         if rdir.topic == TRANSACTION_STATE_TOPIC:
             txn_logs[(rdir.partition, rdir.broker)] = read.txn_log
-            txn_log_ends.append((rdir.partition, rdir.broker, state.log_end_offset))
+            txn_log_ends.append((rdir.partition, rdir.broker, state.log_end_offset,
+                                 state.checkpointed_high_watermark, state.copy_gap))
         elif rdir.topic == CLUSTER_METADATA_TOPIC:
             metadata[rdir.broker] = rdir
             metadata_ends.append((rdir.partition, rdir.broker, state.log_end_offset))
         collect_young()
 
-    chosen = result.coordinator_replicas = choose_replicas(txn_log_ends)
+    chosen, coordinator = coordinator_copy(txn_log_ends)
+    result.coordinator_replicas = chosen
     records = [rec for p, b in chosen.items() for rec in txn_logs[(p, b)]]
     result.coordinator = latest_states(records)
     result.as_of_ms = as_of_ms if as_of_ms is not None else max(
@@ -167,8 +169,8 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         events = read_metadata_events(metadata[broker], found)
         _add_findings(result, [(R.replica_key(broker, CLUSTER_METADATA_TOPIC, 0), f) for f in found])
     result.leaders = P.partition_leaders(events, result.as_of_ms)
-    result.coordinator_complete = is_complete(
-        chosen, P.partition_counts(events, result.as_of_ms).get(TRANSACTION_STATE_TOPIC))
+    result.coordinator_copy = coordinator.counted(
+        P.partition_counts(events, result.as_of_ms).get(TRANSACTION_STATE_TOPIC))
     _assess(result, max_transaction_timeout_ms, bootstrap)
     return result
 
@@ -192,7 +194,7 @@ def _assess(result: ScanResult, max_timeout_ms: int, bootstrap: str) -> None:
         views = [r.view() for r in reps]
         out = P.assess_partition(views, closed_txns(reps), metadata_leader=result.leaders.get((topic, partition)),
                                  index=index, as_of_ms=result.as_of_ms, max_timeout_ms=max_timeout_ms,
-                                 coordinator_complete=result.coordinator_complete, bootstrap=bootstrap)
+                                 coordinator=result.coordinator_copy, bootstrap=bootstrap)
         by_broker = {a.broker: a for a in out.replicas}
         for r in reps:
             r.assessment = by_broker[r.state.broker]
@@ -202,7 +204,7 @@ def _assess(result: ScanResult, max_timeout_ms: int, bootstrap: str) -> None:
 
 
 def find_candidates(replicas: list[ReplicaResult], coordinator: dict[str, TxnLogRecord], as_of_ms: int,
-                    max_timeout_ms: int, coordinator_complete: bool) -> list[HangingCandidate]:
+                    max_timeout_ms: int, coordinator_copy: CoordinatorCopy) -> list[HangingCandidate]:
     """find-hanging over every replica (see logscan.state.partition.find_hanging), with
     another as-of time or timeout than the scan's."""
     index = index_by_producer_id(coordinator)
@@ -210,7 +212,7 @@ def find_candidates(replicas: list[ReplicaResult], coordinator: dict[str, TxnLog
     for _, reps in sorted(_partitions(replicas).items()):
         views = sorted((r.view() for r in reps), key=lambda v: v.state.broker)
         out.extend(P.find_hanging(views, P.closed_markers(views, closed_txns(reps)), index,
-                                  as_of_ms, max_timeout_ms, coordinator_complete))
+                                  as_of_ms, max_timeout_ms, coordinator_copy))
     return out
 
 

@@ -46,6 +46,8 @@ from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+#: A finding's reason when the broker's own files name data the copy does not hold.
+INCOMPLETE = "incomplete"
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,7 +581,13 @@ class ReplicaAnalyser:
         state = replica_state(replica.broker, replica.topic, replica.partition, rep,
                               first_segment_base=replica.segments[0][0] if replica.segments else None,
                               last_segment_base=replica.segments[-1][0] if replica.segments else None,
-                              hw_checkpoint=self._hw_checkpoint, log_start_checkpoint=self._log_start_checkpoint)
+                              hw_checkpoint=self._hw_checkpoint, log_start_checkpoint=self._log_start_checkpoint,
+                              snapshot_offsets=[b for b, _ in replica.snapshots],
+                              segment_bases=[b for b, _ in replica.segments],
+                              named_bases=[(b, Path(p).name) for b, p in replica.indexes + replica.txn_indexes])
+        if state.copy_gap is not None:
+            # Kafka would load what is here; the copy is short of what the broker had.
+            self.findings.append(Finding(str(replica.path), -1, INCOMPLETE, f"incomplete copy: {state.copy_gap}"))
         check = check_newest_snapshot(self.snapshots, self._at_newest, self._seed)
         return ReplicaAnalysis(state, rep, self.max_timestamp, self.snapshots, check,
                                latest_leader_epoch(replica, self.findings), self.findings)

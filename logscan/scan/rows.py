@@ -202,7 +202,8 @@ PARTITION_STATE = _schema(
     _f("log_start_offset", pa.int64(), "logStartOffset (log-start-offset-checkpoint, else first segment)"),
     _f("log_end_offset", pa.int64(), "log end offset: last batch's last offset + 1"),
     _f("high_watermark", pa.int64(), "high watermark from replication-offset-checkpoint, clamped as on load"),
-    _f("high_watermark_checkpointed", pa.bool_(), "the partition was in replication-offset-checkpoint"),
+    _f("checkpointed_high_watermark", pa.int64(), "the high watermark replication-offset-checkpoint holds for "
+                                                  "the partition, unclamped; null when it is not there"),
     _f("first_unstable_offset", pa.int64(), "firstUnstableOffset; null when nothing is unstable"),
     _f("last_stable_offset", pa.int64(), "LSO: what a read_committed consumer can read up to"),
     _f("lso_lag", pa.int64(), "high_watermark - last_stable_offset (LastStableOffsetLag)"),
@@ -222,6 +223,9 @@ PARTITION_STATE = _schema(
                                                 "first (oldestTxnLastTimestamp), epoch ms; -1 when none is open"),
     _f("has_late_transaction", pa.bool_(), "as_of - oldest_txn_last_timestamp exceeds the max transaction "
                                            "timeout + 5 min: counted by PartitionsWithLateTransactionsCount"),
+    _f("copy_gap", pa.string(), "what the broker's own files (replication-offset-checkpoint, producer snapshots, "
+                                "a segment's index files) say it held that the copy lacks (an 'incomplete' "
+                                "finding); null when the copy holds all they name"),
 )
 
 #: find-hanging's candidates (open longer than the max transaction timeout) with a verdict.
@@ -425,8 +429,8 @@ def closed_txn(s: TxnSpan) -> ClosedTxn:
     return ClosedTxn(s.producer_id, s.first_offset, s.end_marker_offset, s.outcome)
 
 
-_STATE_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "high_watermark_checkpointed",
-                 "first_unstable_offset", "last_stable_offset", "open_transactions", "producers")
+_STATE_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "checkpointed_high_watermark",
+                 "first_unstable_offset", "last_stable_offset", "open_transactions", "producers", "copy_gap")
 _ASSESSMENT_FIELDS = ("leader", "leader_source", "is_leader", "replicas", "replicas_agree", "replica_differences",
                       "oldest_txn_last_timestamp", "has_late_transaction")
 

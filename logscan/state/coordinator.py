@@ -98,6 +98,68 @@ def is_complete(partitions: Iterable[int], partition_count: Optional[int] = None
 
 
 @dataclass(frozen=True, slots=True)
+class CoordinatorCopy:
+    """What the copy holds of `__transaction_state`, as far as an absent record can prove
+    anything: which partitions are here, and what the replica read of each lacks against what
+    the brokers' own files say it held (``gaps``: partition -> why, see
+    logscan.state.partition.copy_gaps). A verdict resting on a record's absence (or on no
+    newer record) only stands when the partition that would hold it is here whole."""
+
+    partitions: frozenset[int] = frozenset()
+    partition_count: Optional[int] = None
+    gaps: tuple[tuple[int, str], ...] = ()
+
+    def partition_gap(self, partition: int) -> Optional[str]:
+        """Why ``partition``'s copy may lack records; None when it is here whole."""
+        if partition not in self.partitions:
+            return f"__transaction_state-{partition} is not in the copy"
+        return dict(self.gaps).get(partition)
+
+    def lacking(self) -> Optional[str]:
+        """Why some coordinator record may be missing from the copy; None when every partition
+        is here whole."""
+        if not is_complete(self.partitions, self.partition_count):
+            return "the copy lacks part of __transaction_state"
+        if self.gaps:
+            return "; ".join(f"__transaction_state-{p}: {gap}" for p, gap in self.gaps)
+        return None
+
+    def counted(self, partition_count: Optional[int]) -> "CoordinatorCopy":
+        """The same copy, with the topic's partition count from __cluster_metadata."""
+        return CoordinatorCopy(self.partitions, partition_count, self.gaps)
+
+
+#: A copy holding every coordinator partition whole (tests; a copy with a single partition).
+WHOLE = CoordinatorCopy(frozenset({0}), 1)
+
+
+def coordinator_copy(replicas: Iterable[tuple[int, int, int, Optional[int], Optional[str]]]
+                     ) -> tuple[dict[int, int], CoordinatorCopy]:
+    """(partition -> broker to load, what the copy holds) out of one row per `__transaction_state`
+    replica: (partition, broker, log_end_offset, checkpointed high watermark, copy gap).
+
+    The replica chosen (choose_replicas: the furthest log end) is whole when nothing of its own
+    says otherwise and its log reaches every high watermark a replica of the partition has
+    checkpointed: a high watermark is an offset every in-sync replica had."""
+    rows = list(replicas)
+    chosen = choose_replicas((p, b, end) for p, b, end, _, _ in rows)
+    highest: dict[int, int] = {}
+    for p, _, _, hw, _ in rows:
+        if hw is not None:
+            highest[p] = max(highest.get(p, hw), hw)
+    gaps = []
+    for p, b, end, _, gap in sorted(rows):
+        if chosen.get(p) != b:
+            continue
+        if gap is None and highest.get(p, end) > end:
+            gap = (f"the replica read (broker {b}) ends at {end}, below the high watermark {highest[p]} another "
+                   f"replica checkpointed")
+        if gap is not None:
+            gaps.append((p, f"broker {b}: {gap}"))
+    return chosen, CoordinatorCopy(frozenset(chosen), None, tuple(gaps))
+
+
+@dataclass(frozen=True, slots=True)
 class ProducerIdMatch:
     """How a data producer id relates to a coordinator record."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .coordinator import COMPLETE, PREPARING, ProducerIdMatch
+from .coordinator import PREPARING, CoordinatorCopy, ProducerIdMatch, TxnLogRecord
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS: PartitionsWithLateTransactionsCount pads by 5 min.
@@ -60,24 +60,42 @@ def is_late(oldest_txn_last_timestamp: int, as_of_ms: int,
             and as_of_ms - oldest_txn_last_timestamp > max_timeout_ms + LATE_TRANSACTION_BUFFER_MS)
 
 
-def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator_partition_in_copy: bool) -> Verdict:
+def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator: CoordinatorCopy) -> Verdict:
     """Judge one candidate against the coordinator records that name its producer id.
 
-    ``coordinator_partition_in_copy`` is False when some `__transaction_state` partition is
-    missing from the copy, so an absent record proves nothing.
+    A verdict that rests on what the coordinator's log lacks (no record names the producer id,
+    or no record newer than the one found) is only given when the coordinator partition that
+    would hold it is in the copy whole (``coordinator``); else the copy cannot tell
+    (COORDINATOR_NOT_IN_COPY), and no abort is planned from it.
     """
     current = [m for m in matches if m.relation == "current"]
     if not current:
-        if not coordinator_partition_in_copy:
+        lacking = coordinator.lacking()
+        if lacking is not None:
             return Verdict(COORDINATOR_NOT_IN_COPY, None,
-                           f"no coordinator record names producer id {txn.producer_id}, and the copy "
-                           f"lacks part of __transaction_state")
-        other = "; ".join(f"{m.record.transactional_id!r} lists it as {m.relation} producer id" for m in matches)
-        return Verdict(NO_COORDINATOR_RECORD, True,
-                       f"no transactional id has producer id {txn.producer_id} as its current producer"
-                       + (f" ({other})" if other else " (expired or never known)"),
-                       matches[0].record.transactional_id if matches else None)
-    rec = current[0].record
+                           f"no coordinator record names producer id {txn.producer_id}, but the copy may lack "
+                           f"it: {lacking}")
+        verdict = _without_record(txn, matches)
+    else:
+        verdict = _with_record(txn, current[0].record)
+        gap = coordinator.partition_gap(current[0].record.coordinator_partition)
+        if verdict.hanging is True and gap is not None:
+            return Verdict(COORDINATOR_NOT_IN_COPY, None,
+                           f"{verdict.evidence}; but a newer record may be missing from the copy: {gap}",
+                           verdict.transactional_id)
+    return verdict
+
+
+def _without_record(txn: OpenTxn, matches: list[ProducerIdMatch]) -> Verdict:
+    other = "; ".join(f"{m.record.transactional_id!r} lists it as {m.relation} producer id" for m in matches)
+    return Verdict(NO_COORDINATOR_RECORD, True,
+                   f"no transactional id has producer id {txn.producer_id} as its current producer"
+                   + (f" ({other})" if other else " (expired or never known)"),
+                   matches[0].record.transactional_id if matches else None)
+
+
+def _with_record(txn: OpenTxn, rec: TxnLogRecord) -> Verdict:
+    """The verdict of the coordinator record whose current producer id is the transaction's."""
     tid = rec.transactional_id
     where = f"coordinator record of {tid!r} at __transaction_state-{rec.coordinator_partition} offset {rec.offset}"
     state = f"{rec.state} at epoch {rec.producer_epoch}"

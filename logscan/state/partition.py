@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from . import hanging
-from .coordinator import ProducerIdMatch
+from .coordinator import CoordinatorCopy, ProducerIdMatch
 from .plans import AbortPlan, plan_abort
 from .producer_state import first_unstable_offset, last_stable_offset
 from .spans import ReplicaReplay
@@ -22,11 +22,12 @@ class ReplicaState:
     log_start_offset: int
     log_end_offset: int
     high_watermark: int
-    high_watermark_checkpointed: bool
+    checkpointed_high_watermark: Optional[int]  # as replication-offset-checkpoint has it; None: absent
     first_unstable_offset: Optional[int]
     last_stable_offset: int
     open_transactions: int
     producers: int
+    copy_gap: Optional[str] = None  # what the broker's own files say it held that the copy lacks
 
     @property
     def lso_lag(self) -> int:
@@ -47,17 +48,52 @@ def high_watermark(checkpointed: Optional[int], log_start: int, log_end: int) ->
     return max(log_start, min(checkpointed or 0, log_end))
 
 
+def copy_gaps(log_end: int, *, hw_checkpoint: Optional[int], snapshot_offsets: Iterable[int] = (),
+              segment_bases: Iterable[int] = (), named_bases: Iterable[tuple[int, str]] = ()) -> list[str]:
+    """What the broker's own files say its log held that the copy does not: a checkpointed high
+    watermark past the copy's log end (the broker had replicated those offsets), a producer
+    snapshot past it (Kafka writes one at each segment roll and at shutdown, and deletes those
+    past the log end when it truncates), and a segment whose other files (``named_bases``:
+    (base offset, file name) of its .index, .timeindex, .txnindex) are in the copy without its
+    .log. Empty when nothing says the copy lacks anything: a copy can still lack what no file
+    of the broker names (a cut with its checkpoints cut too)."""
+    gaps = []
+    if hw_checkpoint is not None and hw_checkpoint > log_end:
+        missing = (f"offset {log_end} is" if hw_checkpoint == log_end + 1
+                   else f"offsets {log_end} to {hw_checkpoint - 1} are")
+        gaps.append(f"replication-offset-checkpoint has high watermark {hw_checkpoint} but the copy's log ends at "
+                    f"{log_end}: {missing} not in the copy")
+    beyond = max((o for o in snapshot_offsets if o > log_end), default=None)
+    if beyond is not None:
+        gaps.append(f"a producer snapshot at offset {beyond} says the log reached {beyond}, but the copy's log "
+                    f"ends at {log_end}")
+    logs = set(segment_bases)
+    orphans: dict[int, list[str]] = {}
+    for base, name in named_bases:
+        if base not in logs:
+            orphans.setdefault(base, []).append(name)
+    for base, names in sorted(orphans.items()):
+        gaps.append(f"segment {base}: {', '.join(sorted(names))} in the copy without its .log")
+    return gaps
+
+
 def replica_state(broker: int, topic: str, partition: int, replay: ReplicaReplay, *,
                   first_segment_base: Optional[int], last_segment_base: Optional[int],
-                  hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int]) -> ReplicaState:
+                  hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int],
+                  snapshot_offsets: Iterable[int] = (), segment_bases: Iterable[int] = (),
+                  named_bases: Iterable[tuple[int, str]] = ()) -> ReplicaState:
+    """The replica's offsets as UnifiedLog loads them, and what the copy lacks (copy_gaps)."""
     log_start = log_start_offset(first_segment_base, log_start_checkpoint)
     psm = replay.producers
     log_end = max(psm.map_end_offset, last_segment_base or 0, log_start)
     hw = high_watermark(hw_checkpoint, log_start, log_end)
     ongoing = psm.ongoing()
     fuo = first_unstable_offset(ongoing.values(), psm.completed, hw, log_start)
-    return ReplicaState(broker, topic, partition, log_start, log_end, hw, hw_checkpoint is not None,
-                        fuo, last_stable_offset(fuo, hw), len(ongoing), len(psm.producers))
+    gaps = copy_gaps(log_end, hw_checkpoint=hw_checkpoint, snapshot_offsets=snapshot_offsets,
+                     segment_bases=segment_bases, named_bases=named_bases)
+    return ReplicaState(broker, topic, partition, log_start, log_end, hw, hw_checkpoint,
+                        fuo, last_stable_offset(fuo, hw), len(ongoing), len(psm.producers),
+                        "; ".join(gaps) or None)
 
 
 # --- across the replicas of one partition ----------------------------------------------------
@@ -356,7 +392,7 @@ def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMa
 
 
 def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[int, list[ProducerIdMatch]],
-                 as_of_ms: int, max_timeout_ms: int, coordinator_complete: bool) -> list[HangingCandidate]:
+                 as_of_ms: int, max_timeout_ms: int, coordinator: CoordinatorCopy) -> list[HangingCandidate]:
     """find-hanging over every replica of one partition: open transactions older than the max
     timeout, judged against the coordinator records that name the producer id and against
     the other replicas (a marker they hold, whether this one is behind)."""
@@ -368,7 +404,7 @@ def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[i
         for txn in view.open_txns:
             if not hanging.is_candidate(txn, as_of_ms, max_timeout_ms):
                 continue
-            verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator_complete)
+            verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator)
             closed = [hanging.ClosedElsewhere(p.state.broker, c.end_marker_offset, c.outcome)
                       for p in peers
                       for c in [markers.closed(p.state.broker, txn.producer_id, txn.start_offset)] if c is not None]
@@ -418,7 +454,7 @@ def oldest_txn_last_timestamp(view: ReplicaView) -> int:
 
 def assess_partition(views: list[ReplicaView], closed: Iterable[tuple[int, ClosedTxn]] = (), *,
                      metadata_leader: Optional[int], index: dict[int, list[ProducerIdMatch]], as_of_ms: int,
-                     max_timeout_ms: int, coordinator_complete: bool, bootstrap: str) -> PartitionAssessment:
+                     max_timeout_ms: int, coordinator: CoordinatorCopy, bootstrap: str) -> PartitionAssessment:
     """Every cross-replica fact of one partition (views: all its replicas in the copy;
     closed: their closed transactions as (broker, transaction) ordered by end-marker offset,
     consumed once)."""
@@ -433,7 +469,7 @@ def assess_partition(views: list[ReplicaView], closed: Iterable[tuple[int, Close
         replicas.append(ReplicaAssessment(
             view.state.broker, leader, source, is_leader[view.state.broker], len(views), not diffs,
             " | ".join(diffs) or None, oldest, hanging.is_late(oldest, as_of_ms, max_timeout_ms)))
-    candidates = find_hanging(views, markers, index, as_of_ms, max_timeout_ms, coordinator_complete)
+    candidates = find_hanging(views, markers, index, as_of_ms, max_timeout_ms, coordinator)
     return PartitionAssessment(replicas, candidates, plan_aborts(views, candidates, is_leader, bootstrap))
 
 

@@ -36,8 +36,18 @@ def test_the_fixture_clusters_exist():
 
 
 def test_no_damage_reported_on_real_broker_files(cluster):
-    _, result, _ = cluster
-    assert [f.line() for f in result.findings] == []
+    """Nothing but the cut the harness made after the copy: that follower's log now ends below
+    the high watermark its broker checkpointed and below its producer snapshot (issue 36)."""
+    truth, result, _ = cluster
+    cut = truth.get("post_copy", {}).get("replica_truncation")
+    if cut is None:
+        assert [f.line() for f in result.findings] == []
+        return
+    [finding] = result.findings
+    assert finding.path.endswith("/" + str(Path(cut["file"]).parent)) and finding.reason == "incomplete"
+    snapshot = int(cut["stale_snapshots"][0].split(".")[0])
+    assert f"ends at {cut['new_log_end_offset']}" in finding.message
+    assert f"producer snapshot at offset {snapshot}" in finding.message
 
 
 def _cut_replica(truth):
@@ -80,7 +90,7 @@ def test_find_hanging_per_broker(cluster):
         expected = sorted((r["Topic"], int(r["Partition"]), int(r["ProducerId"]), int(r["ProducerEpoch"]),
                            int(r["StartOffset"])) for r in recorded["rows"])
         found = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"],
-                                minutes * 60_000, True)
+                                minutes * 60_000, result.coordinator_copy)
         got = sorted((c.topic, c.partition, c.txn.producer_id, c.txn.producer_epoch, c.txn.start_offset)
                      for c in found if c.verdict.hanging and c.broker == broker)
         assert got == expected, name
@@ -91,7 +101,7 @@ def test_follower_cut_before_its_marker_is_a_replica_disagreement_not_a_hang(clu
     cut = _cut_replica(truth)
     if cut is None:
         pytest.skip("this fixture cluster has no truncated follower")
-    found = [c for c in find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, True)
+    found = [c for c in find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, result.coordinator_copy)
              if (c.broker, c.topic, c.partition) == cut]
     assert found, "the open transaction left by the cut must be reported"
     for c in found:

@@ -33,7 +33,7 @@ def test_coordinator_ongoing_is_a_candidate_but_not_hanging(cluster):
     truth = _truth(cluster)
     notes = truth["scenario_notes"]["txn_open"]
     result = scan([FIXTURES / cluster / "brokers"], as_of_ms=truth["recorded_at_ms"])
-    found = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, True)
+    found = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, result.coordinator_copy)
     open_on = {tuple(tp) for tp in notes["open_on"]}
     mine = [c for c in found if c.verdict.transactional_id == notes["transactional_id"]]
     # Every replica of both partitions it wrote to holds the open transaction.

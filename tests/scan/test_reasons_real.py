@@ -251,7 +251,7 @@ def test_no_abort_is_ever_planned_for_markers_pending():
     assert {c.verdict.reason for c in later.candidates
             if c.topic == notes["topic"]} == {hanging.MARKERS_PENDING}
     assert plan_aborts(later, "k1:9092") == []
-    zero = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, True)
+    zero = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, result.coordinator_copy)
     assert not [c for c in zero if c.verdict.hanging is not False]
 
 
@@ -321,7 +321,9 @@ def test_without_transaction_state_the_hanging_ones_are_undetermined_too(tmp_pat
     assert len(result.candidates) == len(scan([FIXTURES / "hanging" / "brokers"],
                                               as_of_ms=truth["recorded_at_ms"]).candidates)
     scanned = CliRunner().invoke(main, ["scan", str(copy), "--as-of", str(truth["recorded_at_ms"])])
-    assert scanned.exit_code == 0 and "coordinator_not_in_copy" in scanned.output
+    # exit 1, not 0: the follower the harness cut after the copy is an incomplete replica
+    assert scanned.exit_code == 1 and "coordinator_not_in_copy" in scanned.output
+    assert "incomplete copy" in scanned.output
 
 
 def test_copy_lacking_only_the_last_transaction_state_partition_plans_no_abort(tmp_path):
@@ -350,7 +352,7 @@ def test_every_reason_code_is_shown_on_real_files(tmp_path):
         seen |= {c.verdict.reason for c in result.candidates}
         # the follower cut before its marker: visible once the max timeout is 0
         seen |= {c.verdict.reason for c in find_candidates(result.replicas, result.coordinator,
-                                                           truth["recorded_at_ms"], 0, True)}
+                                                           truth["recorded_at_ms"], 0, result.coordinator_copy)}
     truth = _truth("hanging")
     seen |= {c.verdict.reason for c in scan([_without(tmp_path, "hanging", "*/__transaction_state-*")],
                                             as_of_ms=truth["recorded_at_ms"]).candidates}

@@ -34,12 +34,7 @@ def _listed(cluster=CLUSTER):
     listing = list_copy([cluster])
     out = []
     for listed in listing.replicas:
-        r = listed.replica
-        info = {**listed.key, "path": str(r.path),
-                "segments": [{"base_offset": b, "file": str(p)} for b, p in r.segments],
-                "snapshots": [{"base_offset": b, "file": str(p)} for b, p in r.snapshots],
-                "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint}
-        out.append((info, read_replica(r).facts))
+        out.append((tasks.replica_info(listed), read_replica(listed.replica).facts))
     return sorted(out, key=lambda x: (x[0]["broker"], x[0]["topic"], x[0]["partition"]))
 
 
@@ -289,7 +284,7 @@ def _partition_out(result, rows, chunk):
     step = tasks.partition_stream(index,
                                   as_of_ms=result.as_of_ms,
                                   max_timeout_ms=local.hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-                                  coordinator_complete=result.coordinator_complete,
+                                  coordinator=result.coordinator_copy,
                                   bootstrap=local.DEFAULT_BOOTSTRAP)
     stream = pa.Table.from_pylist(rows, schema=_PARTITION_IN).to_batches(max_chunksize=chunk)
     return pa.Table.from_batches(list(step(iter(stream))), schema=tasks.PARTITION_OUT).to_pylist()

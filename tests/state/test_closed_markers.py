@@ -7,6 +7,7 @@ import pytest
 
 from logscan.state import hanging as h
 from logscan.state import partition as P
+from logscan.state.coordinator import WHOLE
 
 
 def reference_differences(view, other, closed_here, closed_there):
@@ -100,7 +101,7 @@ def test_streamed_comparison_gives_the_messages_of_the_set_comparison(seed):
         assert P.replica_differences(view, other, markers) == expected
     # and through assess_partition, which joins them per other broker
     out = P.assess_partition(views, stream(closed), metadata_leader=None, index={}, as_of_ms=0,
-                             max_timeout_ms=10**9, coordinator_complete=True, bootstrap="b")
+                             max_timeout_ms=10**9, coordinator=WHOLE, bootstrap="b")
     for r in out.replicas:
         view = next(v for v in views if v.state.broker == r.broker)
         diffs = [f"vs broker {p.state.broker}: " + "; ".join(d) for p in sorted(views, key=lambda v: v.state.broker)

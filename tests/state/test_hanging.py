@@ -2,7 +2,9 @@
 
 import pytest
 
-from logscan.state.coordinator import TxnLogRecord, index_by_producer_id, latest_states, merge_partitions
+from logscan.state.coordinator import (WHOLE, CoordinatorCopy, TxnLogRecord, coordinator_copy, index_by_producer_id,
+                                       latest_states, merge_partitions)
+from logscan.state.partition import copy_gaps
 from logscan.state import hanging as h
 
 T = h.OpenTxn("orders", 1, producer_id=5, producer_epoch=2, start_offset=40, last_timestamp=1_000)
@@ -12,9 +14,9 @@ def rec(offset, state, pid=5, epoch=2, parts=(("orders", 1),), tid="app-1", **kw
     return TxnLogRecord(0, offset, tid, state, pid, producer_epoch=epoch, partitions=parts, **kw)
 
 
-def verdict(records, in_copy=True):
+def verdict(records, copy=WHOLE):
     index = index_by_producer_id(latest_states(records))
-    return h.classify(T, index.get(T.producer_id, []), in_copy)
+    return h.classify(T, index.get(T.producer_id, []), copy)
 
 
 def test_last_record_wins_and_tombstone_removes():
@@ -61,8 +63,63 @@ def test_only_previous_producer_id_is_still_hanging_with_evidence():
 
 
 def test_missing_coordinator_partition_is_undetermined():
-    v = verdict([], in_copy=False)
+    v = verdict([], CoordinatorCopy(frozenset({0}), 2))
     assert (v.reason, v.hanging) == (h.COORDINATOR_NOT_IN_COPY, None)
+
+
+#: A copy whose __transaction_state-0 is cut: the broker checkpointed a high watermark of 16,
+#: the copy's log ends at 0.
+CUT = coordinator_copy([(0, 1, 0, 16, None), (1, 1, 4, 4, None)])[1].counted(2)
+
+
+def test_no_record_in_a_cut_coordinator_log_is_undetermined():
+    """An empty __transaction_state log whose replication-offset-checkpoint says 16 is not
+    proof that the coordinator has no record (issue 36): no verdict, so no abort plan."""
+    assert verdict([]).reason == h.NO_COORDINATOR_RECORD
+    v = verdict([], CUT)
+    assert (v.reason, v.hanging) == (h.COORDINATOR_NOT_IN_COPY, None)
+    assert "high watermark 16" in v.evidence and "__transaction_state-0" in v.evidence
+
+
+def test_a_record_in_a_cut_partition_cannot_prove_the_coordinator_moved_on():
+    moved_on = [rec(0, "Ongoing"), rec(1, "CompleteCommit", epoch=3)]
+    assert verdict(moved_on).reason == h.COORDINATOR_MOVED_ON
+    v = verdict(moved_on, CUT)
+    assert (v.reason, v.hanging, v.transactional_id) == (h.COORDINATOR_NOT_IN_COPY, None, "app-1")
+    # The id's own partition is whole: a cut elsewhere changes nothing.
+    other = [r._replace(coordinator_partition=1) for r in moved_on]
+    assert verdict(other, CUT).reason == h.COORDINATOR_MOVED_ON
+
+
+def test_a_live_transaction_stays_live_in_a_cut_partition():
+    v = verdict([rec(0, "Ongoing")], CUT)
+    assert (v.reason, v.hanging) == (h.COORDINATOR_ONGOING, False)
+
+
+def test_coordinator_copy_reads_the_furthest_replica_and_checks_every_checkpoint():
+    # broker 1 cut to 0 bytes, broker 2 whole: broker 2 is read and the partition is whole
+    chosen, copy = coordinator_copy([(0, 1, 0, 16, "cut"), (0, 2, 16, 16, None)])
+    assert chosen == {0: 2} and copy.counted(1).lacking() is None
+    # the furthest replica is below a high watermark another replica checkpointed
+    chosen, copy = coordinator_copy([(0, 1, 10, 10, None), (0, 2, 8, 20, "cut at 8")])
+    assert chosen == {0: 1}
+    assert "below the high watermark 20" in copy.partition_gap(0)
+    # its own files say it is short
+    _, copy = coordinator_copy([(0, 1, 10, 10, "a segment's .index without its .log")])
+    assert copy.partition_gap(0) == "broker 1: a segment's .index without its .log"
+    assert copy.partition_gap(3) == "__transaction_state-3 is not in the copy"
+
+
+def test_copy_gaps_name_what_the_brokers_files_say_was_there():
+    assert copy_gaps(16, hw_checkpoint=16, snapshot_offsets=[0, 16], segment_bases=[0]) == []
+    assert copy_gaps(16, hw_checkpoint=None) == []
+    [hw] = copy_gaps(0, hw_checkpoint=16)
+    assert "high watermark 16" in hw and "offsets 0 to 15" in hw
+    [snap] = copy_gaps(10, hw_checkpoint=10, snapshot_offsets=[5, 30, 20])
+    assert "snapshot at offset 30" in snap
+    [orphan] = copy_gaps(10, hw_checkpoint=None, segment_bases=[0],
+                         named_bases=[(0, "a.index"), (50, "b.timeindex"), (50, "b.index")])
+    assert orphan == "segment 50: b.index, b.timeindex in the copy without its .log"
 
 
 @pytest.mark.parametrize("state", ["CompleteCommit", "CompleteAbort", "Empty"])

@@ -5,7 +5,8 @@ import pytest
 
 from logscan.state import hanging as h
 from logscan.state import partition as P
-from logscan.state.coordinator import TxnLogRecord, choose_replicas, is_complete, latest_states, merge_partitions
+from logscan.state.coordinator import (WHOLE, TxnLogRecord, choose_replicas, is_complete, latest_states,
+                                       merge_partitions)
 from logscan.state.snapshots import compare_producers
 
 
@@ -102,12 +103,12 @@ def test_a_marker_another_replica_holds_amends_find_hanging():
     a = view(1, leo=8, lso=3, open_=[(5, 3, 1_000)])
     b = view(2, leo=12)
     out = P.assess_partition([a, b], closed((2, [(4, 0, 2, "COMMIT"), (5, 3, 9, "COMMIT")])), metadata_leader=2,
-                             index={}, as_of_ms=10**7, max_timeout_ms=1, coordinator_complete=True, bootstrap="b")
+                             index={}, as_of_ms=10**7, max_timeout_ms=1, coordinator=WHOLE, bootstrap="b")
     (candidate,) = out.candidates
     assert (candidate.broker, candidate.verdict.reason, candidate.verdict.hanging) == (1, h.REPLICAS_DISAGREE, False)
     assert "broker 2 has its COMMIT marker at offset 9" in candidate.verdict.evidence
     alone = P.assess_partition([a, b], metadata_leader=2, index={}, as_of_ms=10**7, max_timeout_ms=1,
-                               coordinator_complete=True, bootstrap="b")
+                               coordinator=WHOLE, bootstrap="b")
     assert alone.candidates[0].verdict.reason == h.NO_COORDINATOR_RECORD
 
 
@@ -117,7 +118,7 @@ def test_assess_partition_flags_late_transactions_and_plans_from_the_replica_ahe
     a = view(1, leo=8, lso=3, open_=[(5, 3, 1_000)])
     b = view(2, leo=9, lso=3, open_=[(5, 3, 1_000), (6, 8, 5_000)])
     out = P.assess_partition([b, a], metadata_leader=1, index={}, as_of_ms=1_000 + 900_000 + 300_001,
-                             max_timeout_ms=900_000, coordinator_complete=True, bootstrap="k:9092")
+                             max_timeout_ms=900_000, coordinator=WHOLE, bootstrap="k:9092")
     assert [(r.broker, r.is_leader, r.oldest_txn_last_timestamp, r.has_late_transaction) for r in out.replicas] == [
         (1, True, 1_000, True), (2, False, 1_000, True)]
     assert not any(r.replicas_agree for r in out.replicas)
@@ -127,13 +128,13 @@ def test_assess_partition_flags_late_transactions_and_plans_from_the_replica_ahe
     assert "from 3 to 8" in " ".join(out.plans[0][1].effects)  # the next open transaction holds the LSO
     assert out.plans[0][1].command.startswith("kafka-transactions.sh --bootstrap-server k:9092 abort")
     on_time = P.assess_partition([a], metadata_leader=None, index={}, as_of_ms=1_000 + 900_000 + 300_000,
-                                 max_timeout_ms=900_000, coordinator_complete=True, bootstrap="k:9092")
+                                 max_timeout_ms=900_000, coordinator=WHOLE, bootstrap="k:9092")
     assert not on_time.replicas[0].has_late_transaction and on_time.replicas[0].replicas_agree
 
 
 def test_plans_tie_break_on_the_leader_then_the_lowest_broker():
     views = [view(b, leo=9, open_=[(5, 3, 1_000)]) for b in (0, 1, 2)]
-    common = dict(index={}, as_of_ms=10**7, max_timeout_ms=1, coordinator_complete=True, bootstrap="b")
+    common = dict(index={}, as_of_ms=10**7, max_timeout_ms=1, coordinator=WHOLE, bootstrap="b")
     assert [b for b, _ in P.assess_partition(views, metadata_leader=2, **common).plans] == [2]
     assert [b for b, _ in P.assess_partition(views, metadata_leader=None, **common).plans] == [0]
 
