@@ -48,6 +48,16 @@ def iso_ms(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
 
 
+#: The replicas the summary (and `logscan report`) counts as lagging: the LSO is behind the high
+#: watermark, or a transaction is open (holding the LSO once more records follow). As SQL for
+#: the readers of the tables, and as Python for the rows of a local scan.
+LAGGING_SQL = "lso_lag > 0 OR open_transactions > 0"
+
+
+def is_lagging(row: dict[str, Any]) -> bool:
+    return row["lso_lag"] > 0 or row["open_transactions"] > 0
+
+
 def lagging_order(row: dict[str, Any]) -> tuple:
     """Worst LSO lag first."""
     return (-row["lso_lag"], row["topic"], row["partition"], row["broker"])
@@ -70,7 +80,7 @@ def figures(result: ScanResult) -> Figures:
 
     states = [R.state_row(r.state, r.max_timestamp, None, r.assessment) for r in result.replicas]
     lagging = sorted(({c: s[c] for c in LAGGING_COLUMNS} for s in states
-                      if s["lso_lag"] > 0 or s["open_transactions"]), key=lagging_order)
+                      if is_lagging(s)), key=lagging_order)
     candidates = sorted(({k: v for k, v in R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn,
                                                            c.age_ms, c.verdict).items() if k in CANDIDATE_COLUMNS}
                          for c in result.candidates), key=candidate_order)
