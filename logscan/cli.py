@@ -399,9 +399,9 @@ class _spark_errors:
         return None
 
     def __exit__(self, kind, error, tb) -> None:
+        from logscan.sql.delta import TablesError
         from spark_jobs.console import SetupFailed
         from spark_jobs.scan_cli import BadRequest
-        from spark_jobs.sql import TablesError
 
         if isinstance(error, (BadRequest, TablesError)):
             raise click.UsageError(str(error)) from None
@@ -409,25 +409,42 @@ class _spark_errors:
             raise SetupError(str(error)) from None
 
 
-SQL_HELP = """Query a scan's Delta tables with Spark SQL (Delta configured for you).
+SQL_HELP = """Query a scan's Delta tables with SQL, read-only, in about a second (no JVM).
 
 \b
   logscan sql "SELECT * FROM hanging_candidates WHERE hanging" --tables DIR
   logscan sql "SELECT topic, partition, lso_lag FROM partition_state ORDER BY lso_lag DESC" \\
       --tables DIR --format csv
+  logscan sql "DESCRIBE partition_state" --tables DIR      each column's comment
   logscan sql --tables DIR                     a prompt: statements end with ';', \\q quits
+  logscan sql --tables DIR < queries.sql       piped statements, comments allowed
+  logscan sql --engine spark --tables DIR "SELECT percentile(duration_ms, 0.99) FROM txn_spans"
 
 \b
 Every table folder under DIR (the --output of `logscan scan` or spark_jobs/scan.py) is a
-view of the same name: files, batches, corruptions, txn_log, coordinator_state,
-producer_state, txn_spans, partition_state, hanging_candidates, and the others the scan
-wrote. Each row carries scan_id and as_of; several scans into one DIR are told apart by
-scan_id.
+view of the same name, at its newest Delta version: files, batches, corruptions, txn_log,
+coordinator_state, producer_state, txn_spans, partition_state, hanging_candidates, and the
+others the scan wrote. Each row carries scan_id and as_of; several scans into one DIR are
+told apart by scan_id.
 
 \b
-Exit status: 0 ok, 1 the query failed (one line on stderr: Spark's message), 2 bad command
-line, no tables in DIR or Delta's jars missing (`make delta-jars`).
+Engines: embedded (default) is DuckDB over delta-rs, in this process: DuckDB's SQL dialect,
+with SHOW TABLES and DESCRIBE <table> answered as Spark does. --engine spark starts a local
+Spark with Delta (5-8 s) for Spark SQL's own dialect and functions.
+
+\b
+Read-only: only queries run (SELECT, WITH, VALUES, SHOW, DESCRIBE, EXPLAIN); INSERT, DELETE,
+UPDATE, MERGE, CREATE, DROP, COPY, ATTACH, SET, PRAGMA, INSTALL, LOAD, CALL and the like are
+refused, and a query cannot read or write other files. --allow-writes (with --engine spark
+only: Delta's writes go through Spark) runs any statement.
+
+\b
+Exit status: 0 ok, 1 a statement failed or was refused (one line on stderr each), 2 bad command
+line, no tables in DIR or (--engine spark) Delta's jars missing (`make delta-jars`), 130
+interrupted (Ctrl-C).
 """
+
+EXIT_INTERRUPTED = 130
 
 
 @main.command("sql", help=SQL_HELP, context_settings={"max_content_width": 100})
@@ -436,39 +453,56 @@ line, no tables in DIR or Delta's jars missing (`make delta-jars`).
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
 @click.option("--limit", type=click.IntRange(1), default=1000, show_default=True,
               help="Most rows printed per statement.")
-@click.option("--master", default="local[*]", show_default=True, help="Spark master.")
-def sql_command(query, tables_dir, fmt, limit, master) -> None:
+@click.option("--engine", type=click.Choice(["embedded", "spark"]), default="embedded", show_default=True,
+              help="embedded: DuckDB over delta-rs, no JVM; spark: Spark SQL on a local Spark.")
+@click.option("--allow-writes", is_flag=True,
+              help="Run statements other than queries (INSERT, MERGE, ...); needs --engine spark.")
+@click.option("--master", default="local[*]", show_default=True, help="Spark master (--engine spark).")
+def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> None:
     from pathlib import Path
 
     from logscan.render import render_rows
-    from spark_jobs import sql as S
+    from logscan.sql import QueryError
+    from logscan.sql.statements import Refused, check_read_only, split, statements
 
-    from spark_jobs.console import session
-
+    if allow_writes and engine != "spark":
+        raise click.UsageError("--allow-writes needs --engine spark: the embedded engine only reads, "
+                               "Delta's writes go through Spark")
+    todo = None if query is None else split(query)
+    if todo == []:
+        raise click.UsageError("QUERY holds no statement (only blanks or comments)")
     with _spark_errors():
-        S.delta_tables(Path(tables_dir))
-        spark = session("logscan-sql", master=master)
-    names = S.register_tables(spark, Path(tables_dir))
-    interactive = query is None
-    if interactive:
-        print(f"tables: {', '.join(names)}; end statements with ';', \\q to quit", file=sys.stderr)
-        lines = _prompt_lines() if sys.stdin.isatty() else sys.stdin
-        todo = S.statements(lines)
-    else:
-        todo = [query]
+        if engine == "spark":
+            from spark_jobs.sql import SparkEngine
+
+            runner = SparkEngine(Path(tables_dir), master=master, allow_writes=allow_writes)
+        else:
+            from logscan.sql.embedded import EmbeddedEngine
+
+            runner = EmbeddedEngine(Path(tables_dir))
     failed = False
-    for statement in todo:
-        try:
-            result = S.run_query(spark, statement, limit=limit)
-        except S.QueryError as e:
-            print(f"error: {e}", file=sys.stderr)
-            failed = True
-            continue
-        render_rows(result.columns, result.rows, fmt, sys.stdout)
-        if result.truncated:
-            print(f"(first {limit} rows shown; --limit to see more)", file=sys.stderr)
-    spark.stop()
-    sys.exit(1 if failed and not interactive else 0)
+    try:
+        if todo is None:
+            print(f"tables: {', '.join(runner.names)}; end statements with ';', \\q to quit", file=sys.stderr)
+            todo = statements(_prompt_lines() if sys.stdin.isatty() else sys.stdin)
+        for statement in todo:
+            try:
+                if not allow_writes:
+                    check_read_only(statement)
+                result = runner.run(statement, limit=limit)
+            except (Refused, QueryError) as e:
+                print(f"error: {e}", file=sys.stderr)
+                failed = True
+                continue
+            render_rows(result.columns, result.rows, fmt, sys.stdout)
+            if result.truncated:
+                print(f"(first {limit} rows shown; --limit to see more)", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        runner.close()
+    sys.exit(1 if failed else 0)
 
 
 REPORT_HELP = """Write an HTML report of a scan's Delta tables (one file, no network needed).
@@ -484,11 +518,11 @@ reasons, LSO lag per partition, per-partition timelines of transaction spans (op
 red, the as-of time dashed), the abort plans of the scan's abort_plans table (the commands
 `logscan plan` prints, each with a copy button; the scan's --bootstrap-server is in them) and
 the corruptions found. It reads the newest scan in DIR unless --scan-id
-names another. Open the file in any browser: it fetches nothing.
+names another. Open the file in any browser: it fetches nothing. The tables are read in this
+process (delta-rs and DuckDB, as `logscan sql` does): no Spark, no JVM.
 
 \b
-Exit status: 0 written, 2 bad command line, no tables (or no such scan) in DIR, or Delta's
-jars missing (`make delta-jars`).
+Exit status: 0 written, 2 bad command line, or no tables (or no such scan) in DIR.
 """
 
 
@@ -496,25 +530,17 @@ jars missing (`make delta-jars`).
 @click.option("--tables", "tables_dir", metavar="DIR", required=True, help="Folder of the Delta tables.")
 @click.option("--out", "out_path", metavar="FILE", default="logscan-report.html", show_default=True)
 @click.option("--scan-id", default=None, help="Scan to report (default: the newest in DIR).")
-@click.option("--master", default="local[*]", show_default=True, help="Spark master.")
-def report_command(tables_dir, out_path, scan_id, master) -> None:
+def report_command(tables_dir, out_path, scan_id) -> None:
     from pathlib import Path
 
     from logscan.report import render
-    from spark_jobs import report_data
-    from spark_jobs.console import session
-    from spark_jobs.sql import TablesError, delta_tables
+    from logscan.report.data import NoScan, load
+    from logscan.sql.delta import TablesError
 
-    with _spark_errors():
-        if "partition_state" not in delta_tables(Path(tables_dir)):
-            raise TablesError(f"{tables_dir}: no partition_state table; give the --output folder of a scan")
-        spark = session("logscan-report", master=master)
     try:
-        data = report_data.load(spark, Path(tables_dir), scan_id)
-    except report_data.NoScan as e:
+        data = load(Path(tables_dir), scan_id)
+    except (TablesError, NoScan) as e:
         raise click.UsageError(str(e)) from None
-    finally:
-        spark.stop()
     Path(out_path).write_text(render(data), encoding="utf-8")
     print(f"wrote {out_path}: scan {data['scan_id']}, {len(data['candidates'])} candidates, "
           f"{len(data['partitions'])} partitions drawn")

@@ -1,52 +1,60 @@
-"""SQL over a scan's Delta tables: each table folder under DIR becomes a view of its name.
+"""`logscan sql --engine spark`: Spark SQL over a scan's Delta tables, each table folder under
+DIR a temporary view of its name.
 
-    logscan sql "SELECT * FROM hanging_candidates" --tables DIR      (one query)
-    logscan sql --tables DIR                                         (a prompt)
+    logscan sql --engine spark "SELECT * FROM hanging_candidates" --tables DIR
+    logscan sql --engine spark --allow-writes --tables DIR      (a prompt; writes through Delta)
     spark-sql ... (see README: the same tables by path: delta.`DIR/partition_state`)
 
-Spark owns the session and Delta; the caller renders the rows.
+The default engine (logscan.sql.embedded) answers without a JVM; this one is for Spark SQL's
+own dialect and for writes, which belong to Delta's Spark writer. Read-only unless asked:
+besides the CLI's refusal of anything but queries, `SELECT * FROM csv.`/path`` (SQL on
+files) is turned off, so a query reads the views and nothing else.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+
+from logscan.sql import QueryError, Result
+from logscan.sql.delta import delta_tables
 
 
-class TablesError(Exception):
-    """The --tables folder holds no Delta table (one sentence, with the fix)."""
+class SparkEngine:
+    """A quiet Delta-enabled session with the tables as views (``run``/``close`` as the
+    embedded engine's)."""
+
+    def __init__(self, tables_dir: Path, *, master: str, allow_writes: bool = False):
+        from pyspark.sql import SparkSession
+
+        from .console import session
+
+        paths = delta_tables(tables_dir)
+        # A session already running (a Spark application calling this) is used, and left running.
+        self._owned = SparkSession.getActiveSession() is None
+        # SHOW TABLES makes the in-memory catalog create its default database's folder,
+        # spark.sql.warehouse.dir (./spark-warehouse unless set; a static setting): a throwaway
+        # folder instead, so nothing appears where logscan is run.
+        self._warehouse = tempfile.TemporaryDirectory(prefix="logscan-sql-warehouse-")
+        self.spark = session("logscan-sql", master=master, conf={
+            "spark.sql.warehouse.dir": Path(self._warehouse.name).as_uri()})
+        if not allow_writes:
+            self.spark.conf.set("spark.sql.runSQLOnFiles", "false")
+        self.names = register_tables(self.spark, paths)
+
+    def run(self, statement: str, *, limit: int) -> Result:
+        return run_query(self.spark, statement, limit=limit)
+
+    def close(self) -> None:
+        if self._owned:
+            self.spark.stop()
+        self._warehouse.cleanup()
 
 
-class QueryError(Exception):
-    """Spark refused the statement; the message is Spark's own first line, no stack trace."""
-
-
-@dataclass(frozen=True)
-class Result:
-    columns: list[str]
-    rows: list[tuple[Any, ...]]
-    truncated: bool
-
-
-def delta_tables(tables_dir: Path) -> dict[str, Path]:
-    """View name -> table folder, for every child folder with a `_delta_log`."""
-    if not tables_dir.is_dir():
-        raise TablesError(f"{tables_dir}: no such folder; give the --output folder of a scan "
-                          f"(e.g. `logscan scan COPY --output {tables_dir}`)")
-    found = {p.name: p for p in sorted(tables_dir.iterdir()) if (p / "_delta_log").is_dir()}
-    if not found:
-        raise TablesError(f"{tables_dir}: no Delta tables in it (no <table>/_delta_log); run a scan with "
-                          f"--output {tables_dir} first")
-    return found
-
-
-def register_tables(spark, tables_dir: Path) -> list[str]:
-    names = []
-    for name, path in delta_tables(tables_dir).items():
+def register_tables(spark, paths: dict[str, Path]) -> list[str]:
+    for name, path in paths.items():
         spark.read.format("delta").load(str(path.resolve())).createOrReplaceTempView(name)
-        names.append(name)
-    return names
+    return list(paths)
 
 
 def run_query(spark, statement: str, *, limit: int) -> Result:
@@ -76,32 +84,3 @@ def _first_line(e: Exception) -> str:
         if line and not line.startswith(("JVM stacktrace", "at ", "Traceback")):
             return line
     return type(e).__name__
-
-
-def statements(lines: Iterable[str]) -> Iterator[str]:
-    """Statements ending in ';' from a prompt's lines (a ';' inside quotes does not end one);
-    ``\\q`` on its own line ends the input."""
-    buf: list[str] = []
-    quote = None
-    for line in lines:
-        if not buf and line.strip() in ("\\q", "quit", "exit"):
-            return
-        start = 0
-        for i, ch in enumerate(line):
-            if quote:
-                if ch == quote:
-                    quote = None
-            elif ch in ("'", '"', "`"):
-                quote = ch
-            elif ch == ";":
-                buf.append(line[start:i])
-                text = " ".join(s.strip() for s in buf).strip()
-                if text:
-                    yield text
-                buf, start = [], i + 1
-        rest = line[start:]
-        if rest.strip():
-            buf.append(rest)
-    text = " ".join(s.strip() for s in buf).strip()
-    if text:
-        yield text

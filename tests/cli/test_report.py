@@ -4,7 +4,9 @@ headless Chromium (Debian's package; `make test` installs it).
 The pixel checks look at each chart alone (the page with every other section taken out) and
 measure what the browser drew: one red bar per partition whose LSO an open transaction holds
 back, bar lengths in the ratio of the LSO lags Kafka reported, and one open span per partition
-with an open transaction, each running up to the same as-of line."""
+with an open transaction, each running up to the same as-of line.
+The fixture tables come from the Spark job; the report reads them without Spark (its session
+builders are made to fail while it runs)."""
 
 from __future__ import annotations
 
@@ -35,12 +37,27 @@ WIDTH = 1400
 LAG_BAR_PX = 760              # the longest lag bar (logscan/report/html.py _lag_chart)
 
 
+def _no_spark(*args, **kwargs):
+    raise AssertionError("logscan report started a Spark session")
+
+
 @pytest.fixture(scope="module")
 def report(tables, tmp_path_factory) -> Path:
+    """The page of the fixture tables, written with Spark's session builders made to fail."""
+    from pyspark.sql import SparkSession
+
+    from spark_jobs import console, session
+
     out = tmp_path_factory.mktemp("report") / "r.html"
-    res = CliRunner().invoke(main, ["report", "--tables", str(tables), "--out", str(out), "--master", "local[2]"])
+    assert SparkSession.getActiveSession() is None   # the tables' scan stopped its session
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(session, "build_session", _no_spark)
+        patch.setattr(console, "build_session", _no_spark)
+        patch.setattr(SparkSession.Builder, "getOrCreate", _no_spark)
+        res = CliRunner().invoke(main, ["report", "--tables", str(tables), "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert f"wrote {out}" in res.stdout
+    assert SparkSession.getActiveSession() is None
     return out
 
 
@@ -95,7 +112,7 @@ def test_missing_tables_is_a_usage_error(tmp_path):
 
 
 def test_unknown_scan_id_says_how_to_list_them(tables, tmp_path):
-    res = CliRunner().invoke(main, ["report", "--tables", str(tables), "--scan-id", "nope", "--master", "local[1]",
+    res = CliRunner().invoke(main, ["report", "--tables", str(tables), "--scan-id", "nope",
                                     "--out", str(tmp_path / "r.html")])
     assert res.exit_code == 2 and "no rows for scan id 'nope'" in res.output and "DISTINCT scan_id" in res.output
     assert not (tmp_path / "r.html").exists()

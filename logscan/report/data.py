@@ -1,0 +1,104 @@
+"""What `logscan report` draws, read from a scan's Delta tables with bounded queries, in this
+process (logscan.sql.embedded: DuckDB over delta-rs, no JVM).
+
+Only what the page shows is fetched: the worst partitions (by LSO lag, then open
+transactions), the spans of those partitions only, and at most a few hundred rows of
+candidates, plans and corruptions. ``logscan.report.html`` draws the plain dicts returned here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from logscan.scan.summary import LAGGING_SQL
+from logscan.sql.delta import TablesError
+from logscan.sql.embedded import EmbeddedEngine
+
+MAX_PARTITIONS = 40
+MAX_SPANS = 6000
+MAX_ROWS = 300
+
+PARTITION_COLUMNS = ("topic", "partition", "broker", "log_start_offset", "log_end_offset", "high_watermark",
+                     "last_stable_offset", "lso_lag", "open_transactions")
+SPAN_COLUMNS = ("topic", "partition", "broker", "producer_id", "producer_epoch", "first_offset",
+                "end_marker_offset", "outcome", "start_timestamp", "last_timestamp", "end_timestamp",
+                "duration_ms", "batches", "records")
+
+
+class NoScan(ValueError):
+    """The tables hold no rows for the scan asked for (one sentence, with the fix)."""
+
+
+def load(tables_dir: Path, scan_id: Optional[str] = None) -> dict[str, Any]:
+    engine = EmbeddedEngine(tables_dir)
+    try:
+        return _load(engine, tables_dir, scan_id)
+    finally:
+        engine.close()
+
+
+def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> dict[str, Any]:
+    if "partition_state" not in engine.paths:
+        raise TablesError(f"{tables_dir}: no partition_state table; give the --output folder of a scan")
+    if scan_id is None:
+        latest = engine.query("SELECT scan_id FROM partition_state ORDER BY as_of DESC, scan_id DESC LIMIT 1",
+                              tables=["partition_state"])
+        if not latest:
+            raise NoScan(f"{tables_dir}: partition_state is empty; run a scan with --output {tables_dir}")
+        scan_id = latest[0]["scan_id"]
+
+    def rows(table: str, sql: str, *params: Any) -> Optional[list[dict[str, Any]]]:
+        """``sql`` over the scan's rows of ``table`` (named ``t``); None if there is no such table."""
+        if table not in engine.paths:
+            return None
+        return engine.query(f"WITH t AS (SELECT * FROM {table} WHERE scan_id = ?) {sql}", [scan_id, *params],
+                            tables=[table])
+
+    head = rows("partition_state", f"""
+        SELECT epoch_ms(max(as_of)) AS as_of, count(*) AS replicas,
+               count(DISTINCT (topic, partition)) AS partitions, sum(open_transactions) AS open_transactions,
+               count(*) FILTER (WHERE {LAGGING_SQL}) AS lagging_replicas, count(DISTINCT broker) AS brokers
+        FROM t""")[0]
+    if head["replicas"] == 0:
+        raise NoScan(f"{tables_dir}: no rows for scan id {scan_id!r}; "
+                     "`logscan sql --tables DIR \"SELECT DISTINCT scan_id FROM partition_state\"` lists them")
+    # One row per partition: the replica furthest ahead speaks for it (ties: lowest broker).
+    partitions = rows("partition_state", f"""
+        SELECT {', '.join(PARTITION_COLUMNS)} FROM t
+        QUALIFY row_number() OVER (PARTITION BY topic, partition ORDER BY log_end_offset DESC, broker) = 1
+        ORDER BY lso_lag DESC, open_transactions DESC, topic, partition LIMIT {MAX_PARTITIONS}""")
+    keys = [(p["topic"], p["partition"], p["broker"]) for p in partitions]
+    spans: list[dict[str, Any]] = []
+    if keys:
+        wanted = ", ".join("(?, ?, ?)" for _ in keys)
+        spans = rows("txn_spans", f"""
+            SELECT {', '.join(SPAN_COLUMNS)} FROM t
+            SEMI JOIN (VALUES {wanted}) AS w(topic, partition, broker) USING (topic, partition, broker)
+            ORDER BY outcome = 'OPEN' DESC, topic, partition, first_offset LIMIT {MAX_SPANS}""",
+                     *[v for key in keys for v in key]) or []
+    candidates = rows("hanging_candidates", "SELECT * FROM t "
+                      f"ORDER BY hanging DESC NULLS LAST, topic, partition, broker LIMIT {MAX_ROWS}") or []
+    plans = rows("abort_plans",   # None: tables written before the scan had an abort_plans table
+                 f"SELECT * FROM t "
+                 f"ORDER BY topic, partition, producer_id, start_offset LIMIT {MAX_ROWS}")
+    corruptions = rows("corruptions", f"SELECT * FROM t "
+                       f"ORDER BY broker, file, position LIMIT {MAX_ROWS}") or []
+    counts = {name: rows(name, "SELECT count(*) AS n FROM t")[0]["n"]
+              for name in ("files", "corruptions", "hanging_candidates") if name in engine.paths}
+    ends = rows("files", "SELECT min(file) AS first, max(file) AS last FROM t")
+    return {"scan_id": scan_id, "tables": str(tables_dir), "input": _input_root(ends[0] if ends else None),
+            "head": head, "counts": counts,
+            "partitions": partitions, "spans": spans, "candidates": candidates, "plans": plans,
+            "corruptions": corruptions, "limits": {"partitions": MAX_PARTITIONS, "spans": MAX_SPANS,
+                                                    "rows": MAX_ROWS}}
+
+
+def _input_root(ends: Optional[dict[str, Any]]) -> Optional[str]:
+    """The folder the scan read: the common prefix of every path in `files`, cut at a '/'
+    (the lexicographically first and last paths share exactly the prefix all paths share)."""
+    if ends is None or ends["first"] is None:
+        return None
+    first, last = ends["first"], ends["last"]
+    common = first[:next((i for i, (a, b) in enumerate(zip(first, last)) if a != b), min(len(first), len(last)))]
+    return common[:common.rfind("/") + 1] or common
