@@ -10,6 +10,7 @@ next, and exits like the single-process scan: 4 hanging transactions, 1 damage, 
 from __future__ import annotations
 
 import json as jsonlib
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -66,9 +67,10 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
     summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms)
     tables = sorted(p.name for p in Path(output).iterdir() if (p / "_delta_log").is_dir())
+    where = shlex.quote(output)
     text.write(f"  {', '.join(tables)} (Delta tables, one folder each)\n"
-               f"  logscan sql --tables {output} \"SELECT * FROM abort_plans\"\n"
-               f"  logscan report --tables {output} --out report.html\n")
+               f"  logscan sql --tables {where} 'SELECT * FROM abort_plans'\n"
+               f"  logscan report --tables {where} --out report.html\n")
     for c in candidates:
         out.write(jsonlib.dumps(c) + "\n")
     if any(hanging is True for _, hanging, _ in figures.reasons):

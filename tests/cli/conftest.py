@@ -40,7 +40,7 @@ def scan_run(tmp_path_factory) -> tuple[Path, Result]:
     """(DIR, the run's CliRunner result) of `logscan scan fixtures/hanging/brokers --output DIR`."""
     from logscan.cli import main
 
-    out = tmp_path_factory.mktemp("tables") / "t"
+    out = tmp_path_factory.mktemp("tables") / "scan tables"   # a space: what is printed must be quoted
     return out, CliRunner().invoke(main, scan_args(out))
 
 

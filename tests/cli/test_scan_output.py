@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -45,7 +46,10 @@ def test_summary_says_what_hangs_and_where_the_tables_are(scan_run):
     assert f"into {out} " in text and f"\nTables: {out}\n" in text
     listed = text.split(f"\nTables: {out}\n")[1].splitlines()[0].split(" (Delta tables")[0].strip().split(", ")
     assert set(TABLES) <= set(listed) and all((out / t / "_delta_log").is_dir() for t in listed)
-    assert f"logscan sql --tables {out} " in text and f"logscan report --tables {out} " in text
+    # the suggested commands are safe to paste: the folder (with a space) quoted
+    where = shlex.quote(str(out))
+    assert where != str(out)
+    assert f"logscan sql --tables {where} " in text and f"logscan report --tables {where} " in text
     # The single-process scan's summary, word for word from "Scanned" to the tables.
     local = CliRunner().invoke(main, ["scan", str(BROKERS), "--as-of", str(truth()["recorded_at_ms"])])
     assert local.exit_code == 4, local.output
@@ -95,7 +99,7 @@ def test_refusals_come_before_spark_starts(tmp_path):
 def test_missing_delta_jars_is_one_sentence_with_the_fix(tmp_path, command):
     (tmp_path / "tables" / "files" / "_delta_log").mkdir(parents=True)
     argv = {"scan": ["scan", str(BROKERS), "--output", str(tmp_path / "t")],
-            "sql": ["sql", "--tables", str(tmp_path / "tables"), "SELECT 1"]}[command]
+            "sql": ["sql", "--engine", "spark", "--tables", str(tmp_path / "tables"), "SELECT 1"]}[command]
     res = subprocess.run([sys.executable, "-m", "logscan.cli", *argv], capture_output=True, text=True,
                          env={**os.environ, "LOGSCAN_DELTA_LIBS": str(tmp_path / "no-jars")}, timeout=120)
     assert res.returncode == 2, res.stderr
