@@ -1,6 +1,6 @@
 # logscan: every set-up step a fresh machine needs lives here (and in tools/kafka/kafka.mk).
 #   make demo    install, then run logscan on the bundled fixture cluster and show findings
-#   make test    install (Python env + Kafka jars), then run every test
+#   make test    install (Python env + the Kafka jars of every fixture release), then run every test
 #   make bench   decode throughput against kafka-dump-log and kafka-python, same run
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -31,7 +31,7 @@ chromium:
 -include tools/kafka/kafka.mk
 -include tools/spark/spark.mk
 
-test: venv kafka-jars delta-jars chromium
+test: venv kafka-jars-all delta-jars chromium
 	$(PY) -m pytest -q
 
 test-fast: venv

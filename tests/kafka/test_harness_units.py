@@ -217,3 +217,65 @@ def test_wait_for_raises_with_the_last_answer_past_its_deadline(monkeypatch):
     with pytest.raises(KafkaHarnessError, match="never answered: None"):
         cluster.wait_for(lambda: 1 / 0, lambda n: True, timeout=1, every=0.5, retry=(ZeroDivisionError,),
                          failure=lambda n: f"never answered: {n}", error=KafkaHarnessError)
+
+
+# ---- Kafka releases -------------------------------------------------------------------------
+
+def _make_variable(name: str) -> list[str]:
+    mk = (Path(cluster.REPO) / "tools" / "kafka" / "kafka.mk").read_text()
+    line = next(ln for ln in mk.splitlines() if ln.startswith(f"{name} "))
+    return line.split("=", 1)[1].split()
+
+
+def test_make_fetches_the_jars_of_every_release_a_fixture_cluster_runs():
+    """`make kafka-jars-all` (run by `make test` and `make fixtures`) resolves KAFKA_VERSIONS;
+    `make kafka-jars` alone the default release."""
+    assert set(_make_variable("KAFKA_VERSIONS")) == {s.kafka_version for s in CLUSTERS.values()}
+    assert _make_variable("KAFKA_VERSION") == [cluster.DEFAULT_KAFKA_VERSION]
+    makefile = (Path(cluster.REPO) / "Makefile").read_text()
+    assert any(ln.startswith("test:") and "kafka-jars-all" in ln.split() for ln in makefile.splitlines())
+
+
+def test_each_release_has_its_own_jars_folder(tmp_path):
+    assert cluster.libs_for("4.4.0") == Path(cluster.REPO) / ".kafka" / "4.4.0" / "libs"
+    c = Cluster(tmp_path / "w", kafka_version="4.4.0")
+    assert c.libs == cluster.libs_for("4.4.0") and c.kafka_version == "4.4.0"
+    assert Cluster(tmp_path / "w").kafka_version == cluster.DEFAULT_KAFKA_VERSION
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    for jar in ("kafka_2.13", "kafka-tools", "kafka-clients", "kafka-storage"):
+        (libs / f"{jar}-9.9.9.jar").write_bytes(b"")
+    assert jars_present(libs) and jars_present(libs, "9.9.9") and not jars_present(libs, "4.4.0")
+
+
+def test_a_tool_alias_is_the_class_its_release_ships(tmp_path):
+    import zipfile
+
+    def libs_with(*classes):
+        libs = tmp_path / str(len(list(tmp_path.iterdir())))
+        libs.mkdir()
+        with zipfile.ZipFile(libs / "kafka-tools-1.0.jar", "w") as z:
+            for c in classes:
+                z.writestr(c.replace(".", "/") + ".class", b"")
+        return libs
+
+    java_port = libs_with("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.StorageTool")
+    scala_only = libs_with("kafka.tools.DumpLogSegments")
+    assert cluster.tool_class("kafka-dump-log", java_port) == "org.apache.kafka.tools.DumpLogSegments"
+    assert cluster.tool_class("kafka-dump-log", scala_only) == "kafka.tools.DumpLogSegments"
+    assert cluster.tool_class("kafka.Kafka", scala_only) == "kafka.Kafka"  # a class stays itself
+    with pytest.raises(KafkaHarnessError, match="kafka-storage"):
+        cluster.tool_class("kafka-storage", scala_only)
+
+
+@pytest.mark.parametrize("version,dump_class", [
+    ("4.1.1", "kafka.tools.DumpLogSegments"),
+    ("4.4.0", "org.apache.kafka.tools.DumpLogSegments"),  # KAFKA-14579: ported to Java
+])
+def test_the_real_releases_tool_classes(version, dump_class):
+    libs = cluster.libs_for(version)
+    if not jars_present(libs, version):
+        pytest.skip(f"no Kafka {version} jars: make kafka-jars KAFKA_VERSION={version}")
+    assert cluster.tool_class("kafka-dump-log", libs) == dump_class
+    for alias in cluster.TOOL_CANDIDATES:
+        cluster.tool_class(alias, libs)  # every tool the harness runs is in the release

@@ -3,8 +3,14 @@
 Why this exists: every claim logscan makes is checked against files written by a real broker
 and against Kafka's own tools run on the same data. This module is the oracle's engine room:
 it formats storage with Kafka's StorageTool, starts N combined broker+controller JVMs with
-plain ``java -cp '.kafka/libs/*' kafka.Kafka server.properties`` and runs Kafka's CLI tools
-(DumpLogSegments, TransactionsCommand, ...) from the very same jars.
+plain ``java -cp '.kafka/<version>/libs/*' kafka.Kafka server.properties`` and runs Kafka's CLI
+tools (DumpLogSegments, TransactionsCommand, ...) from the very same jars.
+
+The Kafka release is a parameter of the cluster (``kafka_version``, default
+``DEFAULT_KAFKA_VERSION``, the release of the first fixtures): each release's jars live in their
+own ``.kafka/<version>/libs`` (``make kafka-jars KAFKA_VERSION=4.4.0``), and a tool's main class
+is looked up in the jars of the release that runs it (:func:`tool_class`), since releases move
+tools between packages.
 
 Choices that matter for the fixtures:
 - ``transaction.version`` is a *finalized feature* fixed at format time (KIP-890 TV2 bumps the
@@ -17,6 +23,7 @@ Choices that matter for the fixtures:
 CLI::
 
     python -m tools.kafka.cluster start [--workdir .work/dev] [--transaction-version 2]
+                                        [--kafka-version 4.4.0]
     python -m tools.kafka.cluster status|stop [--hard] [--workdir ...]
     python -m tools.kafka.cluster tool kafka-transactions list      # --bootstrap-server added
 """
@@ -33,27 +40,47 @@ import sys
 import time
 import uuid
 import base64
+import zipfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional, TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
-LIBS = Path(os.environ.get("LOGSCAN_KAFKA_LIBS", REPO / ".kafka" / "libs"))
-KAFKA_VERSION = "4.1.1"
+#: The release of the first fixture clusters, and of every cluster that names none.
+DEFAULT_KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = DEFAULT_KAFKA_VERSION  # the name older callers import
+
+
+def libs_for(version: str) -> Path:
+    """Where ``make kafka-jars KAFKA_VERSION=<version>`` puts that release's jars."""
+    return REPO / ".kafka" / version / "libs"
+
+
+#: The default release's jars (LOGSCAN_KAFKA_LIBS overrides the folder, not the release).
+LIBS = Path(os.environ.get("LOGSCAN_KAFKA_LIBS", libs_for(DEFAULT_KAFKA_VERSION)))
 JVM_DIR = Path(__file__).resolve().parent / "jvm"
 T = TypeVar("T")
 
-# 4.1.1 still ships DumpLogSegments as the Scala kafka.tools.DumpLogSegments (kafka_2.13 jar);
-# the Java port under org.apache.kafka.tools does not exist in this release.
+# Each tool's main class, by release: the first candidate whose class file is in the release's
+# jars. DumpLogSegments is the Scala kafka.tools.DumpLogSegments (kafka_2.13 jar) in 4.1.1 and
+# the Java org.apache.kafka.tools.DumpLogSegments (kafka-tools jar, KAFKA-14579) in 4.4.0,
+# which no longer has the Scala one. Every other tool the harness runs has the same class in
+# both releases.
+TOOL_CANDIDATES = {
+    "kafka-dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
+    "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
+    "kafka-topics": ("org.apache.kafka.tools.TopicCommand",),
+    "kafka-get-offsets": ("org.apache.kafka.tools.GetOffsetShell",),
+    "kafka-storage": ("kafka.tools.StorageTool",),
+    "kafka-features": ("org.apache.kafka.tools.FeatureCommand",),
+    "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
+    "kafka-log-dirs": ("org.apache.kafka.tools.LogDirsCommand",),
+    "kafka-jmx": ("org.apache.kafka.tools.JmxTool",),
+}
+# The default release's classes, for callers that hold no jars folder (tests.kafkajava).
 TOOL_ALIASES = {
+    **{alias: classes[0] for alias, classes in TOOL_CANDIDATES.items()},
     "kafka-dump-log": "kafka.tools.DumpLogSegments",
-    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
-    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
-    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
-    "kafka-storage": "kafka.tools.StorageTool",
-    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
-    "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
-    "kafka-jmx": "org.apache.kafka.tools.JmxTool",
 }
 # Tools that talk to the cluster: run_tool adds --bootstrap-server when the caller did not.
 NEEDS_BOOTSTRAP = {"kafka-transactions", "kafka-topics", "kafka-get-offsets", "kafka-features",
@@ -141,11 +168,45 @@ def wait_for(probe: Callable[[], T], done: Callable[[T], bool], *, timeout: floa
         time.sleep(every)
 
 
-def jars_present(libs: Path = LIBS) -> bool:
-    """True when the pinned broker, tools and clients jars have been resolved into ``libs``."""
-    needed = (f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-tools-{KAFKA_VERSION}.jar",
-              f"kafka-clients-{KAFKA_VERSION}.jar", f"kafka-storage-{KAFKA_VERSION}.jar")
-    return all((libs / n).is_file() for n in needed)
+def jars_present(libs: Path = LIBS, version: str | None = None) -> bool:
+    """True when the broker, tools and clients jars of ``version`` (by default the release
+    ``libs`` is the folder of, else the default one) have been resolved into ``libs``."""
+    version = version or _version_of(Path(libs))
+    needed = (f"kafka_2.13-{version}.jar", f"kafka-tools-{version}.jar",
+              f"kafka-clients-{version}.jar", f"kafka-storage-{version}.jar")
+    return all((Path(libs) / n).is_file() for n in needed)
+
+
+def _version_of(libs: Path) -> str:
+    """The release a jars folder holds: the one its kafka-clients jar names."""
+    for jar in sorted(libs.glob("kafka-clients-*.jar")):
+        return jar.name[len("kafka-clients-"):-len(".jar")]
+    return DEFAULT_KAFKA_VERSION
+
+
+@lru_cache(maxsize=None)
+def _kafka_classes(libs: Path) -> frozenset[str]:
+    """Every class name in the Kafka jars of a folder (tools live in kafka_2.13 or kafka-tools)."""
+    names = set()
+    for jar in sorted(libs.glob("kafka*.jar")):
+        with zipfile.ZipFile(jar) as z:
+            names.update(n[:-len(".class")].replace("/", ".") for n in z.namelist()
+                         if n.endswith(".class"))
+    return frozenset(names)
+
+
+def tool_class(main_or_alias: str, libs: Path = LIBS) -> str:
+    """The main class ``main_or_alias`` names in the release whose jars are in ``libs``: a
+    tool alias (``kafka-dump-log``) becomes the first of its candidates that release ships, a
+    class name or a ``.java`` file stays as it is."""
+    candidates = TOOL_CANDIDATES.get(main_or_alias)
+    if candidates is None:
+        return main_or_alias
+    present = _kafka_classes(Path(libs))
+    for cls in candidates:
+        if cls in present:
+            return cls
+    raise KafkaHarnessError(f"no class of {main_or_alias} ({', '.join(candidates)}) in {libs}")
 
 
 def _copy_unless_vanished(src: str, dst: str) -> None:
@@ -195,8 +256,8 @@ def _java(main: str, args, *, jvm_opts, log4j: Path, libs: Path = LIBS) -> list[
 
 def run_java_tool(main_or_alias: str, *args, libs: Path = LIBS, timeout: float = 300,
                   input: str | None = None) -> subprocess.CompletedProcess:
-    """Run one of Kafka's command-line tools from the pinned jars (no cluster needed)."""
-    main = TOOL_ALIASES.get(main_or_alias, main_or_alias)
+    """Run one of Kafka's command-line tools from the jars in ``libs`` (no cluster needed)."""
+    main = tool_class(main_or_alias, libs)
     cmd = _java(main, args, jvm_opts=TOOL_JVM_OPTS, log4j=_tool_log4j(), libs=libs)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input)
 
@@ -211,7 +272,7 @@ def run_java_tools(jobs, libs: Path = LIBS, timeout: float = 1800) -> list[subpr
     """
     import tempfile
 
-    jobs = [(TOOL_ALIASES.get(m, m), [str(a) for a in args]) for m, args in jobs]
+    jobs = [(tool_class(m, libs), [str(a) for a in args]) for m, args in jobs]
     if not jobs:
         return []
     cfg = _tool_log4j()
@@ -252,11 +313,15 @@ class Cluster:
     """
 
     def __init__(self, workdir, nodes: int = 3, transaction_version: int = 2,
-                 broker_config: dict | None = None, libs: Path = LIBS, log_level: str = "INFO"):
+                 broker_config: dict | None = None, libs: Path | None = None,
+                 log_level: str = "INFO", kafka_version: str = DEFAULT_KAFKA_VERSION):
         self.workdir = Path(workdir).resolve()
         self.nodes = nodes
         self.transaction_version = transaction_version
         self.broker_config = dict(broker_config or {})
+        self.kafka_version = kafka_version
+        if libs is None:
+            libs = LIBS if kafka_version == DEFAULT_KAFKA_VERSION else libs_for(kafka_version)
         self.libs = Path(libs)
         self.log_level = log_level
         self.cluster_id: str | None = None
@@ -315,7 +380,7 @@ class Cluster:
             d = self.node_dir(i)
             args = ["format", "--config", d / "server.properties", "--cluster-id", self.cluster_id,
                     "--feature", f"transaction.version={self.transaction_version}"]
-            cmd = _java(TOOL_ALIASES["kafka-storage"], args, jvm_opts=TOOL_JVM_OPTS,
+            cmd = _java(tool_class("kafka-storage", self.libs), args, jvm_opts=TOOL_JVM_OPTS,
                         log4j=d / "log4j2.properties", libs=self.libs)
             procs.append((i, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                               text=True)))
@@ -325,8 +390,9 @@ class Cluster:
                 raise KafkaHarnessError(f"format of node {i} failed ({p.returncode}): {out}{err}")
 
     def start(self, timeout: float = 120) -> "Cluster":
-        if not jars_present(self.libs):
-            raise KafkaHarnessError(f"Kafka jars missing under {self.libs}: run `make kafka-jars`")
+        if not jars_present(self.libs, self.kafka_version):
+            raise KafkaHarnessError(f"Kafka {self.kafka_version} jars missing under {self.libs}: "
+                                    f"run `make kafka-jars KAFKA_VERSION={self.kafka_version}`")
         t0 = time.monotonic()
         if self.workdir.exists():
             # a fresh cluster every time, but never wipe a folder that is not one of ours
@@ -446,6 +512,7 @@ class Cluster:
     # ---- state file for the CLI ---------------------------------------------------------
     def _save_state(self) -> None:
         state = {"nodes": self.nodes, "transaction_version": self.transaction_version,
+                 "kafka_version": self.kafka_version, "libs": str(self.libs),
                  "cluster_id": self.cluster_id, "bootstrap": self.bootstrap,
                  "broker_ports": self.broker_ports, "controller_ports": self.controller_ports,
                  "jmx_ports": self.jmx_ports,
@@ -463,7 +530,9 @@ class Cluster:
     def attach(cls, workdir) -> "Cluster":
         """A handle on a cluster started by another process (from its ``cluster.json``)."""
         state = json.loads((Path(workdir) / "cluster.json").read_text())
-        c = cls(workdir, nodes=state["nodes"], transaction_version=state["transaction_version"])
+        c = cls(workdir, nodes=state["nodes"], transaction_version=state["transaction_version"],
+                kafka_version=state.get("kafka_version", DEFAULT_KAFKA_VERSION),
+                libs=Path(state["libs"]) if "libs" in state else None)
         c.cluster_id = state["cluster_id"]
         c.broker_ports = {int(k): v for k, v in state["broker_ports"].items()}
         c.controller_ports = {int(k): v for k, v in state["controller_ports"].items()}
@@ -526,6 +595,7 @@ def main(argv=None) -> int:
     st = sub.add_parser("start")
     st.add_argument("--nodes", type=int, default=3)
     st.add_argument("--transaction-version", type=int, default=2)
+    st.add_argument("--kafka-version", default=DEFAULT_KAFKA_VERSION)
     sp = sub.add_parser("stop")
     sp.add_argument("--hard", action="store_true")
     sub.add_parser("status")
@@ -534,10 +604,12 @@ def main(argv=None) -> int:
     tl.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     if a.cmd == "start":
-        c = Cluster(a.workdir, nodes=a.nodes, transaction_version=a.transaction_version).start()
+        c = Cluster(a.workdir, nodes=a.nodes, transaction_version=a.transaction_version,
+                    kafka_version=a.kafka_version).start()
         # leave the JVMs running: the Popen objects die with us, the brokers do not
         c.procs.clear()
-        print(f"bootstrap={c.bootstrap} started in {c.start_seconds:.1f}s workdir={c.workdir}")
+        print(f"bootstrap={c.bootstrap} Kafka {c.kafka_version} started in {c.start_seconds:.1f}s "
+              f"workdir={c.workdir}")
         return 0
     if not (Path(a.workdir) / "cluster.json").exists():
         print(f"no cluster recorded under {a.workdir}", file=sys.stderr)

@@ -1,13 +1,16 @@
 """Build the fixture clusters: run scenarios, record ground truth live, copy, dump every file.
 
     python -m tools.kafka.fixtures [--out fixtures] [--only tv2] [--scenario NAME ...]
+                                   [--kafka-version 4.4.0]
 
-For each entry of ``CLUSTERS``: start a fresh 3-node cluster formatted at that transaction
-version, run every registered scenario meant for it, record ``truth/`` from the live cluster
+For each entry of ``CLUSTERS``: start a fresh 3-node cluster of the Kafka release it names
+(``--kafka-version`` runs the clusters built on another release instead), formatted at that
+transaction version, run every registered scenario meant for it, record ``truth/`` from the live cluster
 (tools.kafka.truth), stop the cluster cleanly (SIGTERM, so the brokers trim their preallocated
 indexes and write producer snapshots and ``.kafka_cleanshutdown``), copy each node's log dir
 to ``brokers/broker-<id>/`` (a plain recursive copy; the mode is recorded in truth.json) and
-run kafka-dump-log (one JVM for all files) on every copied file into ``truth/dump/<same path>.txt``.
+run kafka-dump-log of the same release (one JVM for all files) on every copied file into
+``truth/dump/<same path>.txt``.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from tools.kafka.cluster import REPO, Cluster, KAFKA_VERSION, copy_live_log_dir, run_java_tools
+from tools.kafka.cluster import LIBS, REPO, Cluster, copy_live_log_dir, run_java_tools
 from tools.kafka.scenarios import CLUSTERS, SCENARIO_MODULES, SCENARIOS, ScenarioContext
 from tools.kafka.truth import Recorder, _drop_slf4j_noise
 
@@ -57,12 +60,13 @@ def dump_args(rel: Path) -> list[str] | None:
     return []
 
 
-def dump_all(brokers_dir: Path, dump_dir: Path) -> dict:
-    """kafka-dump-log on every dumpable copied file; stdout, stderr and exit code per file."""
+def dump_all(brokers_dir: Path, dump_dir: Path, libs: Path = LIBS) -> dict:
+    """kafka-dump-log (of the release in ``libs``) on every dumpable copied file; stdout,
+    stderr and exit code per file."""
     files = sorted(p for p in brokers_dir.rglob("*") if p.is_file())
     todo = [(f, dump_args(f.relative_to(brokers_dir))) for f in files]
     todo = [(f, a) for f, a in todo if a is not None]
-    runs = run_java_tools([("kafka-dump-log", [*args, "--files", f]) for f, args in todo])
+    runs = run_java_tools([("kafka-dump-log", [*args, "--files", f]) for f, args in todo], libs=libs)
     result = {}
     for (f, args), cp in zip(todo, runs):
         rel = f.relative_to(brokers_dir)
@@ -77,9 +81,10 @@ def dump_all(brokers_dir: Path, dump_dir: Path) -> dict:
 
 
 def build_cluster(name: str, out_root: Path, work_root: Path,
-                  only: set[str] | None = None) -> dict:
+                  only: set[str] | None = None, kafka_version: str | None = None) -> dict:
     load_scenario_modules()
     spec = CLUSTERS[name]
+    kafka_version = kafka_version or spec.kafka_version
     out = out_root / name
     if out.exists():
         shutil.rmtree(out)
@@ -87,7 +92,7 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
     timings = {}
     t0 = time.monotonic()
     cluster = Cluster(work_root / name, transaction_version=spec.transaction_version,
-                      broker_config=spec.broker_config)
+                      broker_config=spec.broker_config, kafka_version=kafka_version)
     cluster.start()
     timings["start_s"] = round(cluster.start_seconds, 1)
     ctx = ScenarioContext(cluster)
@@ -112,11 +117,11 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
         copy_live_log_dir(d, brokers / f"broker-{node}")
     post_copy = {fn.__name__: fn(out) for fn in ctx.post_copy}
     t = time.monotonic()
-    dumps = dump_all(brokers, truth_dir / "dump")
+    dumps = dump_all(brokers, truth_dir / "dump", cluster.libs)
     timings["dump_s"] = round(time.monotonic() - t, 1)
     timings["total_s"] = round(time.monotonic() - t0, 1)
     truth.update({
-        "kafka_version": KAFKA_VERSION,
+        "kafka_version": cluster.kafka_version,
         "cluster_name": name,
         "broker_config": spec.broker_config,
         "scenarios": ran,
@@ -131,17 +136,20 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
 
 
 README_INTRO = """\
-# Fixture clusters recorded from a real Apache Kafka {version}
+# Fixture clusters recorded from real Apache Kafka brokers ({versions})
 
 Regenerate everything from scratch (fresh clusters, about {minutes} minutes, needs Java 17 and
-Maven for the jars): `make fixtures` (equivalently `make kafka-jars` then
-`.venv/bin/python -m tools.kafka.fixtures`; one cluster: `--only tv2`). This README is written
-by the generator from the scenarios' docstrings.
+Maven for the jars): `make fixtures` (equivalently `make kafka-jars-all` then
+`.venv/bin/python -m tools.kafka.fixtures`; one cluster: `--only tv2`). Each cluster runs the
+Kafka release named below, from its own jars in `.kafka/<version>/libs` (`make kafka-jars
+KAFKA_VERSION=<version>`); `--kafka-version` builds the chosen clusters on another release.
+This README is written by the generator from the scenarios' docstrings.
 
 Each `fixtures/<cluster>/` comes from one 3-node KRaft cluster (combined broker+controller,
 loopback, internal topics with 3 partitions and replication factor 3, every topic replicated
 on all 3 nodes) formatted with the `transaction.version` named below. After the scenarios ran,
-`truth/` was recorded from the LIVE cluster with Kafka's own tools from the same jars:
+`truth/` was recorded from the LIVE cluster with Kafka's own tools from the same jars
+(`truth.json` `kafka_version`):
 `truth/tools/*.stdout.txt|stderr.txt` hold the raw output of `kafka-transactions
 describe-producers` (every replica of every partition, `--broker-id`), `find-hanging` per broker
 (`--max-transaction-timeout` 0 and 15), `list`, `describe` of each transactional id, `kafka-topics
@@ -157,8 +165,10 @@ copied segment, index, time index, txn index, producer snapshot and metadata che
 `--cluster-metadata-decoder` for internal topics; indexes plain), `.stderr.txt` its stderr,
 exit codes in `truth.json` `dumps`. Paths in dumps are relative to `brokers/`.
 
-Because the copy follows a clean stop, active segments' indexes are trimmed, every partition
-has the producer snapshot written at shutdown and each log dir has `.kafka_cleanshutdown`.
+Because the copy follows a clean stop, active segments' indexes are trimmed (but Kafka 4.4.0
+leaves `__cluster_metadata-0`'s at their preallocated 10 MiB, zeros after the entries), every
+partition has the producer snapshot written at shutdown and each log dir has
+`.kafka_cleanshutdown`.
 Only the Java client negotiates KIP-890 (transaction.version 2) transactions: the
 confluent-kafka (librdkafka) scenarios end their transactions the TV1 way on both clusters
 (COMMIT/ABORT markers carry the data's producer epoch); `java_tv2` shows the difference.
@@ -174,16 +184,21 @@ Clusters:
 def write_readme(out_root: Path, timings: dict[str, dict]) -> None:
     """``timings``: the clusters just built; the others' come from their truth.json, so a
     ``--only`` rebuild keeps the full build's time."""
+    versions = {name: spec.kafka_version for name, spec in CLUSTERS.items()}
     for name in CLUSTERS:
         truth_json = out_root / name / "truth" / "truth.json"
-        if name not in timings and truth_json.exists():
-            timings[name] = json.loads(truth_json.read_text()).get("timings", {})
+        if truth_json.exists():
+            truth = json.loads(truth_json.read_text())
+            versions[name] = truth.get("kafka_version", versions[name])  # what was recorded
+            if name not in timings:
+                timings[name] = truth.get("timings", {})
     minutes = max(1, round(sum(t.get("total_s", 0) for t in timings.values()) / 60))
     clusters = "\n".join(
-        f"- `{name}`: transaction.version={spec.transaction_version}"
+        f"- `{name}`: transaction.version={spec.transaction_version}, Kafka {versions[name]}"
         + (f", broker config {spec.broker_config}" if spec.broker_config else "")
         for name, spec in CLUSTERS.items())
-    parts = [README_INTRO.format(version=KAFKA_VERSION, minutes=minutes, clusters=clusters)]
+    listed = ", ".join(sorted(set(versions.values()), key=lambda v: tuple(map(int, v.split(".")))))
+    parts = [README_INTRO.format(versions=listed, minutes=minutes, clusters=clusters)]
     for sc in SCENARIOS.values():
         parts.append(f"### `{sc.name}` (clusters: {', '.join(sc.clusters)})\n\n{sc.doc}\n")
     (out_root / "README.md").write_text("\n".join(parts))
@@ -195,12 +210,14 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=str(REPO / ".work" / "fixtures"))
     ap.add_argument("--only", action="append", help="cluster name (default: all)")
     ap.add_argument("--scenario", action="append")
+    ap.add_argument("--kafka-version", help="the Kafka release of every cluster built "
+                    "(default: each cluster's own, tools/kafka/scenarios.py CLUSTERS)")
     a = ap.parse_args(argv)
     load_scenario_modules()
     timings = {}
     for name in a.only or sorted(CLUSTERS):
         truth = build_cluster(name, Path(a.out), Path(a.work),
-                              set(a.scenario) if a.scenario else None)
+                              set(a.scenario) if a.scenario else None, a.kafka_version)
         timings[name] = truth["timings"]
         print(f"{name}: {len(truth['dumps'])} files dumped, timings {truth['timings']}")
     write_readme(Path(a.out), timings)

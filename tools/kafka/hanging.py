@@ -52,9 +52,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tools.kafka.cluster import LIBS, REPO, Cluster, run_java_tool, wait_for
+from tools.kafka.cluster import REPO, Cluster, libs_for, run_java_tool, wait_for
 from tools.kafka.rawclient import CONCURRENT_TRANSACTIONS, RawClient
-from tools.kafka.scenarios import CLUSTERS, ClusterSpec, ScenarioContext, scenario, send
+from tools.kafka.scenarios import (CLUSTERS, KAFKA_44_CLUSTER, ClusterSpec, ScenarioContext,
+                                   scenario, send)
 from tools.kafka.truth import _drop_slf4j_noise, parse_table
 
 if __name__ == "__main__":
@@ -378,7 +379,7 @@ def run_txn_producer(cluster: Cluster, *args, timeout: float = 120) -> list[list
     """Run tools/kafka/java/TxnProducer.java (single-file source launch) and return its
     tab-separated output lines."""
     cmd = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-           "-cp", f"{LIBS}/*", str(JAVA_DIR / "TxnProducer.java"),
+           "-cp", f"{cluster.libs}/*", str(JAVA_DIR / "TxnProducer.java"),
            "--bootstrap", cluster.bootstrap, *map(str, args)]
     cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if cp.returncode != 0:
@@ -389,7 +390,7 @@ def run_txn_producer(cluster: Cluster, *args, timeout: float = 120) -> list[list
 
 # ---- scenarios -------------------------------------------------------------------------
 
-@scenario("hanging_txns", clusters=(HANGING_CLUSTER,))
+@scenario("hanging_txns", clusters=(HANGING_CLUSTER, KAFKA_44_CLUSTER))
 def hanging_txns(ctx: ScenarioContext) -> None:
     """Topic ``hang`` (3 partitions, RF 3) on the ``hanging`` cluster (TV2, partition
     verification off) gets three GENUINELY hanging transactions written by the raw client
@@ -445,7 +446,7 @@ def replica_missed_marker(ctx: ScenarioContext) -> None:
     ctx.post_copy.append(_truncation_hook(ctx.notes["replica_missed_marker"]))
 
 
-@scenario("java_tv2", clusters=("tv1", "tv2"))
+@scenario("java_tv2", clusters=("tv1", "tv2", KAFKA_44_CLUSTER))
 def java_tv2(ctx: ScenarioContext) -> None:
     """Topic ``java-txn`` (2 partitions) written by the Java client of the same jars
     (tools/kafka/java/TxnProducer.java): ``java-txn`` commits two transactions on both
@@ -620,7 +621,7 @@ def post_copy_existing(cluster_out: Path) -> dict:
     record = _truncation_hook(truth["scenario_notes"]["replica_missed_marker"])(cluster_out)
     brokers = cluster_out / "brokers"
     cp = run_java_tool("kafka-dump-log", "--deep-iteration", "--print-data-log",
-                       "--files", brokers / record["file"])
+                       "--files", brokers / record["file"], libs=libs_for(truth["kafka_version"]))
     dump = cluster_out / "truth" / "dump" / (record["file"] + ".txt")
     dump.write_text(cp.stdout.replace(str(brokers) + "/", ""))
     dump.with_name(dump.name.replace(".txt", ".stderr.txt")).write_text(

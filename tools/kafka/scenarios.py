@@ -21,14 +21,16 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from tools.kafka.cluster import Cluster, _quiet_logger, wait_for
+from tools.kafka.cluster import DEFAULT_KAFKA_VERSION, Cluster, _quiet_logger, wait_for
 
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """One fixture cluster: ``fixtures/<name>/`` is built from a cluster formatted like this."""
+    """One fixture cluster: ``fixtures/<name>/`` is built from a cluster of this Kafka release
+    (its jars in ``.kafka/<kafka_version>/libs``), formatted like this."""
     transaction_version: int
     broker_config: dict = field(default_factory=dict)
+    kafka_version: str = DEFAULT_KAFKA_VERSION
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,13 @@ class Scenario:
 # A module registering scenarios may add its own cluster here (e.g. one with
 # transaction.partition.verification.enable=false) and name it in ``scenario(clusters=...)``.
 CLUSTERS: dict[str, ClusterSpec] = {"tv1": ClusterSpec(1), "tv2": ClusterSpec(2)}
+# A small cluster of a newer release: a few of the scenarios below (and the hanging ones of
+# tools.kafka.hanging, hence verification off) on Kafka 4.4.0, whose files and tools differ
+# from 4.1.1's (metadata record versions, DumpLogSegments ported to Java).
+KAFKA_44_CLUSTER = "kafka-4.4"
+CLUSTERS[KAFKA_44_CLUSTER] = ClusterSpec(
+    transaction_version=2, kafka_version="4.4.0",
+    broker_config={"transaction.partition.verification.enable": "false"})
 SCENARIOS: dict[str, Scenario] = {}
 SCENARIO_MODULES = ["tools.kafka.scenarios", "tools.kafka.hanging"]
 
@@ -123,7 +132,7 @@ def send(p: Producer, topic: str, partition: int, n: int, prefix: str, key: bool
 
 # ---- scenarios ------------------------------------------------------------------------------
 
-@scenario("txn_basic")
+@scenario("txn_basic", clusters=("tv1", "tv2", KAFKA_44_CLUSTER))
 def txn_basic(ctx: ScenarioContext) -> None:
     """One transactional producer (``txn-basic``) over topics ``txn-a`` (3 partitions) and
     ``txn-b`` (2 partitions): a committed transaction on txn-a/0, txn-a/1, txn-b/0; an aborted
@@ -157,7 +166,7 @@ def txn_basic(ctx: ScenarioContext) -> None:
              offsets_committed={"txn-a-0": 3, "txn-a-1": 3})
 
 
-@scenario("txn_open")
+@scenario("txn_open", clusters=("tv1", "tv2", KAFKA_44_CLUSTER))
 def txn_open(ctx: ScenarioContext) -> None:
     """Transactional id ``txn-open`` (transaction.timeout.ms = 15 min) begins a transaction,
     writes to ``txn-a``/2 and ``txn-b``/0 and never ends it; the producer stays alive until the
@@ -211,7 +220,7 @@ def fenced(ctx: ScenarioContext) -> None:
     ctx.note("fenced", transactional_id="txn-fenced", topic="fence", zombie_commit_error=error)
 
 
-@scenario("timeout_abort")
+@scenario("timeout_abort", clusters=("tv1", "tv2", KAFKA_44_CLUSTER))
 def timeout_abort(ctx: ScenarioContext) -> None:
     """Transactional id ``txn-timeout`` with transaction.timeout.ms = 2000 writes to
     ``timeout``/0 and goes silent; the coordinator's timed-out-transaction sweep (every 1 s

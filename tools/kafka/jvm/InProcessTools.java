@@ -1,10 +1,12 @@
 // Runs many Kafka command-line tools in ONE JVM, each with its own stdout/stderr file and exit
 // code, so recording a fixture does not pay a JVM start (about a CPU second) per dumped file.
-// Launched as a single-file source program: java -cp '.kafka/libs/*' InProcessTools.java
+// Launched as a single-file source program: java -cp '.kafka/<version>/libs/*' InProcessTools.java
 //
 // Jobs come on stdin, one per line, TAB-separated: stdout-path, stderr-path, main class, args...
 // For each job one line "exit <code>" is written to the real stdout, in order.
-// Exit.exit (used by Kafka's tools to end) is turned into an exception carrying the code. In a
+// Exit.exit (used by Kafka's tools to end) is turned into an exception carrying the code. Exit
+// is org.apache.kafka.common.utils.Exit in 4.1.1 and ...utils.internals.Exit in 4.4.0, so it is
+// found and hooked by reflection (same methods, same nested Procedure interface). In a
 // real JVM the FIRST Exit.exit ends everything, but some tools call it inside a
 // catch (Throwable) (TopicCommand, JmxTool) that would swallow the exception and print it; so
 // the first call fixes the exit code and closes the job's streams, as the process's end would.
@@ -19,10 +21,9 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-
-import org.apache.kafka.common.utils.Exit;
 
 public class InProcessTools {
     static final class ExitCalled extends RuntimeException {
@@ -54,8 +55,7 @@ public class InProcessTools {
     public static void main(String[] argv) throws Exception {
         PrintStream realOut = System.out;
         PrintStream realErr = System.err;
-        Exit.setExitProcedure((code, msg) -> exit(code));
-        Exit.setHaltProcedure((code, msg) -> exit(code));
+        hookExit();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
@@ -80,6 +80,35 @@ public class InProcessTools {
             realOut.flush();
         }
         System.exit(0);
+    }
+
+    static final String[] EXIT_CLASSES = {
+        "org.apache.kafka.common.utils.internals.Exit", "org.apache.kafka.common.utils.Exit"};
+
+    /** Exit.setExitProcedure/setHaltProcedure(exit) on the release's Exit class. */
+    static void hookExit() throws ReflectiveOperationException {
+        for (String name : EXIT_CLASSES) {
+            Class<?> exitClass;
+            try {
+                exitClass = Class.forName(name);
+            } catch (ClassNotFoundException e) {
+                continue;
+            }
+            Class<?> procedure = Class.forName(name + "$Procedure");
+            Object hook = Proxy.newProxyInstance(procedure.getClassLoader(), new Class<?>[] {procedure},
+                (proxy, method, a) -> {
+                    switch (method.getName()) {
+                        case "execute": exit((Integer) a[0]); return null;
+                        case "hashCode": return System.identityHashCode(proxy);
+                        case "equals": return proxy == a[0];
+                        default: return "InProcessTools.exit";
+                    }
+                });
+            exitClass.getMethod("setExitProcedure", procedure).invoke(null, hook);
+            exitClass.getMethod("setHaltProcedure", procedure).invoke(null, hook);
+            return;
+        }
+        throw new ClassNotFoundException("none of " + Arrays.toString(EXIT_CLASSES));
     }
 
     static int run(String mainClass, String[] args, PrintStream out, PrintStream err) {
