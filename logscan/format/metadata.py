@@ -1,11 +1,15 @@
-"""``__cluster_metadata`` (KRaft) record values (Kafka 4.1.1, ``kafka-metadata``).
+"""``__cluster_metadata`` (KRaft) record values (Kafka 4.4.0's schemas, ``kafka-metadata``).
+
+The tables are those of 4.4.0, which reads every file 4.1.1 writes: 4.4.0 adds
+CordonedLogDirs to RegisterBrokerRecord (v4) and BrokerRegistrationChangeRecord (v3), and
+UnregisterControllerRecord (apiKey 29); nothing else changed since 4.1.1.
 
 Every value is framed by ``AbstractApiMessageSerde``: unsigned varint frame version (must be
 1; 0 was the 2.8 preview), unsigned varint apiKey, unsigned varint version, then the message;
 bytes left after the message are an error ("garbage"). No version check: Kafka reads any
 version with the field ranges of the spec, and so does the renderer here.
 
-kafka-dump-log 4.1.1 ``--cluster-metadata-decoder`` prints no key and, after `` payload: ``::
+kafka-dump-log ``--cluster-metadata-decoder`` (4.1.1 and 4.4.0 alike) prints no key and, after `` payload: ``::
 
     {"type":"TOPIC_RECORD","version":0,"data":{"name":"t","topicId":"..."}}
 
@@ -46,12 +50,14 @@ BEGIN_TRANSACTION_RECORD = M("BeginTransactionRecord", "0", "0+", 23, [
     F("Name", "string", "0+", null="0+", tag=0, default=None),
 ])
 
-BROKER_REGISTRATION_CHANGE_RECORD = M("BrokerRegistrationChangeRecord", "0-2", "0+", 17, [
+# v3 (4.4.0): CordonedLogDirs, null when unchanged
+BROKER_REGISTRATION_CHANGE_RECORD = M("BrokerRegistrationChangeRecord", "0-3", "0+", 17, [
     F("BrokerId", "int32", "0+"),
     F("BrokerEpoch", "int64", "0+"),
     F("Fenced", "int8", "0+", tag=0),
     F("InControlledShutdown", "int8", "1+", tag=1),
     F("LogDirs", "[]uuid", "2+", tag=2),
+    F("CordonedLogDirs", "[]uuid", "3+", null="3+", tag=3, default=None),
 ])
 
 CLEAR_ELR_RECORD = M("ClearElrRecord", "0", "0+", 28, [
@@ -137,7 +143,8 @@ PRODUCER_IDS_RECORD = M("ProducerIdsRecord", "0", "0+", 15, [
     F("NextProducerId", "int64", "0+"),
 ])
 
-REGISTER_BROKER_RECORD = M("RegisterBrokerRecord", "0-3", "0+", 0, [
+# v4 (4.4.0): CordonedLogDirs, null until the broker's heartbeats send it
+REGISTER_BROKER_RECORD = M("RegisterBrokerRecord", "0-4", "0+", 0, [
     F("BrokerId", "int32", "0+"),
     F("IsMigratingZkBroker", "bool", "2+", default=False),
     F("IncarnationId", "uuid", "0+"),
@@ -157,6 +164,7 @@ REGISTER_BROKER_RECORD = M("RegisterBrokerRecord", "0-3", "0+", 0, [
     F("Fenced", "bool", "0+", default=True),
     F("InControlledShutdown", "bool", "1+", default=False),
     F("LogDirs", "[]uuid", "3+", tag=0),
+    F("CordonedLogDirs", "[]uuid", "4+", null="4+", tag=1, default=None),
 ])
 
 REGISTER_CONTROLLER_RECORD = M("RegisterControllerRecord", "0", "0+", 27, [
@@ -203,6 +211,10 @@ UNFENCE_BROKER_RECORD = M("UnfenceBrokerRecord", "0", "0+", 8, [
     F("Epoch", "int64", "0+"),
 ])
 
+UNREGISTER_CONTROLLER_RECORD = M("UnregisterControllerRecord", "0", "0+", 29, [
+    F("ControllerId", "int32", "0+"),
+])
+
 UNREGISTER_BROKER_RECORD = M("UnregisterBrokerRecord", "0", "0+", 1, [
     F("BrokerId", "int32", "0+"),
     F("BrokerEpoch", "int64", "0+"),
@@ -230,7 +242,7 @@ RECORDS = {s.api_key: s for s in (
     REMOVE_ACCESS_CONTROL_ENTRY_RECORD, NO_OP_RECORD, ZK_MIGRATION_STATE_RECORD,
     REMOVE_USER_SCRAM_CREDENTIAL_RECORD, BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD,
     ABORT_TRANSACTION_RECORD, REMOVE_DELEGATION_TOKEN_RECORD, REGISTER_CONTROLLER_RECORD,
-    CLEAR_ELR_RECORD)}
+    CLEAR_ELR_RECORD, UNREGISTER_CONTROLLER_RECORD)}
 
 
 def record_type_name(schema_name: str) -> str:
@@ -240,7 +252,7 @@ def record_type_name(schema_name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MetadataRecord:
-    """One framed metadata record. ``message`` is None for an apiKey 4.1.1 does not know;
+    """One framed metadata record. ``message`` is None for an apiKey 4.4.0 does not know;
     then ``raw`` holds the undecoded message bytes."""
     api_key: int
     version: int
@@ -303,7 +315,7 @@ def decode_metadata_record(buf, pos: int = 0, end: int | None = None, *,
 
 
 def render_metadata_payload(value, offset: int, errors: list | None = None) -> str:
-    """Exactly what ``kafka-dump-log --cluster-metadata-decoder`` (4.1.1) prints after
+    """Exactly what ``kafka-dump-log --cluster-metadata-decoder`` (4.4.0) prints after
     `` payload: `` for a (non-control) record value; there is never a key part. The cause
     of an ``Error at`` text goes to ``errors`` when given."""
     if errors is None:
