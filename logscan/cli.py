@@ -54,7 +54,10 @@ DUMP_HELP = """Print the contents of Kafka log files, like kafka-dump-log.sh (Ka
 Files are dispatched by the text after the last dot, as kafka-dump-log does: .log and
 KRaft .checkpoint (log dump), .index, .timeindex, .txnindex, .snapshot (producer
 state); anything else prints "Ignoring unknown file" on stderr. The text on stdout is
-line for line what kafka-dump-log 4.1.1 prints for the same files and options.
+line for line what kafka-dump-log 4.1.1 prints for the same files and options (4.4.0's
+differs in two ways: --transaction-log-decoder names the transactionStatus, "Ongoing" for
+1, and producer snapshot lines have no trailing space); __cluster_metadata records are
+decoded up to 4.4.0's versions.
 
 \b
 Automatic decoder: for files given as arguments (FILE...), a file inside a
@@ -80,9 +83,13 @@ Deliberate differences from kafka-dump-log (stdout is unchanged where Kafka succ
 
 \b
 Exit status:
-  0    everything read and valid
+  0    everything read and valid; also when .index/.timeindex entries disagree with the
+       log, which kafka-dump-log (4.1.1 and 4.4.0) only warns about and exits 0: its
+       warning blocks ("Mismatches in", time index ones) are printed on stderr as Kafka
+       prints them, with a "logscan: FILE: file: N index entries disagree" line per file
   1    something in the data is wrong (corrupt/truncated batch, CRC mismatch, trailing
-       bytes, index mismatch, corrupt snapshot or index)
+       bytes, corrupt snapshot, an index entry pointing at no batch, a failed
+       --index-sanity-check), always with a "logscan: FILE: ..." line on stderr
   2    bad command line
   3    a file could not be read (missing, permission denied, a directory)
   141  stdout was closed early (e.g. piped into head)

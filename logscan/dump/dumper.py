@@ -28,7 +28,8 @@ from .sinks import JsonSink, TextSink
 
 #: Exit statuses (documented in `logscan dump --help`).
 EXIT_OK = 0
-EXIT_DATA = 1   # something in the data is wrong (corrupt, truncated, CRC, index mismatch)
+EXIT_DATA = 1   # something in the data is wrong (corrupt, truncated, CRC); never for an index
+                # entry that merely disagrees with the log, which kafka-dump-log only warns about
 EXIT_USAGE = 2  # bad command line (click's own status)
 EXIT_IO = 3     # a file could not be read at all (missing, permission, a directory)
 EXIT_PIPE = 141  # stdout closed early (128 + SIGPIPE), e.g. `logscan dump f | head`

@@ -75,19 +75,31 @@ def dump_index(d, path: str, shown: str) -> None:
             return
         log = _open_log(d, path, log_path)
         mismatches = d.report.index_mismatch(java_absolute_path(path))
+        disagreeing = 0
         try:
             for entry in idx.iter_offset_index(index.buf, base):
                 if log is not None:
                     found = _first_batch_last_offset(d, path, log, entry)
                     if found is not None and found != entry.offset:
                         mismatches.append(entry.offset, found)
-                        d.status = max(d.status, 1)
+                        disagreeing += 1
                 if not d.opts.verify_index_only:
                     d.sink.index_entry(entry.offset, entry.log_position)
         finally:
             if log is not None:
                 log.__exit__(None, None, None)
+        _index_warning(d, path, disagreeing, "Mismatches in")
         _partial_entry(d, path, index.size, idx.OFFSET_INDEX_ENTRY_SIZE)
+
+
+def _index_warning(d, path: str, entries: int, block: str) -> None:
+    """A note (exit status unchanged) for index entries that disagree with the log.
+    kafka-dump-log (4.1.1 and 4.4.0) only warns about them, in its end-of-run blocks, and
+    exits 0: so does logscan, which names the file here too."""
+    if entries:
+        d.note(Finding(path, -1, "index-mismatch",
+                       f"{entries} index entries disagree with the log (kafka-dump-log's "
+                       f"'{block}' warning on stderr; not an error, as for kafka-dump-log)"))
 
 
 def _partial_entry(d, path: str, size: int, entry_size: int) -> None:
@@ -178,10 +190,12 @@ def dump_time_index(d, path: str, shown: str) -> None:
             oindex = None  # Kafka would create it empty; lookups then start at position 0
         abs_path = java_absolute_path(path)
         prev_ts = -1
+        disagreeing = 0
         try:
             for entry in idx.iter_time_index(tindex.buf, base):
                 if log is not None:
-                    _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts)
+                    disagreeing += _verify_time_entry(d, path, abs_path, log, oindex, base,
+                                                      entry, prev_ts)
                 if not d.opts.verify_index_only:
                     d.sink.time_index_entry(entry.timestamp, entry.offset)
                 prev_ts = entry.timestamp
@@ -189,10 +203,13 @@ def dump_time_index(d, path: str, shown: str) -> None:
             for f in (log, oindex):
                 if f is not None:
                     f.__exit__(None, None, None)
+        _index_warning(d, path, disagreeing, "time index")
         _partial_entry(d, path, tindex.size, idx.TIME_INDEX_ENTRY_SIZE)
 
 
-def _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts) -> None:
+def _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts) -> int:
+    """Check one time index entry against the log like kafka-dump-log; returns 1 when it was
+    put in one of Kafka's end-of-run warning blocks, else 0."""
     from .dumper import decode_any_batch, iter_batch_records
     entries = 0 if oindex is None else oindex.size // idx.OFFSET_INDEX_ENTRY_SIZE
     pos = _lookup(oindex.buf, entries, base, entry.offset) if entries else 0
@@ -205,13 +222,11 @@ def _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts) -> 
                     break
         if found is None:
             d.report.time_not_found(abs_path).append(entry.offset, -1)
-            d.status = max(d.status, 1)
-            return
+            return 1
         last = _batch_last_offset(log.buf, found, log.size)
         if last != entry.offset:
             d.report.time_not_found(abs_path).append(entry.offset, last)
-            d.status = max(d.status, 1)
-            return
+            return 1
         batch = decode_any_batch(log.buf, found, log.size)
         max_ts = -1
         for record in iter_batch_records(log.buf, batch, d.opts.max_decompressed):
@@ -219,13 +234,15 @@ def _verify_time_entry(d, path, abs_path, log, oindex, base, entry, prev_ts) -> 
     except DecodeError as e:
         d.finding(Finding(path, entry.position, e.reason,
                           f"entry for offset {entry.offset}: log byte {e.position}: {e.message}"))
-        return
+        return 0
+    warned = 0
     if max_ts != entry.timestamp:
         d.report.time_mismatch(abs_path).append(entry.timestamp, max_ts)
-        d.status = max(d.status, 1)
+        warned = 1
     if prev_ts >= entry.timestamp:
         d.report.time_out_of_order(abs_path).append(entry.timestamp, prev_ts)
-        d.status = max(d.status, 1)
+        warned = 1
+    return warned
 
 
 def dump_txn_index(d, path: str, shown: str) -> None:

@@ -2,7 +2,7 @@
 
 kafka-dump-log 4.1.1 is the Scala object ``kafka.tools.DumpLogSegments`` in kafka_2.13 (the
 Java port under org.apache.kafka.tools is not in the 4.1 release). The jars come from the
-project's `.kafka/libs` (see the Makefile); tests needing them are marked ``kafka`` and skip
+project's `.kafka/4.1.1/libs` (see the Makefile); tests needing them are marked ``kafka`` and skip
 when they are absent. One JVM call dumps many files, since JVM start-up dominates.
 """
 

@@ -137,3 +137,31 @@ def test_carriage_returns_in_records_are_printed_as_is(tmp_path):
     assert ours.stdout == kafka.stdout
     (in_process,) = run_java_tools([("kafka-dump-log", args)])
     assert in_process.stdout.encode("utf-8") == kafka.stdout
+
+
+@pytest.mark.parametrize("options", [[], ["--verify-index-only"]], ids=["default", "verify-index-only"])
+def test_index_entries_disagreeing_with_the_log_are_warnings_as_in_kafka(corpus, options):
+    """kafka-dump-log 4.1.1 and 4.4.0 print their "Mismatches in" and time index blocks for
+    such entries and exit 0; logscan prints the same blocks, one note per file, and exits 0
+    too (it exited 1 before: issue 32)."""
+    from tools.kafka.cluster import jars_present, libs_for, run_java_tool
+
+    root, files = corpus
+    chosen = [f for f in files["plain"] if "/mismatch/" in f and f.endswith((".index", ".timeindex"))]
+    assert len(chosen) == 2
+    args = ["--files", ",".join(chosen), *options]
+    kafka = run_kafka_dump_log(args, root)
+    ours = run_logscan_dump(args, root)
+    assert kafka.returncode == ours.returncode == 0, ours.stderr.decode()
+    warned = kafka_stderr_lines(kafka.stderr)
+    assert [l for l in warned if l.startswith("Mismatches in :")] and [
+        l for l in warned if l.startswith("Found out of order timestamp in :")]
+    assert logscan_kafka_stderr_lines(ours.stderr) == warned
+    notes = [l for l in ours.stderr.decode().splitlines() if l.startswith("logscan: ")]
+    assert [n.split(": file: ")[0] for n in notes] == [f"logscan: {f}" for f in chosen]
+    assert all("index entries disagree with the log" in n for n in notes)
+    libs = libs_for("4.4.0")
+    if jars_present(libs, "4.4.0"):
+        absolute = ",".join(os.path.join(root, f) for f in chosen)
+        newer = run_java_tool("kafka-dump-log", "--files", absolute, *options, libs=libs)
+        assert newer.returncode == 0 and "Mismatches in :" in newer.stderr

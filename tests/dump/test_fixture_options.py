@@ -39,6 +39,9 @@ from .kafkatool import kafka_stderr_lines, logscan_kafka_stderr_lines, requires_
 pytestmark = [pytest.mark.kafka, requires_kafka]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+# The 4.1.1 clusters only: the tool run here is 4.1.1's, and logscan prints 4.1.1's text (the
+# kafka-4.4 cluster is compared with its own 4.4.0 dumps in test_fixtures.py, and 4.4.0's tool
+# with 4.1.1's text in test_kafka_4_4.py).
 CLUSTERS = ("tv1", "tv2", "hanging")
 DECODER_PKG = "org.apache.kafka.tools.api."
 INTERNAL_DECODERS = {"__transaction_state-": "--transaction-log-decoder",
