@@ -13,7 +13,13 @@ Two mapping cases need care:
   represented by an empty buffer;
 * some paths cannot be mapped at all (FIFOs, ``/dev/stdin``, some FUSE or ``/proc`` files);
   they are read into memory instead, up to ``max_read_bytes`` (memory stays bounded: the
-  rest is reported as not read).
+  rest is reported as not read). Only ``logscan dump`` reads them, for a path a person named.
+
+The scan reads what it found in a copy, which may be hostile: there every open
+(``open_regular``: LogWindows, ``read_small_file``, ``open_segment(regular_only=True)``) takes
+a regular file only, never through a symbolic link (``O_NOFOLLOW``), never waiting on a FIFO
+(``O_NONBLOCK``), and never opens a device (``lstat`` first: opening some devices acts).
+Anything else there is a ``NotRegularFile``, which says what it found.
 """
 
 from __future__ import annotations
@@ -41,8 +47,9 @@ class Finding:
 
     ``reason`` is a short machine-readable word (``truncated``, ``crc``, ``corrupt``,
     ``magic``, ``version``, ``compression``, ``bomb``, ``io``, ``unknown-file``,
-    ``index-mismatch`` ...); ``position`` is a byte position in ``path`` (-1 when the
-    finding is about the whole file).
+    ``index-mismatch``, ``link`` (a symbolic link not followed), ``not-regular`` (a FIFO,
+    socket or device where a file was expected) ...); ``position`` is a byte position in
+    ``path`` (-1 when the finding is about the whole file).
     """
 
     path: str
@@ -62,22 +69,80 @@ class Finding:
                    getattr(error, "length", None))
 
 
+LINK = "link"
+NOT_REGULAR = "not-regular"
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISLNK, "a symbolic link"), (stat.S_ISREG, "a regular file"))
+
+
+def describe_mode(mode: int) -> str:
+    """What an (l)stat's ``st_mode`` says a path is, for a sentence: "a FIFO (named pipe)"."""
+    return next((what for test, what in _KINDS if test(mode)), f"a special file (mode {stat.S_IFMT(mode):o})")
+
+
+def refusal_reason(mode: int) -> str:
+    """A finding's reason for a path of this mode where a regular file is read: ``link``,
+    ``io`` for a folder (what opening one as a file has always given, in the dump too),
+    ``not-regular`` for a FIFO, socket or device (opening one may wait or act)."""
+    return LINK if stat.S_ISLNK(mode) else "io" if stat.S_ISDIR(mode) else NOT_REGULAR
+
+
+class NotRegularFile(OSError):
+    """Something other than a regular file where the scan reads one; it was not opened (or,
+    swapped in after the check, not read). ``reason`` is refusal_reason's; ``str()`` is the
+    sentence of its finding."""
+
+    def __init__(self, path: str | os.PathLike, mode: int):
+        self.path, self.mode = os.fspath(path), mode
+        self.reason = refusal_reason(mode)
+        super().__init__(f"not read: {describe_mode(mode)}, not a regular file")
+
+
+#: For a thing swapped in between the lstat and the open: O_NOFOLLOW makes the open of a
+#: symbolic link fail (ELOOP), O_NONBLOCK the open of a FIFO return at once (fstat refuses it).
+_REGULAR_OPEN = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+
+
+def open_regular(path: str | os.PathLike) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of the regular file at ``path`` and its fstat, or
+    NotRegularFile (a link, FIFO, socket, device or folder there: not followed, not opened);
+    a missing or unreadable file raises the OSError open gives."""
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(path, mode)
+    fd = os.open(path, _REGULAR_OPEN)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path, st.st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
 class SegmentFile:
     """An opened file as one read-only buffer (mmap when possible).
 
     Use as a context manager; ``buf`` is a memoryview over the whole file and is released
-    on exit (a memoryview outliving its mmap would make ``mmap.close`` fail).
+    on exit (a memoryview outliving its mmap would make ``mmap.close`` fail). With
+    ``regular_only`` (the scan's files) it opens as ``open_regular`` does; without (the dump
+    of a path a person named) a FIFO or a device is read too.
     """
 
-    def __init__(self, path: str, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES):
+    def __init__(self, path: str, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES, regular_only: bool = False):
         self.path = path
         self.max_read_bytes = max_read_bytes
+        self.regular_only = regular_only
         self._mmap: mmap.mmap | None = None
         self._view: memoryview | None = None
         self.unread_bytes = 0
 
     def __enter__(self) -> "SegmentFile":
-        with open(self.path, "rb") as fh:
+        fh = os.fdopen(open_regular(self.path)[0], "rb") if self.regular_only else open(self.path, "rb")
+        with fh:
             st = os.fstat(fh.fileno())
             try:
                 if st.st_size > 0:
@@ -139,39 +204,25 @@ class _MappedWindow:
 class LogWindows:
     """A `.log` file mapped a window at a time (a small window is read), the source ``walk_windows`` and ``find_entry``
     (logscan.format.logfile) read: a segment larger than the process's address space (an
-    RLIMIT_AS such as spark.executor.pyspark.memory sets) is read whole all the same. A file
-    that cannot be mapped (a pipe, a special file system) is read as SegmentFile reads it.
+    RLIMIT_AS such as spark.executor.pyspark.memory sets) is read whole all the same. It is
+    the scan's reader: a regular file only (open_regular; anything else is NotRegularFile).
 
     Use as a context manager: ``size``, then ``map(start, stop)`` for each window.
     """
 
-    def __init__(self, path: str, *, max_read_bytes: int = DEFAULT_MAX_READ_BYTES):
+    def __init__(self, path: str):
         self.path = path
-        self.max_read_bytes = max_read_bytes
         self._fd: int | None = None
-        self._whole: SegmentFile | None = None
         self.size = 0
 
     def __enter__(self) -> "LogWindows":
         # A bare descriptor: open() would add a buffer the windows never use, and a TTY check
         # and a seek per file (a scan opens one per segment).
-        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            st = os.fstat(fd)
-        except OSError:
-            os.close(fd)
-            raise
-        if stat.S_ISREG(st.st_mode):
-            self._fd, self.size = fd, st.st_size
-            return self
-        os.close(fd)
-        self._whole = SegmentFile(self.path, max_read_bytes=self.max_read_bytes).__enter__()
-        self.size = self._whole.size
+        self._fd, st = open_regular(self.path)
+        self.size = st.st_size
         return self
 
     def map(self, start: int, stop: int):
-        if self._whole is not None:
-            return BufferWindow(self._whole.buf[start:stop], start)
         if stop - start <= READ_WINDOW_BYTES:
             buf = bytearray(stop - start)
             got = os.preadv(self._fd, [buf], start)
@@ -186,27 +237,22 @@ class LogWindows:
         return _MappedWindow(mm, base)
 
     def __exit__(self, *exc) -> None:
-        if self._whole is not None:
-            self._whole.__exit__(*exc)
-            self._whole = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
 
 def read_small_file(path: str | os.PathLike) -> bytes | None:
-    """The whole of a regular file such as a checkpoint, or None when there is no regular file
-    there: in four system calls (open, fstat, read, close), where ``Path.is_file()`` then
-    ``read_bytes()`` take ten. A scan reads one per replica. Other OSErrors propagate. Opened
-    non-blocking, so a FIFO of that name is passed over rather than waited on."""
+    """The whole of a regular file such as a checkpoint or a producer snapshot, or None when
+    nothing is there: in five system calls (lstat, open, fstat, read, close), where
+    ``Path.is_file()`` then ``read_bytes()`` take ten. A scan reads one per replica. A link,
+    FIFO, device or folder of that name is NotRegularFile (open_regular); other OSErrors
+    propagate."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd, st = open_regular(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
         data = os.read(fd, st.st_size + 1)
         if len(data) <= st.st_size:  # a regular file's read is short only at its end
             return data
@@ -219,11 +265,15 @@ def read_small_file(path: str | os.PathLike) -> bytes | None:
 
 
 def open_segment(path: str, **kw) -> SegmentFile:
-    """``with open_segment(path) as seg: seg.buf`` — the file as a read-only memoryview."""
+    """``with open_segment(path) as seg: seg.buf`` — the file as a read-only memoryview
+    (``regular_only=True``: only a regular file, as the scan reads)."""
     return SegmentFile(path, **kw)
 
 
 def io_finding(path: str, error: OSError) -> Finding:
-    """An OSError (missing, unreadable, a directory) as a finding naming the file."""
+    """An OSError (missing, unreadable, a directory, NotRegularFile) as a finding naming the
+    file."""
+    if isinstance(error, NotRegularFile):
+        return Finding(path, -1, error.reason, str(error))
     reason = error.strerror or type(error).__name__
     return Finding(path, -1, "io", f"cannot read file: {reason}")

@@ -41,7 +41,7 @@ from logscan.state.snapshots import compare_producers
 from logscan.state.spans import OnClose, Replay, ReplicaReplay
 
 from logscan.logdir.naming import Kind, classify
-from logscan.logdir.segment import Finding, LogWindows, open_segment, read_small_file
+from logscan.logdir.segment import Finding, LogWindows, NotRegularFile, io_finding, open_segment, read_small_file
 from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -356,11 +356,16 @@ def read_snapshots(replica: ReplicaDir) -> list[SnapshotFile]:
     out = []
     for base, path in replica.snapshots:
         try:
-            snap, finding = decode_producer_snapshot(Path(path).read_bytes()), None
+            # A regular file only, never waited on nor read through a link (logdir.segment).
+            data = read_small_file(path)
+            snap, finding = ((None, Finding(str(path), -1, "io", "no such file (gone since it was listed)"))
+                             if data is None else (decode_producer_snapshot(data), None))
         except SnapshotCrcMismatch as e:
             snap, finding = e.snapshot, Finding.from_error(str(path), e)
         except DecodeError as e:
             snap, finding = None, Finding.from_error(str(path), e)
+        except NotRegularFile as e:
+            snap, finding = None, io_finding(str(path), e)
         except OSError as e:
             snap, finding = None, Finding(str(path), -1, "io", str(e))
         out.append(SnapshotFile(base, str(path), snap, finding))
@@ -446,6 +451,9 @@ def latest_leader_epoch(replica: ReplicaDir, findings: list[Finding]) -> Optiona
     except DecodeError as e:
         findings.append(Finding.from_error(str(path), e))
         return None
+    except NotRegularFile as e:  # a link, FIFO or folder of that name: not read
+        findings.append(io_finding(str(path), e))
+        return None
     except OSError as e:
         findings.append(Finding(str(path), -1, "io", str(e)))
         return None
@@ -460,7 +468,10 @@ def _metadata_events(path: str, findings: list[Finding], *, from_snapshot: bool,
                      min_offset: int = 0) -> Iterator[MetadataEvent]:
     with ExitStack() as stack:
         try:
-            seg = stack.enter_context(open_segment(path))
+            seg = stack.enter_context(open_segment(path, regular_only=True))
+        except NotRegularFile as e:
+            findings.append(io_finding(path, e))
+            return
         except OSError as e:
             findings.append(Finding(path, -1, "io", str(e)))
             return

@@ -3,6 +3,8 @@ spark.executor.pyspark.memory sets): the scan reads them a window at a time, who
 which maps a file whole, says it cannot, and never reads a prefix as if the file ended there
 (which would show as a cut that is not in the file)."""
 
+import errno
+import os
 import resource
 import subprocess
 import sys
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from logscan.logdir.segment import Finding
 from logscan.testing.encoder import Rec, encode_batch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,3 +112,41 @@ def test_without_the_limit_the_file_maps(big_log):
 
     with open_segment(str(big_log)) as seg:
         assert seg.size == SIZE and seg.unread_bytes == 0
+
+
+# --- the scan's opens: regular files only (issue 33) ---------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("opener", ["LogWindows", "SegmentFile", "read_small_file"])
+@pytest.mark.parametrize("make", ["fifo", "link", "folder"])
+def test_the_scans_opens_take_a_regular_file_only(tmp_path, opener, make):
+    """A FIFO is not waited on (the test would hang), a link is not followed, even to a
+    regular file, and a folder is not read: each is a NotRegularFile saying what it is."""
+    from logscan.logdir.segment import LogWindows, NotRegularFile, SegmentFile, io_finding, read_small_file
+
+    (tmp_path / "real.log").write_bytes(b"\0" * 100)
+    path = tmp_path / "00000000000000000000.log"
+    {"fifo": lambda: os.mkfifo(path), "link": lambda: path.symlink_to("real.log"), "folder": path.mkdir}[make]()
+    open_it = {"LogWindows": lambda: LogWindows(str(path)).__enter__(),
+               "SegmentFile": lambda: SegmentFile(str(path), regular_only=True).__enter__(),
+               "read_small_file": lambda: read_small_file(path)}[opener]
+    with pytest.raises(NotRegularFile) as e:
+        open_it()
+    what = {"fifo": "a FIFO (named pipe)", "link": "a symbolic link", "folder": "a folder"}[make]
+    reason = {"fifo": "not-regular", "link": "link", "folder": "io"}[make]
+    assert io_finding(str(path), e.value) == Finding(str(path), -1, reason, f"not read: {what}, not a regular file")
+
+
+def test_a_regular_file_swapped_for_a_link_after_the_check_is_not_followed(tmp_path, monkeypatch):
+    """O_NOFOLLOW: the lstat saw a regular file, the open meets a link (a race, or a copy
+    changing under the scan) and fails rather than follow it."""
+    from logscan.logdir import segment
+
+    path = tmp_path / "00000000000000000000.log"
+    (tmp_path / "secret").write_bytes(b"secret")
+    path.symlink_to(tmp_path / "secret")
+    regular = os.lstat(tmp_path / "secret")
+    monkeypatch.setattr(segment.os, "lstat", lambda p: regular)
+    with pytest.raises(OSError) as e:
+        segment.read_small_file(path)
+    assert e.value.errno == errno.ELOOP

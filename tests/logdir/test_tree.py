@@ -1,15 +1,17 @@
 """Listing a broker's log dir and reading its small per-replica files: partition folders only
-(a file named like one is not one; a symlink to one is), and checkpoint reads that tell a
-missing file from a damaged one without blocking on a FIFO."""
+(a file named like one is not one; a symlink to one is, when it stays in the copy), and
+checkpoint reads that tell a missing file from a damaged one, and a regular file from a FIFO,
+a folder or a link, without blocking on the FIFO."""
 
 from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
-from logscan.logdir.segment import read_small_file
+from logscan.logdir.segment import NotRegularFile, read_small_file
 from logscan.logdir.tree import ReplicaDir, scan_broker
 from logscan.scan.replica import latest_leader_epoch
 
@@ -23,15 +25,23 @@ def test_a_broker_lists_its_partition_folders_only(tmp_path):
     (broker / "not-a-partition").mkdir()
     elsewhere = tmp_path / "elsewhere" / "refunds-2"
     elsewhere.mkdir(parents=True)
-    (broker / "refunds-2").symlink_to(elsewhere)  # followed, as Path.is_dir() follows it
+    (broker / "refunds-2").symlink_to(elsewhere)  # followed when the copy holds it
 
-    listed = scan_broker(broker)
+    listed = scan_broker(broker, within=[tmp_path])
 
     assert listed.broker == 7
     assert [(r.topic, r.partition) for r in listed.replicas] == [
         ("__transaction_state", 3), ("orders", 0), ("orders", 1), ("refunds", 2)]
     assert [(s.path, s.reason) for s in listed.skipped] == [
         (str(broker / "not-a-partition"), "not a partition directory")]
+    assert listed.refused == []
+
+    alone = scan_broker(broker)  # the broker folder is the copy: the link leads out of it
+    assert [(r.topic, r.partition) for r in alone.replicas] == [
+        ("__transaction_state", 3), ("orders", 0), ("orders", 1)]
+    assert [(f.path, f.reason) for f in alone.refused] == [(str(broker / "refunds-2"), "link")]
+    assert [r.topic for r in scan_broker(broker, follow_links=True).replicas] == [
+        "__transaction_state", "orders", "orders", "refunds"]
 
 
 def test_a_small_file_is_read_whole(tmp_path):
@@ -42,24 +52,41 @@ def test_a_small_file_is_read_whole(tmp_path):
     assert read_small_file(path) == b""
 
 
-def test_no_regular_file_reads_as_none(tmp_path):
-    (tmp_path / "a-folder").mkdir()
+def test_nothing_there_reads_as_none(tmp_path):
     (tmp_path / "a-file").write_bytes(b"x")
     assert read_small_file(tmp_path / "missing") is None
-    assert read_small_file(tmp_path / "a-folder") is None
     assert read_small_file(tmp_path / "a-file" / "below-a-file") is None
 
 
+def test_a_folder_or_a_link_is_no_small_file(tmp_path):
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_bytes(b"x")
+    (tmp_path / "a-link").symlink_to("a-file")  # even one that stays in the folder
+    (tmp_path / "dangling").symlink_to("missing")
+    for name, reason, what in [("a-folder", "io", "a folder"), ("a-link", "link", "a symbolic link"),
+                               ("dangling", "link", "a symbolic link")]:
+        with pytest.raises(NotRegularFile) as e:
+            read_small_file(tmp_path / name)
+        assert (e.value.reason, str(e.value)) == (reason, f"not read: {what}, not a regular file")
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
-def test_a_fifo_is_passed_over_without_waiting_for_a_writer(tmp_path):
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     fifo = tmp_path / "leader-epoch-checkpoint"
     os.mkfifo(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(read_small_file(fifo)), daemon=True)
+
+    def read():
+        try:
+            read_small_file(fifo)
+        except NotRegularFile as e:
+            got.append(e)
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     reader.join(10)
     assert not reader.is_alive(), "read_small_file waited for a writer of a FIFO"
-    assert got == [None]
+    assert [str(e) for e in got] == ["not read: a FIFO (named pipe), not a regular file"]
 
 
 def _replica(tmp_path) -> ReplicaDir:
@@ -89,10 +116,12 @@ def test_a_damaged_leader_epoch_checkpoint_is_a_finding(tmp_path):
 
 def test_a_folder_named_like_the_checkpoint_is_no_checkpoint(tmp_path):
     replica = _replica(tmp_path)
-    (replica.path / "leader-epoch-checkpoint").mkdir()
+    path = replica.path / "leader-epoch-checkpoint"
+    path.mkdir()
     findings: list = []
     assert latest_leader_epoch(replica, findings) is None
-    assert findings == []
+    assert [(f.path, f.position, f.reason, f.message) for f in findings] == [
+        (str(path), -1, "io", "not read: a folder, not a regular file")]
 
 
 def test_a_broker_id_comes_from_meta_properties_or_else_the_folder_name(tmp_path):
@@ -102,9 +131,11 @@ def test_a_broker_id_comes_from_meta_properties_or_else_the_folder_name(tmp_path
     broker.mkdir()
     errors: list[str] = []
     assert broker_id(broker, errors) == 3  # no meta.properties
+    assert errors == []
     (broker / "meta.properties").mkdir()
     assert broker_id(broker, errors) == 3  # a folder of that name is no meta.properties
-    assert errors == []
+    assert errors == [f"{broker / 'meta.properties'}: not read: a folder, not a regular file"]
+    errors.clear()
     (broker / "meta.properties").rmdir()
     (broker / "meta.properties").write_bytes(b"version=1\nnode.id=12\ncluster.id=abc\n")
     assert broker_id(broker, errors) == 12
@@ -148,3 +179,117 @@ def test_folders_come_in_name_order_and_a_replicas_files_in_log_order(tmp_path):
         (str(replica / f"{50:020d}.log.deleted"), "deleted file")]
     with_superseded = scan_broker(broker, include_superseded=True).replicas[1]
     assert (50, replica / f"{50:020d}.log.deleted") in with_superseded.segments
+
+
+# --- a hostile copy (issue 33): what the listing will not hand on to be read ----------------
+
+def _hostile_broker(tmp_path):
+    """A copy whose one broker holds a partition with every kind of entry the scan reads by
+    name: a regular segment, and links, a FIFO, a socket and a folder named like files."""
+    import socket
+
+    copy = tmp_path / "copy"
+    part = copy / "broker-1" / "orders-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(b"")
+    (copy / "kept.log").write_bytes(b"")                          # in the copy, beside the broker
+    (tmp_path / "outside.log").write_bytes(b"")
+    (part / "00000000000000000001.log").symlink_to(copy / "kept.log")
+    (part / "00000000000000000002.log").symlink_to(tmp_path / "outside.log")
+    (part / "00000000000000000003.log").symlink_to("nowhere")
+    (part / "00000000000000000004.log").symlink_to("00000000000000000004.log")  # a loop
+    os.mkfifo(part / "00000000000000000005.snapshot")
+    (part / "00000000000000000006.txnindex").mkdir()
+    cwd = os.getcwd()
+    os.chdir(part)  # a socket's path is short (108 bytes): bind it by its name
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind("00000000000000000007.index")
+    finally:
+        os.chdir(cwd)
+    os.mkfifo(part / "00000000000000000008.log.deleted")          # superseded: skipped, not refused
+    os.mkfifo(part / "partition.metadata")                         # never read by the listing
+    return copy, part
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_the_listing_hands_on_regular_files_only_and_says_why_not_the_rest(tmp_path):
+    copy, part = _hostile_broker(tmp_path)
+    (listed,) = scan_broker(copy / "broker-1", within=[copy]).replicas
+    assert listed.segments == [(0, part / "00000000000000000000.log"),
+                               (1, copy / "kept.log")]  # a followed link: its target, opened as such
+    assert listed.snapshots == listed.txn_indexes == listed.indexes == []
+    refused = {Path(f.path).name: (f.position, f.reason, f.message) for f in listed.refused}
+    assert refused == {
+        "00000000000000000002.log": (-1, "link", f"not read: a symbolic link to {tmp_path / 'outside.log'}, "
+                                                 "outside the copy (links out of it are followed only when asked)"),
+        "00000000000000000003.log": (-1, "link", "not read: a symbolic link to 'nowhere', which does not exist "
+                                                 "(dangling)"),
+        "00000000000000000004.log": (-1, "link", "not read: a symbolic link that leads back to itself (a loop)"),
+        "00000000000000000005.snapshot": (-1, "not-regular", "not read: a FIFO (named pipe), not a regular file"),
+        "00000000000000000006.txnindex": (-1, "io", "not read: a folder, not a regular file"),
+        "00000000000000000007.index": (-1, "not-regular", "not read: a socket, not a regular file"),
+    }
+    followed = scan_broker(copy / "broker-1", within=[copy], follow_links=True).replicas[0]
+    assert followed.segments[2] == (2, tmp_path / "outside.log")
+    assert [Path(f.path).name for f in followed.refused if f.reason == "link"] == [
+        "00000000000000000003.log", "00000000000000000004.log"]
+
+
+def test_a_folder_that_cannot_be_listed_is_a_finding_and_the_rest_is_listed(tmp_path, monkeypatch):
+    from logscan.logdir.tree import iter_brokers
+
+    copy = tmp_path / "copy"
+    for broker in ("broker-1", "broker-2"):
+        for name in ("orders-0", "orders-1"):
+            (copy / broker / name).mkdir(parents=True)
+    denied = {str(copy / "broker-1" / "orders-0"), str(copy / "broker-2")}
+    scandir = os.scandir
+
+    def guarded(path="."):
+        if os.fspath(path) in denied:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", guarded)
+    refused: list = []
+    (broker,) = iter_brokers([copy], refused=refused)
+    assert [(f.path, f.reason, f.message) for f in refused] == [
+        (str(copy / "broker-2"), "io", "folder cannot be listed (Permission denied); if it is a broker's "
+                                       "log dir, none of its replicas are in this scan")]
+    assert [(r.topic, r.partition) for r in broker.replicas] == [("orders", 1)]
+    (unlisted,) = broker.unlisted
+    assert [(f.path, f.reason, f.message) for f in unlisted.refused] == [
+        (str(copy / "broker-1" / "orders-0"), "io", "partition folder cannot be listed (Permission denied); "
+                                                    "none of its files are in this scan")]
+
+
+@pytest.mark.parametrize("make", ["fifo", "folder", "link-out"])
+def test_a_broker_level_checkpoint_that_is_no_regular_file(tmp_path, make):
+    from logscan.scan.listing import list_copy
+
+    copy = tmp_path / "copy"
+    (copy / "broker-1" / "orders-0").mkdir(parents=True)
+    path = copy / "broker-1" / "replication-offset-checkpoint"
+    (tmp_path / "outside").write_bytes(b"0\n1\norders 0 17\n")
+    {"fifo": lambda: os.mkfifo(path), "folder": path.mkdir, "link-out": lambda: path.symlink_to(tmp_path / "outside")
+     }[make]()
+    listing = list_copy([copy])
+    assert [(f.path, f.reason) for _, f in listing.findings] == [
+        (str(path), {"fifo": "not-regular", "folder": "io", "link-out": "link"}[make])]
+    assert [r.hw_checkpoint for r in listing.replicas] == [None]
+    assert [f for f in listing.files if f["kind"] == "checkpoint"] == []
+    assert [r.hw_checkpoint for r in list_copy([copy], follow_links=True).replicas] == [
+        17 if make == "link-out" else None]
+
+
+def test_a_log_dir_with_no_broker_id_is_a_finding(tmp_path):
+    from logscan.scan.listing import list_copy
+
+    copy = tmp_path / "copy"
+    (copy / "data" / "orders-0").mkdir(parents=True)   # no meta.properties, no digits
+    (copy / "broker-2" / "orders-0").mkdir(parents=True)
+    listing = list_copy([copy])
+    assert [(k["broker"], f.path, f.reason) for k, f in listing.findings] == [
+        (None, str(copy / "data"), "no-broker-id")]
+    assert [r.replica.broker for r in listing.replicas] == [2]
