@@ -11,6 +11,7 @@ import click
 from logscan.dump import EXIT_PIPE, DumpOptions, Dumper
 from logscan.dump.options import DEFAULT_MAX_MESSAGE_SIZE, INT_MAX, PARALLEL_MIN_BYTES
 from logscan.dump.parsers import BYTE_DECODERS
+from logscan.defaults import DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
 STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
 
@@ -239,23 +240,13 @@ Exit status (also with --output): 0 nothing hanging, 1 damage found in the files
 2 bad command line or missing set-up (e.g. Delta's jars), 4 hanging transactions found.
 """
 
-EXIT_HANGING = 4
-
-
 def _as_of_ms(text: str | None) -> int | None:
-    if text is None:
-        return None
-    if text.isdigit():
-        return int(text)
-    from datetime import datetime, timezone
+    from logscan.scan.pipeline import parse_as_of
 
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is neither epoch milliseconds nor ISO-8601") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
+        return parse_as_of(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--as-of'") from None
 
 
 def _scan_options(fn):
@@ -265,7 +256,8 @@ def _scan_options(fn):
                        type=click.Path(exists=True, file_okay=False)),
         click.option("--as-of", "as_of", metavar="ISO|MS", default=None,
                      help="Reference time for transaction ages (default: newest timestamp in the copy)."),
-        click.option("--max-transaction-timeout-ms", type=click.IntRange(0), default=900_000,
+        click.option("--max-transaction-timeout-ms", type=click.IntRange(0),
+                     default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                      show_default=True,
                      help="transaction.max.timeout.ms of the cluster; older open transactions are candidates."),
         click.option("--include-superseded", is_flag=True,
@@ -289,7 +281,7 @@ def _bootstrap(ctx, param, value: str | None) -> str | None:
         raise click.BadParameter(str(e)) from None
 
 
-def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress):
+def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress, **options):
     from pathlib import Path
 
     from logscan import progress
@@ -297,7 +289,7 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, n
     roots = [Path(p) for p in inputs]
     return progress.scan(roots, enabled=progress.wanted(no_progress), as_of_ms=_as_of_ms(as_of),
                          max_transaction_timeout_ms=max_transaction_timeout_ms,
-                         include_superseded=include_superseded)
+                         include_superseded=include_superseded, **options)
 
 
 @main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})
@@ -309,7 +301,7 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, n
               help="With --output: the id tagging every row (default: derived from the inputs; "
               "re-running replaces that scan's rows).")
 @click.option("--bootstrap-server", default=None, metavar="HOST:PORT", callback=_bootstrap,
-              help="With --output: put into the abort_plans commands [default: BOOTSTRAP:9092].")
+              help=f"With --output: put into the abort_plans commands [default: {DEFAULT_BOOTSTRAP}].")
 def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
                  output, master, scan_id, bootstrap_server) -> None:
     if output is not None:
@@ -319,29 +311,23 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
             sys.exit(scan_to_tables(inputs, output, as_of_ms=_as_of_ms(as_of),
                                     max_transaction_timeout_ms=max_transaction_timeout_ms,
                                     include_superseded=include_superseded, scan_id=scan_id,
-                                    bootstrap=bootstrap_server or "BOOTSTRAP:9092", master=master,
+                                    bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, master=master,
                                     json=fmt == "json", no_progress=no_progress))
     if scan_id is not None or bootstrap_server is not None:
         raise click.UsageError("--scan-id and --bootstrap-server are for the Delta tables: give them with "
                                "--output DIR (for abort commands without Spark: logscan plan)")
     import json as jsonlib
 
-    from logscan.scan.summary import write_summary
+    from logscan.scan import summary
 
     result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress)
+    fig = summary.table_figures(result.tables, result.as_of_ms)
     if fmt == "json":
-        for c in result.candidates:
-            print(jsonlib.dumps({
-                "broker": c.broker, "topic": c.topic, "partition": c.partition,
-                "producer_id": c.txn.producer_id, "producer_epoch": c.txn.producer_epoch,
-                "start_offset": c.txn.start_offset, "last_timestamp": c.txn.last_timestamp,
-                "age_ms": c.age_ms, "hanging": c.verdict.hanging, "reason": c.verdict.reason,
-                "transactional_id": c.verdict.transactional_id, "evidence": c.verdict.evidence}))
+        for c in sorted(result.tables["hanging_candidates"], key=summary.candidate_order):
+            print(jsonlib.dumps(c))
     else:
-        write_summary(result, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms)
-    if any(c.verdict.hanging for c in result.candidates):
-        sys.exit(EXIT_HANGING)
-    sys.exit(1 if result.findings else 0)
+        summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms)
+    sys.exit(summary.exit_status(fig))
 
 
 PLAN_HELP = """Print the kafka-transactions abort command for each hanging transaction.
@@ -365,29 +351,29 @@ Exit status: 0 no plans, 4 plans printed.
 
 @main.command("plan", help=PLAN_HELP, context_settings={"max_content_width": 100})
 @_scan_options
-@click.option("--bootstrap-server", default="BOOTSTRAP:9092", show_default=True, callback=_bootstrap,
+@click.option("--bootstrap-server", default=DEFAULT_BOOTSTRAP, show_default=True, callback=_bootstrap,
               help="Put into the commands (logscan itself never connects to anything).")
 def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
                  bootstrap_server) -> None:
-    import dataclasses
     import json as jsonlib
 
-    from logscan.scan.local import plan_aborts
+    from logscan.scan.summary import EXIT_HANGING
 
-    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress)
-    plans = plan_aborts(result, bootstrap_server)
+    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress,
+                         bootstrap=bootstrap_server)
+    plans = result.tables["abort_plans"]
     for plan in plans:
         if fmt == "json":
-            print(jsonlib.dumps(dataclasses.asdict(plan)))
+            print(jsonlib.dumps(plan))
             continue
-        print(f"# {plan.topic}-{plan.partition}: producer {plan.producer_id} epoch {plan.producer_epoch}, "
-              f"open since offset {plan.start_offset} ({plan.reason}, risk {plan.risk})")
-        print(plan.command)
-        print(f"# older brokers: {plan.command_explicit}")
-        print(f"# risk: {plan.risk_detail}")
-        for line in plan.preconditions:
+        print(f"# {plan['topic']}-{plan['partition']}: producer {plan['producer_id']} epoch {plan['producer_epoch']}, "
+              f"open since offset {plan['start_offset']} ({plan['reason']}, risk {plan['risk']})")
+        print(plan["command"])
+        print(f"# older brokers: {plan['command_explicit']}")
+        print(f"# risk: {plan['risk_detail']}")
+        for line in plan["preconditions"]:
             print(f"# check: {line}")
-        for line in plan.effects:
+        for line in plan["effects"]:
             print(f"# effect: {line}")
         print()
     sys.exit(EXIT_HANGING if plans else 0)

@@ -52,7 +52,6 @@ import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from functools import reduce
 from pathlib import Path
 from typing import Optional
@@ -65,16 +64,14 @@ from pyspark import Broadcast, cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from logscan.logdir.segment import Finding
-from logscan.logdir.tree import file_size
+from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan import summary as summary_text
 from logscan.scan.listing import list_copy
-from logscan.scan.local import DEFAULT_BOOTSTRAP
-from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, range_count, valid_ranges
+from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, valid_ranges
 from logscan.state import hanging
 from logscan.state.facts import BatchFact
-from logscan.state.coordinator import choose_replicas, coordinator_copy, merge_partitions
+from logscan.state.coordinator import choose_replicas, coordinator_copy
 from spark_jobs import faults
 from spark_jobs import schemas as S
 from spark_jobs import tasks
@@ -120,15 +117,8 @@ def list_inputs(roots: list[Path], *, include_superseded: bool = False, split_by
     listing = list_copy(roots, include_superseded=include_superseded)
     out = Listing(files=listing.files, findings=[R.finding_row(f, key) for key, f in listing.findings])
     for listed in listing.replicas:
-        r = listed.replica
-        for base, path in r.segments:
-            size = file_size(path)
-            n = range_count(size, split_bytes)
-            for i in range(n):
-                out.units.append({**listed.key, "file": str(path), "segment_base_offset": base, "size": size,
-                                  "range_index": i, "ranges": n, "split_bytes": split_bytes,
-                                  "bytes": min(size - i * split_bytes, split_bytes) if n > 1 else size})
-        out.replicas.append(tasks.replica_info(listed))
+        out.units.extend(pipeline.work_units(listed, split_bytes))
+        out.replicas.append(pipeline.replica_info(listed))
     return out
 
 
@@ -140,7 +130,7 @@ def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_
     With the listing's ``replicas`` (tasks.REPLICA_INFO rows), a replica read whole in no more
     than a task's share of the bytes goes to one task as one piece, its units in log order,
     the first carrying its listing row (``replica``): that task replays it as it decodes it
-    (tasks.ReplicaReplay), and its batches skip the shuffle of the per-replica step. Replicas
+    (pipeline.Replay), and its batches skip the shuffle of the per-replica step. Replicas
     larger than that, or with a segment split into byte ranges, go through that step."""
     if not units:
         return []
@@ -188,18 +178,6 @@ def work_units(spark: SparkSession, groups: list[list[R.Row]]) -> DataFrame:
     """One Spark partition per group: parallelize with as many slices as elements."""
     rdd = spark.sparkContext.parallelize(groups, max(len(groups), 1)).flatMap(tasks.unit_tuples)
     return spark.createDataFrame(rdd, S.spark_schema(tasks.WORK_UNIT))
-
-
-def parse_as_of(text: Optional[str]) -> Optional[int]:
-    """ISO-8601 (naive means UTC) or epoch milliseconds."""
-    if text is None:
-        return None
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
 
 
 def default_scan_id(roots: list[Path]) -> str:
@@ -283,7 +261,7 @@ def _chosen(states: DataFrame, topic: str) -> dict[int, int]:
 def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[int] = None,
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                  include_superseded: bool = False, split_bytes: int = SPLIT_BYTES,
-                 bootstrap: str = DEFAULT_BOOTSTRAP, replay_in_decode: bool = True) -> ScanFrames:
+                 bootstrap: str = pipeline.DEFAULT_BOOTSTRAP, replay_in_decode: bool = True) -> ScanFrames:
     """The tables of a scan. ``replay_in_decode=False`` sends every replica through the
     per-replica step's shuffle, as the replicas plan_tasks cannot give one task (the tests
     compare both ways)."""
@@ -335,16 +313,12 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     per_partition = (coordinator_log.groupBy("partition")
                      .applyInArrow(tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE)).collect())
     # One row per transactional id: small next to the data, shipped to the partition step.
-    merged = merge_partitions(R.txn_record_from_row(r.asDict(recursive=True)) for r in per_partition)
-    coordinator_rows = [{**R.replica_key(chosen[rec.coordinator_partition], TRANSACTION_STATE_TOPIC,
-                                         rec.coordinator_partition), **R.txn_record_row(rec)}
-                        for rec in merged.values()]
+    coordinator_rows = pipeline.merge_coordinator(r.asDict(recursive=True) for r in per_partition)
 
     if as_of_ms is None:
-        newest = (states.select(F.max("max_timestamp").alias("t"))
-                  .unionByName(coordinator_log.select(F.max("last_update_timestamp_ms").alias("t")))
-                  .agg(F.max("t")).first()[0])
-        as_of_ms = -1 if newest is None else int(newest)
+        newest = (states.agg(F.max("max_timestamp").alias("batch"))
+                  .crossJoin(coordinator_log.agg(F.max("last_update_timestamp_ms").alias("record"))).first())
+        as_of_ms = pipeline.as_of(newest["batch"], newest["record"])
 
     # Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest.
     metadata_broker = _chosen(states, CLUSTER_METADATA_TOPIC).get(0)
@@ -369,10 +343,10 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     partition_in = (replica_out.where(needed).select("record_type", *PARTITION_KEYS, "state", "open_txn", "span")
                     .join(F.broadcast(leaders), PARTITION_KEYS, "left")
                     .repartition(*PARTITION_KEYS)
-                    .sortWithinPartitions(*PARTITION_KEYS, row_order, F.col("span.end_marker_offset"),
-                                          F.col("span.broker"), F.col("span.span_index")))
+                    .sortWithinPartitions(*PARTITION_KEYS, row_order,
+                                          *(F.col(f"span.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
     # The coordinator's index, built once and broadcast (tasks.partition_stream says why).
-    index = spark.sparkContext.broadcast(tasks.coordinator_index(coordinator_rows))
+    index = spark.sparkContext.broadcast(pipeline.coordinator_index(coordinator_rows))
     partition_out = (partition_in
                      .mapInArrow(tasks.partition_stream(index, as_of_ms=as_of_ms,
                                                         max_timeout_ms=max_transaction_timeout_ms,
@@ -449,11 +423,18 @@ def check_output(roots: list[Path], output: str) -> None:
                              "the copied log dirs; give a folder outside them")
 
 
+def _as_of(text: str) -> int:
+    try:
+        return pipeline.parse_as_of(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="spark_jobs/scan.py", description=__doc__.split("\n")[0])
     p.add_argument("inputs", nargs="+", type=Path, help="roots of copied log dirs (one cluster)")
     p.add_argument("--output", required=True, help="folder of the Delta tables (DIR/<table>)")
-    p.add_argument("--as-of", help="the scan's 'now': ISO-8601 or epoch ms (default: newest timestamp)")
+    p.add_argument("--as-of", type=_as_of, help="the scan's 'now': ISO-8601 or epoch ms (default: newest timestamp)")
     p.add_argument("--max-transaction-timeout-ms", type=int, default=hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                    help="transaction.max.timeout.ms for find-hanging's rule (default %(default)s)")
     p.add_argument("--scan-id", help="id tagging every row (default: derived from the inputs)")
@@ -462,7 +443,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--split-bytes", type=int, default=SPLIT_BYTES,
                    help="segments larger than this are read by several tasks, one per byte range "
                         "(default %(default)s)")
-    p.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP,
+    p.add_argument("--bootstrap-server", default=pipeline.DEFAULT_BOOTSTRAP,
                    help="bootstrap server written into the abort_plans commands (default %(default)s)")
     p.add_argument("--master", default="local[*]", help="Spark master when not under spark-submit")
     args = p.parse_args(argv)
@@ -488,7 +469,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         sys.exit(str(e))
     spark = build_session(master=args.master)
     scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
-                            as_of_ms=parse_as_of(args.as_of),
+                            as_of_ms=args.as_of,
                             max_transaction_timeout_ms=args.max_transaction_timeout_ms,
                             include_superseded=args.include_superseded, split_bytes=args.split_bytes,
                             bootstrap=args.bootstrap_server)
@@ -498,42 +479,18 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def figures(spark: SparkSession, output: str, scan_id: str, as_of_ms: int) -> summary_text.Figures:
-    """logscan.scan.summary's figures from this scan's tables: counts and sums are Spark
-    aggregates; only the rows the summary prints (at most summary.MAX_ROWS a list) are collected."""
-    def load(table: str) -> DataFrame:
-        return spark.read.format("delta").load(f"{output}/{table}").where(F.col("scan_id") == scan_id)
+    """logscan.scan.summary's figures (the scan's last step) over this scan's Delta tables, their
+    rows streamed to the driver a partition at a time (only the columns it reads)."""
+    def rows(table: str, *columns: str):
+        df = spark.read.format("delta").load(f"{output}/{table}").where(F.col("scan_id") == scan_id)
+        return (r.asDict() for r in df.select(*columns).toLocalIterator())
 
-    limit = summary_text.MAX_ROWS
-    states = load("partition_state")
-    head = states.agg(
-        F.count(F.lit(1)).alias("replicas"),
-        F.countDistinct("topic", "partition").alias("partitions"),
-        F.countDistinct("broker").alias("brokers"),
-        F.coalesce(F.sum("open_transactions"), F.lit(0)).alias("open_transactions"),
-        F.countDistinct(F.when(F.col("has_late_transaction"), F.struct("topic", "partition"))).alias("late"),
-        F.count(F.when((F.col("lso_lag") > 0) | (F.col("open_transactions") > 0), 1)).alias("lagging")).first()
-    files = load("files").agg(
-        F.coalesce(F.sum(F.when(F.col("kind") == "log_segment", F.col("size"))), F.lit(0)).alias("bytes"),
-        F.count(F.when(F.col("kind") == "skipped", 1)).alias("skipped")).first()
-    corruptions = load("corruptions")
-    finding_lines = [Finding(r.file, r.position, r.reason, r.message).line()
-                     for r in corruptions.orderBy("file", "position", "message").limit(limit).collect()]
-    lagging = (states.where((F.col("lso_lag") > 0) | (F.col("open_transactions") > 0))
-               .orderBy(F.desc("lso_lag"), "topic", "partition", "broker")
-               .select(*summary_text.LAGGING_COLUMNS).limit(limit).collect())
-    candidates = load("hanging_candidates")
-    verdict = F.when(F.col("hanging"), 0).when(F.col("hanging").isNull(), 1).otherwise(2)
-    shown = (candidates.orderBy(verdict, "topic", "partition", "broker", "producer_id", "start_offset")
-             .select(*summary_text.CANDIDATE_COLUMNS).limit(limit).collect())
-    reasons = candidates.groupBy("reason", "hanging").count().collect()
-    return summary_text.Figures(
-        as_of_ms=as_of_ms, replicas=head["replicas"], partitions=head["partitions"], brokers=head["brokers"],
-        segment_bytes=files["bytes"], skipped=files["skipped"], findings=corruptions.count(),
-        finding_lines=finding_lines, open_transactions=head["open_transactions"], late_partitions=head["late"],
-        lagging=head["lagging"], lagging_rows=[r.asDict() for r in lagging],
-        candidates=sum(r["count"] for r in reasons),
-        reasons=sorted(((r["reason"], r["hanging"], r["count"]) for r in reasons), key=summary_text.reasons_order),
-        candidate_rows=[r.asDict() for r in shown], tables=output)
+    return summary_text.figures(
+        as_of_ms=as_of_ms,
+        states=rows("partition_state", *summary_text.STATE_COLUMNS),
+        candidates=rows("hanging_candidates", *summary_text.CANDIDATE_COLUMNS),
+        findings=rows("corruptions", *summary_text.FINDING_COLUMNS),
+        files=rows("files", "kind", "size"), tables=output)
 
 
 def summary(spark: SparkSession, output: str, scan_id: str, as_of_ms: int, seconds: float, *,

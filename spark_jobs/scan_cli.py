@@ -4,7 +4,7 @@ The same job and the same tables as ``python -m spark_jobs.scan``, and the same 
 single-process scan (logscan.scan.summary over the tables' figures); around it, this driver
 refuses an output inside the copy before Spark starts, keeps Spark's log quiet
 (spark_jobs.console), lets Spark draw its stage progress only on a terminal, says what to run
-next, and exits like the single-process scan: 4 hanging transactions, 1 damage, else 0.
+next, and exits like the single-process scan (summary.exit_status).
 """
 
 from __future__ import annotations
@@ -15,10 +15,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Optional, TextIO
-
-EXIT_DAMAGE = 1
-EXIT_HANGING = 4
-
 
 class BadRequest(ValueError):
     """What was asked cannot run (one sentence, with the fix)."""
@@ -73,17 +69,16 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
                f"  logscan report --tables {where} --out report.html\n")
     for c in candidates:
         out.write(jsonlib.dumps(c) + "\n")
-    if any(hanging is True for _, hanging, _ in figures.reasons):
-        return EXIT_HANGING
-    return EXIT_DAMAGE if figures.findings else 0
+    return summary_text.exit_status(figures)
 
 
 def _candidates(spark, output: str, scan_id: str) -> list[dict]:
-    """Every hanging candidate of the scan, hanging ones first, without the scan tags: the
-    objects `logscan scan --format json` prints (plus any column the table has besides)."""
+    """Every hanging candidate of the scan, without the scan tags, in summary.candidate_order:
+    the objects `logscan scan --format json` prints."""
     from pyspark.sql import functions as F
 
-    verdict = F.when(F.col("hanging"), 0).when(F.col("hanging").isNull(), 1).otherwise(2)
-    rows = (spark.read.format("delta").load(f"{output}/hanging_candidates").where(F.col("scan_id") == scan_id)
-            .drop("scan_id", "as_of").orderBy(verdict, "topic", "partition", "broker", "producer_id").collect())
-    return [r.asDict(recursive=True) for r in rows]
+    from logscan.scan.summary import candidate_order
+
+    df = spark.read.format("delta").load(f"{output}/hanging_candidates").where(F.col("scan_id") == scan_id)
+    return sorted((r.asDict(recursive=True) for r in df.drop("scan_id", "as_of").toLocalIterator()),
+                  key=candidate_order)

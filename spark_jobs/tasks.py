@@ -1,37 +1,29 @@
-"""What runs inside Spark's Python workers: Arrow in, a call into logscan, Arrow out.
+"""What runs inside Spark's Python workers: Arrow in, a step of the scan, Arrow out.
 
-Nothing here knows Kafka's rules: decoding is ``logscan.scan.replica.read_segment``, the
-per-replica logic ``logscan.scan.replica.ReplicaAnalyser``, the coordinator's view
-``logscan.state.coordinator`` and the cross-replica rules (leader, agreement, find-hanging,
-plans) ``logscan.state.partition.assess_partition``: the same calls the single-process
-driver (``logscan.scan.local``) makes. These functions only move rows between Arrow and
-those calls. The module is shipped to workers by value (``cloudpickle.register_pickle_by_value``
-in scan.py), so workers need logscan, not spark_jobs, on their path.
+Nothing here knows Kafka's rules, nor the scan's: every step is logscan.scan.pipeline's
+(decode, Replay, coordinator, metadata, assess), the same calls the single-process executor
+(logscan.scan.local) makes. These functions only move rows between Arrow and those steps and
+keep a Python worker's memory bounded (flushes, the collector). The module is shipped to
+workers by value (``cloudpickle.register_pickle_by_value`` in scan.py), so workers need
+logscan, not spark_jobs, on their path.
 """
 
 from __future__ import annotations
 
 import gc
-from collections import defaultdict
 from itertools import chain, groupby, repeat
 from operator import itemgetter
-from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Iterator, Optional
 
 import pyarrow as pa
 from pyspark import Broadcast, TaskContext
 
-from logscan.logdir.segment import Finding
-from logscan.logdir.tree import ReplicaDir
+from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan.collector import young_collections_only
-from logscan.scan.listing import ListedReplica
-from logscan.scan.replica import (TRANSACTION_STATE_TOPIC, ByteRange, ReplicaAnalyser, ReplicaRead, iter_segment,
-                                  read_metadata_events)
-from logscan.state import partition as P
-from logscan.state.coordinator import CoordinatorCopy, index_by_producer_id, latest_states
+from logscan.scan.pipeline import Replay, decode, replica_rows
+from logscan.state.coordinator import CoordinatorCopy
 from logscan.state.facts import BatchFact
-from logscan.state.spans import TxnSpan
 
 _BASE_AND_FILE = pa.list_(pa.struct([pa.field("base_offset", pa.int64()), pa.field("file", pa.string())]))
 
@@ -108,106 +100,6 @@ def unit_tuples(group: list[R.Row]) -> list[tuple]:
     return [tuple(u.get(n) for n in WORK_UNIT.names) for u in group]
 
 
-def replica_info(listed: ListedReplica) -> R.Row:
-    """A replica's REPLICA_INFO row: what the listing knows of it, for a task to rebuild it."""
-    r = listed.replica
-    return {**listed.key, "path": str(r.path),
-            **{name: [{"base_offset": b, "file": str(p)} for b, p in getattr(r, name)]
-               for name in ("segments", "snapshots", "indexes", "txn_indexes")},
-            "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint}
-
-
-def _replica_dir(info: R.Row) -> ReplicaDir:
-    def files(name: str) -> list[tuple[int, Path]]:
-        return [(s["base_offset"], Path(s["file"])) for s in info[name] or ()]
-
-    return ReplicaDir(info["broker"], info["topic"], info["partition"], Path(info["path"]),
-                      segments=files("segments"), snapshots=files("snapshots"), txn_indexes=files("txn_indexes"),
-                      indexes=files("indexes"))
-
-
-class ReplicaReplay:
-    """Kafka's per-replica rules (logscan.scan.replica.ReplicaAnalyser) over one replica, its
-    listing row given, its checksum-valid batch facts fed in log order: a span's row comes out
-    of :meth:`feed` as its end marker closes it, so a replica's closed transactions are never
-    held; the other rows (and the spans still open) from :meth:`finish`. Run by the per-replica
-    step, and by a decode task for the replicas it reads whole (their units' ``replica``)."""
-
-    __slots__ = ("key", "ident", "_closed", "_analyser", "_listed", "_segments")
-
-    def __init__(self, info: R.Row) -> None:
-        replica = _replica_dir(info)
-        self.key = R.replica_key(replica.broker, replica.topic, replica.partition)
-        self.ident = (replica.broker, replica.topic, replica.partition)
-        self._closed: list[TxnSpan] = []
-        self._analyser = ReplicaAnalyser(replica, on_close=self._closed.append, hw_checkpoint=info["hw_checkpoint"],
-                                         log_start_checkpoint=info["log_start_checkpoint"])
-        self._listed = [base for base, _ in replica.segments]
-        self._segments: list[int] = []  # the base offsets of the segments a decode task read
-
-    def feed(self, fact: BatchFact) -> list[tuple[str, R.Row]]:
-        self._analyser.feed(fact)
-        if not self._closed:
-            return []
-        rows = [("span", R.span_row(span, self.key)) for span in self._closed]
-        self._closed.clear()
-        return rows
-
-    def read(self, unit: R.Row) -> None:
-        """Notes that a decode task has read the segment of ``unit`` whole."""
-        self._segments.append(unit["segment_base_offset"])
-
-    def finish(self) -> Iterator[tuple[str, R.Row]]:
-        if self._segments and self._segments != self._listed:
-            raise ValueError(f"replica {self.key}: a decode task read segments {self._segments}, not the listed "
-                             f"{self._listed} in log order")
-        a = self._analyser.finish()
-        key = self.key
-        view = a.view()
-        yield "state", R.state_row(a.state, a.max_timestamp, a.leader_epoch)
-        yield from (("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))
-        yield from (("span", r) for r in R.span_rows(a.replay.open_spans, key))
-        yield from (("open_txn", r) for r in R.open_txn_rows(view, key))
-        yield from (("snapshot", r) for r in R.snapshot_rows(a.snapshots, key, a.snapshot_check))
-        yield from (("file", r) for r in R.snapshot_file_rows(a.snapshots, key))
-        yield from (("finding", R.finding_row(f, key)) for f in a.findings)
-
-
-def decode_segment(unit: R.Row, replay: Optional[ReplicaReplay] = None) -> Iterator[tuple[str, object]]:
-    """One segment file (or byte range of one) into tagged items, streamed as the walk goes:
-    its batches (a (BatchFact, header) pair each, for R.batch_struct), then txn-log records,
-    findings, its hand-offs and its `files` row as rows (the files row last, once the counts
-    are known; a split file's rows are summed over its kept ranges in scan.py). With
-    ``replay`` (the segment's replica, replayed by this task) each checksum-valid batch is fed
-    to it as it is read, and the spans it closes come out as they close."""
-    key = R.replica_key(unit["broker"], unit["topic"], unit["partition"])
-    path = unit["file"]
-    split = unit["ranges"] > 1
-    rng = ByteRange(unit["range_index"], unit["ranges"], unit["split_bytes"]) if split else None
-    read = ReplicaRead()
-    for pair in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
-                             out=read, headers=True, byte_range=rng):
-        yield "batch", pair
-        if replay is not None:
-            closed = replay.feed(pair[0])
-            if closed:
-                yield from closed
-    if replay is not None:
-        replay.read(unit)
-    for pair in read.damaged:
-        yield "batch", pair
-    for row in R.txn_log_rows(read, key, path):
-        yield "txn_log", row
-    for finding in read.findings:
-        yield "finding", R.finding_row(finding, key)
-    if split:
-        yield "range", {"file": path, "range_index": unit["range_index"], "ranges": unit["ranges"],
-                        "handoffs": [{"range_index": i, "clean": c} for i, c in read.handoffs]}
-    yield "file", {**key, "file": path, "kind": "log_segment", "size": unit["size"],
-                   "status": R.file_status(read.findings), "error_count": len(read.findings),
-                   "batches": read.batches + read.damaged_count, "detail": None}
-
-
 #: Per work unit, the value of each column its batch rows share: BATCHES' key columns (topic
 #: and partition are DECODED's too), then DECODED's (segment, range_index, ranges).
 _UNIT_COLUMNS = (("broker", "broker"), ("topic", "topic"), ("partition", "partition"), ("file", "file"),
@@ -234,7 +126,7 @@ def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     rows of many small files share a batch; batch rows (one per batch of the copy) are built
     column-wise (R.batch_struct: no dict per row), the few others through to_tagged_batch.
     A replica whose first unit carries its listing row (scan.plan_tasks) is replayed as its
-    units are read (ReplicaReplay), its rows leaving with the others as they are made. The
+    units are read (pipeline.Replay), its rows leaving with the others as they are made. The
     collector runs young collections only, at each flush (young_collections_only)."""
     freeze_worker_heap()
     with young_collections_only():
@@ -258,14 +150,14 @@ def _decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
         gc.collect(1)
         return batch
 
-    replay: Optional[ReplicaReplay] = None
+    replay: Optional[Replay] = None
 
     def pending(kind: str, item: R.Row, extra: R.Row) -> bool:
         others.append((kind, item))
         extras.append(extra)
         return len(others) >= _FLUSH_ROWS
 
-    def finished(replay: ReplicaReplay) -> Iterator[pa.RecordBatch]:
+    def finished(replay: Replay) -> Iterator[pa.RecordBatch]:
         for kind, item in replay.finish():
             if pending(kind, item, _REPLICA_EXTRA):
                 yield _flush(others, DECODED, extras=extras)
@@ -277,11 +169,11 @@ def _decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
                 yield from finished(replay)
                 replay = None
             if unit["replica"] is not None:
-                replay = ReplicaReplay(unit["replica"])
+                replay = Replay(unit["replica"])
             values = tuple(unit[k] for _, k in _UNIT_COLUMNS)
             extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
             start = len(facts)
-            for kind, item in decode_segment(unit, replay):
+            for kind, item in decode(unit, replay):
                 if kind == "batch":
                     facts.append(item[0])
                     headers.append(item[1])
@@ -317,18 +209,6 @@ def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int
             yield (broker, topic, partition), kind, info if kind == STREAM_INFO else BatchFact(*values)
 
 
-def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> Iterator[tuple[str, R.Row]]:
-    """Kafka's per-replica rules over one replica (its listing row and its checksum-valid
-    batch facts in log order): what logscan.scan.local.scan computes for it, as tagged rows
-    (ReplicaReplay)."""
-    replay = ReplicaReplay(info)
-    for fact in facts:
-        closed = replay.feed(fact)
-        if closed:
-            yield from closed
-    yield from replay.finish()
-
-
 def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over the per-replica stream: rows clustered by replica, each replica's
     listing row first, then its batch facts in log order (scan.replica_stream_input sorts them
@@ -357,50 +237,28 @@ def _replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
 
 
 def coordinator_step(records: pa.Table) -> pa.Table:
-    """Grouped by coordinator partition (one chosen replica): the latest record per
-    transactional id of that partition, via logscan.state.coordinator.latest_states (the
-    driver merges the partitions with coordinator.merge_partitions)."""
+    """applyInArrow body, grouped by coordinator partition (the chosen replica's txn_log rows):
+    pipeline.coordinator over them in pipeline.TXN_LOG_ORDER."""
     freeze_worker_heap()
-    rows = sorted(records.to_pylist(), key=lambda r: (r["file"], r["position"], r["offset"]))
-    if not rows:
-        return R.COORDINATOR_STATE.empty_table()
-    key = R.replica_key(rows[0]["broker"], rows[0]["topic"], rows[0]["partition"])
-    latest = latest_states(R.txn_record_from_row(r) for r in rows)
-    out = [{**key, **R.txn_record_row(rec)} for rec in latest.values()]
-    return pa.Table.from_batches([R.to_batch(out, R.COORDINATOR_STATE)])
+    rows = sorted(records.to_pylist(), key=itemgetter(*pipeline.TXN_LOG_ORDER))
+    return pa.Table.from_batches([R.to_batch(pipeline.coordinator(rows), R.COORDINATOR_STATE)])
 
 
 def metadata_step(as_of_ms: int):
     """A mapInArrow body over the chosen `__cluster_metadata` replica (one REPLICA_INFO row):
-    the last leader of every partition and the partition count of every topic up to as_of
-    (logscan.state.partition.partition_leaders, partition_counts)."""
+    pipeline.metadata."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_heap()
         for batch in batches:
             for info in batch.to_pylist():
-                replica = _replica_dir(info)
-                key = R.replica_key(replica.broker, replica.topic, replica.partition)
-                findings: list[Finding] = []
-                events = read_metadata_events(replica, findings)
-                leaders = P.partition_leaders(events, as_of_ms)
-                out = [("leader", {"topic": t, "partition": p, "leader": b}) for (t, p), b in leaders.items()]
-                out.extend(("topic", {"topic": t, "partitions": n})
-                           for t, n in P.partition_counts(events, as_of_ms).items())
-                out.extend(("finding", R.finding_row(f, key)) for f in findings)
-                yield R.to_tagged_batch(out, METADATA_OUT)
+                yield R.to_tagged_batch(pipeline.metadata(info, as_of_ms), METADATA_OUT)
     return run
 
 
 #: Order of the partition step's rows within a partition (scan.py sorts them so): the states
-#: and open transactions, few, before the closed spans, which come by end-marker offset.
+#: and open transactions, few, before the closed spans, which come in
+#: pipeline.CLOSED_SPAN_ORDER.
 PARTITION_ROW_ORDER = ("state", "open_txn", "span")
-
-
-def coordinator_index(coordinator_rows: list[R.Row]) -> dict[int, list]:
-    """Producer id -> the coordinator records naming it (coordinator.index_by_producer_id),
-    out of coordinator_state rows (one per transactional id): what assess_partition looks an
-    open transaction's producer up in."""
-    return index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})
 
 
 def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
@@ -422,42 +280,35 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     and open transactions, never its closed transactions."""
     order = {kind: i for i, kind in enumerate(PARTITION_ROW_ORDER)}
 
-    def closed(first: R.Row, rows: Iterator[tuple]) -> Iterator[tuple[int, P.ClosedTxn]]:
-        for _, kind, _, _, span, _ in chain([(None, "span", None, None, first, None)], rows):
-            if kind != "span":
-                raise ValueError(f"partition rows out of order: a {kind} row after span rows")
-            if span["end_marker_offset"] is not None:  # an open span's row: its open_txn row counts
-                yield R.closed_from_row(span)
-
     def assess(rows: Iterator[tuple], index) -> list[tuple[str, R.Row]]:
-        states: dict[int, R.Row] = {}
-        open_txns: dict[int, list[R.Row]] = defaultdict(list)
+        states: list[R.Row] = []
+        open_txns: list[R.Row] = []
         leader, first_span, last = None, None, -1
         for _, kind, state, txn, span, leader in rows:
             if order[kind] < last:
                 raise ValueError(f"partition rows out of order: a {kind} row after {PARTITION_ROW_ORDER[last]} rows")
             last = order[kind]
             if kind == "state":
-                states[state["broker"]] = state
+                states.append(state)
             elif kind == "open_txn":
-                open_txns[txn["broker"]].append(txn)
+                open_txns.append(txn)
             else:
                 first_span = span
                 break
+        spans = () if first_span is None else spans_after(first_span, rows)
         if not states:
-            for _ in rows:  # spans of no listed replica: nothing to assess
+            for _ in spans:  # spans of no listed replica: nothing to assess
                 pass
             return []
-        views = [R.view_from_rows(states[b], open_txns[b]) for b in sorted(states)]
-        result = P.assess_partition(views, () if first_span is None else closed(first_span, rows),
-                                    metadata_leader=leader, index=index, as_of_ms=as_of_ms,
-                                    max_timeout_ms=max_timeout_ms, coordinator=coordinator,
-                                    bootstrap=bootstrap)
-        out = [("state", R.assessed(states[a.broker], a)) for a in result.replicas]
-        out.extend(("candidate", R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn, c.age_ms,
-                                                 c.verdict)) for c in result.candidates)
-        out.extend(("plan", R.plan_row(broker, plan)) for broker, plan in result.plans)
-        return out
+        return pipeline.assess(states, open_txns, spans, leader, index=index, as_of_ms=as_of_ms,
+                               max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap)
+
+    def spans_after(first: R.Row, rows: Iterator[tuple]) -> Iterator[R.Row]:
+        yield first
+        for _, kind, _, _, span, _ in rows:
+            if kind != "span":
+                raise ValueError(f"partition rows out of order: a {kind} row after span rows")
+            yield span
 
     def rows_of(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple]:
         for batch in batches:

@@ -1,17 +1,21 @@
 """The short text an operator reads after a scan: what was read, what is open, what hangs.
 
-Both drivers print it: the local scan computes :class:`Figures` from its result, the Spark
-job with aggregates over its tables (only the few rows shown are collected). Lists are cut
-at ``MAX_ROWS``; the tables hold the rest.
+The last step of the scan (logscan.scan.pipeline): :func:`figures` reduces the rows of four
+tables (partition_state, hanging_candidates, corruptions, files) in one pass, holding the
+counts and the first MAX_ROWS of each list, never the tables; both executors call it, the
+local one over its rows, the Spark job over its Delta tables' rows streamed to the driver.
+The exit status and the order of the candidates printed are decided here too, once.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Optional, TextIO
+from itertools import count
+from typing import Any, Callable, Iterable, Optional, TextIO
 
-from .local import ScanResult
+from logscan.logdir.segment import Finding
 
 #: Rows of each list printed; "... and N more" says what the tables hold besides.
 MAX_ROWS = 50
@@ -20,6 +24,9 @@ LAGGING_COLUMNS = ("broker", "topic", "partition", "log_start_offset", "last_sta
                    "log_end_offset", "lso_lag", "open_transactions")
 CANDIDATE_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_epoch", "start_offset", "age_ms",
                      "hanging", "reason", "evidence")
+#: What figures() reads of the partition_state and corruptions rows.
+STATE_COLUMNS = (*LAGGING_COLUMNS, "has_late_transaction")
+FINDING_COLUMNS = ("file", "position", "reason", "message")
 
 
 @dataclass(slots=True)
@@ -75,28 +82,97 @@ def candidate_order(row: dict[str, Any]) -> tuple:
             row["producer_id"], row["start_offset"])
 
 
-def figures(result: ScanResult) -> Figures:
-    from . import rows as R
+class _First:
+    """The first ``n`` items by ``key`` of a stream, and how many went by."""
 
-    states = [R.state_row(r.state, r.max_timestamp, None, r.assessment) for r in result.replicas]
-    lagging = sorted(({c: s[c] for c in LAGGING_COLUMNS} for s in states
-                      if is_lagging(s)), key=lagging_order)
-    candidates = sorted(({k: v for k, v in R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn,
-                                                           c.age_ms, c.verdict).items() if k in CANDIDATE_COLUMNS}
-                         for c in result.candidates), key=candidate_order)
+    def __init__(self, n: int, key: Callable[[Any], tuple]) -> None:
+        self._n, self._key, self._heap, self._seq = n, key, [], count()
+        self.count = 0
+
+    def add(self, item: Any) -> None:
+        self.count += 1
+        entry = (_Desc(self._key(item)), next(self._seq), item)
+        if len(self._heap) < self._n:
+            heapq.heappush(self._heap, entry)
+        elif entry[0] > self._heap[0][0]:
+            heapq.heapreplace(self._heap, entry)
+
+    def items(self) -> list[Any]:
+        return [item for _, _, item in sorted(self._heap, key=lambda e: (e[0].key, e[1]))]
+
+
+class _Desc:
+    """A key that sorts backwards: the heap's top is the worst of the items kept."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
+
+    def __lt__(self, other: "_Desc") -> bool:
+        return self.key > other.key
+
+    def __gt__(self, other: "_Desc") -> bool:
+        return self.key < other.key
+
+
+def finding_order(row: dict[str, Any]) -> tuple:
+    return (row["file"], row["position"], row["message"])
+
+
+def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iterable[dict[str, Any]],
+            findings: Iterable[dict[str, Any]], files: Iterable[dict[str, Any]],
+            tables: Optional[str] = None) -> Figures:
+    """The figures of a scan from its rows (partition_state, hanging_candidates, corruptions,
+    files: dicts with at least the columns used), in one pass over each."""
+    replicas, open_transactions = 0, 0
+    partitions: set[tuple[str, int]] = set()
+    brokers: set[int] = set()
+    late: set[tuple[str, int]] = set()
+    lagging = _First(MAX_ROWS, lagging_order)
+    for s in states:
+        replicas += 1
+        partitions.add((s["topic"], s["partition"]))
+        brokers.add(s["broker"])
+        open_transactions += s["open_transactions"]
+        if s["has_late_transaction"]:
+            late.add((s["topic"], s["partition"]))
+        if is_lagging(s):
+            lagging.add({c: s[c] for c in LAGGING_COLUMNS})
+    shown = _First(MAX_ROWS, candidate_order)
     reasons: dict[tuple[str, Optional[bool]], int] = {}
     for c in candidates:
+        shown.add({k: c[k] for k in CANDIDATE_COLUMNS})
         reasons[(c["reason"], c["hanging"])] = reasons.get((c["reason"], c["hanging"]), 0) + 1
-    late = {(s["topic"], s["partition"]) for s in states if s["has_late_transaction"]}
-    findings = sorted(result.findings, key=lambda f: (f.path, f.position, f.message))
+    damage = _First(MAX_ROWS, finding_order)
+    for f in findings:
+        damage.add(f)
+    segment_bytes, skipped = 0, 0
+    for f in files:
+        if f["kind"] == "log_segment":
+            segment_bytes += f["size"]
+        elif f["kind"] == "skipped":
+            skipped += 1
     return Figures(
-        as_of_ms=result.as_of_ms, replicas=len(states), partitions=len({(s["topic"], s["partition"]) for s in states}),
-        brokers=len({s["broker"] for s in states}), segment_bytes=result.bytes_read, skipped=len(result.skipped),
-        findings=len(findings), finding_lines=[f.line() for f in findings[:MAX_ROWS]],
-        open_transactions=sum(s["open_transactions"] for s in states), late_partitions=len(late),
-        lagging=len(lagging), lagging_rows=lagging[:MAX_ROWS], candidates=len(candidates),
+        as_of_ms=as_of_ms, replicas=replicas, partitions=len(partitions), brokers=len(brokers),
+        segment_bytes=segment_bytes, skipped=skipped, findings=damage.count,
+        finding_lines=[Finding(f["file"], f["position"], f["reason"], f["message"]).line() for f in damage.items()],
+        open_transactions=open_transactions, late_partitions=len(late), lagging=lagging.count,
+        lagging_rows=lagging.items(), candidates=shown.count,
         reasons=sorted(((r, h, n) for (r, h), n in reasons.items()), key=reasons_order),
-        candidate_rows=candidates[:MAX_ROWS])
+        candidate_rows=shown.items(), tables=tables)
+
+
+#: Exit statuses of `logscan scan` (either executor), `logscan plan` (EXIT_HANGING: plans printed).
+EXIT_DAMAGE = 1
+EXIT_HANGING = 4
+
+
+def exit_status(fig: Figures) -> int:
+    """4 when a transaction hangs, else 1 when something was found damaged or missing, else 0."""
+    if any(hanging is True for _, hanging, _ in fig.reasons):
+        return EXIT_HANGING
+    return EXIT_DAMAGE if fig.findings else 0
 
 
 def _table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
@@ -151,5 +227,7 @@ def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int)
         out.write(f"\nTables: {fig.tables}\n")
 
 
-def write_summary(result: ScanResult, out: TextIO, *, max_transaction_timeout_ms: int) -> None:
-    write_figures(figures(result), out, max_transaction_timeout_ms=max_transaction_timeout_ms)
+def table_figures(tables: dict[str, list[dict[str, Any]]], as_of_ms: int) -> Figures:
+    """figures() of a local scan's tables (logscan.scan.local.Scan.tables)."""
+    return figures(as_of_ms=as_of_ms, states=tables["partition_state"], candidates=tables["hanging_candidates"],
+                   findings=tables["corruptions"], files=tables["files"])

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from logscan.defaults import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+
 from .coordinator import PREPARING, CoordinatorCopy, ProducerIdMatch, TxnLogRecord
 
-DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
 # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS: PartitionsWithLateTransactionsCount pads by 5 min.
 LATE_TRANSACTION_BUFFER_MS = 300_000
 

@@ -20,6 +20,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from logscan.defaults import DEFAULT_BOOTSTRAP
 from logscan.logdir.naming import is_legal_topic
 
 from . import hanging
@@ -107,7 +108,7 @@ def describe_producers_command(bootstrap: str, topic: str, partition: int) -> st
 
 
 def plan_abort(txn: hanging.OpenTxn, verdict: hanging.Verdict, coordinator_epoch: int, *,
-               bootstrap: str = "BOOTSTRAP:9092", high_watermark: int | None = None,
+               bootstrap: str = DEFAULT_BOOTSTRAP, high_watermark: int | None = None,
                next_lso: int | None = None) -> AbortPlan | None:
     """A plan for one hanging transaction; None when the verdict says not to abort, or when
     the topic is not a name Kafka allows (the listing reports that folder)."""

@@ -30,9 +30,9 @@ def test_scan_finds_what_was_planted(cluster):
     root, manifest = cluster
     result = scan([root])
     assert result.findings == []
-    hanging = {(c.broker, c.topic, c.partition, c.txn.producer_id, c.txn.producer_epoch,
-                c.txn.start_offset, c.verdict.reason)
-               for c in result.candidates if c.verdict.hanging is True}
+    candidates = result.tables["hanging_candidates"]
+    hanging = {(c["broker"], c["topic"], c["partition"], c["producer_id"], c["producer_epoch"], c["start_offset"],
+                c["reason"]) for c in candidates if c["hanging"] is True}
     expected = {(b, h["topic"], h["partition"], h["producer_id"], h["producer_epoch"], h["start_offset"],
                  h["reason"])
                 for h in manifest["hanging"]
@@ -42,15 +42,15 @@ def test_scan_finds_what_was_planted(cluster):
     assert hanging == expected
     # Young open transactions are open (they hold the LSO back) but no candidate.
     assert manifest["young_open"]
-    assert all(c.verdict.hanging is True for c in result.candidates)
-    states = {(r.state.topic, r.state.partition, r.state.broker): r.state for r in result.replicas}
+    assert all(c["hanging"] is True for c in candidates)
+    states = {(r["topic"], r["partition"], r["broker"]): r for r in result.tables["partition_state"]}
     for name, p in manifest["partitions"].items():
         topic, partition = name.rsplit("-", 1)
         for b in p["replicas"]:
             st = states[(topic, int(partition), b)]
-            assert (st.log_end_offset, st.high_watermark, st.last_stable_offset) == (
+            assert (st["log_end_offset"], st["high_watermark"], st["last_stable_offset"]) == (
                 p["log_end_offset"], p["log_end_offset"], p["last_stable_offset"]), (name, b)
-    assert sum(1 for r in result.replicas if not r.state.topic.startswith("__")) == 24 * 2
+    assert sum(1 for r in states.values() if not r["topic"].startswith("__")) == 24 * 2
 
 
 def test_segments_rolled_and_every_codec_written(cluster):

@@ -125,15 +125,15 @@ def test_scan_moves_its_bar_through_the_on_file_callback(monkeypatch):
 
     from rich.console import Console
 
-    from logscan.scan import local
+    from logscan.scan import pipeline
 
-    bars, original = [], local.read_segment
+    bars, original = [], pipeline.decode
 
     class Recording(progress.Bar):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, console=Console(file=io.StringIO(), force_terminal=True), **kwargs)
             bars.append(self)
-            assert local.read_segment is original  # nothing is wrapped
+            assert pipeline.decode is original  # nothing is wrapped
 
     monkeypatch.setattr(progress, "Bar", Recording)
     result = progress.scan([BROKERS], enabled=True)

@@ -60,7 +60,7 @@ def _wait_offsets(cluster, txn, predicate, timeout=30):
 def test_planned_abort_clears_each_kind_of_hang(live_cluster, tmp_path):
     from confluent_kafka import Producer
 
-    from logscan.scan.local import plan_aborts, scan
+    from logscan.scan.local import scan
     from tools.kafka.hanging import (HANG_AGE_MS, create_missed_marker_hang,
                                      create_never_added_hang, create_unknown_producer_hang,
                                      find_hanging, matches, tool_rows, wait_settled, wait_until_found)
@@ -89,9 +89,9 @@ def test_planned_abort_clears_each_kind_of_hang(live_cluster, tmp_path):
     copy = tmp_path / "copy"
     for node, log_dir in c.log_dirs.items():
         copy_live_log_dir(log_dir, copy / f"broker-{node}")
-    result = scan([copy])
-    plans = {(p.topic, p.partition): p for p in plan_aborts(result, c.bootstrap)}
-    assert sorted((p.topic, p.partition, p.producer_id, p.producer_epoch, p.start_offset)
+    result = scan([copy], bootstrap=c.bootstrap)
+    plans = {(p["topic"], p["partition"]): p for p in result.tables["abort_plans"]}
+    assert sorted((p["topic"], p["partition"], p["producer_id"], p["producer_epoch"], p["start_offset"])
                   for p in plans.values()) == sorted(
         (t.topic, t.partition, t.producer_id, t.producer_epoch, t.start_offset) for t in txns)
 
@@ -101,7 +101,7 @@ def test_planned_abort_clears_each_kind_of_hang(live_cluster, tmp_path):
         assert before["high_watermark"] > before["last_stable_offset"]
 
         # Run exactly the planned command (the harness supplies --bootstrap-server itself).
-        words = shlex.split(plans[(txn.topic, txn.partition)].command)
+        words = shlex.split(plans[(txn.topic, txn.partition)]["command"])
         assert words[:3] == ["kafka-transactions.sh", "--bootstrap-server", c.bootstrap]
         cp = c.run_tool("kafka-transactions", *words[3:])
         assert cp.returncode == 0, cp.stderr
@@ -128,7 +128,7 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
     plans no abort; the crashed node is started again and the coordinator finishes both by
     itself (COMMIT and ABORT markers, LSO up to the high watermark), with no abort sent by
     anyone: letting it roll forward was the right plan."""
-    from logscan.scan.local import plan_aborts, scan
+    from logscan.scan.local import scan
     from tools.kafka.hanging import (HANG_AGE_MS, create_pending_markers,
                                      find_hanging, start_node, tool_rows, wait_settled,
                                      wait_transaction_states)
@@ -146,12 +146,12 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
     copy = tmp_path / "copy"
     for node, log_dir in c.log_dirs.items():
         copy_live_log_dir(log_dir, copy / f"broker-{node}")
-    result = scan([copy])
-    mine = [x for x in result.candidates if x.topic == topic]
-    assert {(x.broker, x.txn.producer_id) for x in mine} == {
+    result = scan([copy], bootstrap=c.bootstrap)
+    mine = [x for x in result.tables["hanging_candidates"] if x["topic"] == topic]
+    assert {(x["broker"], x["producer_id"]) for x in mine} == {
         (b, pid) for b in range(c.nodes) for pid in opened}
-    assert {(x.verdict.reason, x.verdict.hanging) for x in mine} == {("markers_pending", False)}
-    assert not [p for p in plan_aborts(result, c.bootstrap) if p.topic == topic]
+    assert {(x["reason"], x["hanging"]) for x in mine} == {("markers_pending", False)}
+    assert not [p for p in result.tables["abort_plans"] if p["topic"] == topic]
 
     start_node(c, crashed)
     wait_transaction_states(c, {commit_id: ("CompleteCommit", ""), abort_id: ("CompleteAbort", "")},

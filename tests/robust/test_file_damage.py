@@ -19,6 +19,11 @@ from .harness import (REAL_INDEX, REAL_LOGS, REAL_SNAPSHOT, REAL_TIMEINDEX, REAL
                       REPO, dump_json, mini_cluster, run_cli)
 
 
+
+def _first_offsets(result) -> list[int]:
+    """The first offsets of the (single) replica's transaction spans, in the order they left the replay."""
+    return [s["first_offset"] for s in result.tables["txn_spans"]]
+
 def _place(tmp: Path, source: Path, data: bytes) -> Path:
     target = tmp / source.parent.name / source.name
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +68,7 @@ def test_snapshot_cut_short_scan(tmp_path, snapshot, cut):
     mine = [f for f in result.findings if f.path == str(snap)]
     assert mine and all(0 <= f.position <= cut and f.reason for f in mine), result.findings
     assert [f for f in result.findings if f.path != str(snap)] == []
-    assert result.replicas[0].state.log_end_offset == clean.replicas[0].state.log_end_offset
+    assert result.tables["partition_state"][0]["log_end_offset"] == clean.tables["partition_state"][0]["log_end_offset"]
     cli = run_cli("scan", str(root))
     assert "Traceback" not in cli.stderr and cli.returncode == 1, cli.stderr[-2000:]
     assert f"logscan: {snap}: byte " in cli.stdout
@@ -122,7 +127,7 @@ def test_scan_is_not_misled_by_an_index_cut_short(tmp_path, victim):
     root, part = mini_cluster(tmp_path / "damaged", victim.parent)
     (part / victim.name).write_bytes(victim.read_bytes()[:-3])
     result = scan([root])
-    assert [r.state for r in result.replicas] == [r.state for r in clean.replicas]
+    assert result.tables["partition_state"] == clean.tables["partition_state"]
     assert [f for f in result.findings if f.path != str(part / victim.name)] == clean.findings
 
 
@@ -150,8 +155,8 @@ def test_foreign_file_named_like_a_segment(tmp_path, kind):
     result = scan([root])
     assert result.findings and {f.path for f in result.findings} == {str(foreign)}, result.findings
     assert all(f.position >= 0 and f.reason for f in result.findings)
-    assert result.replicas[0].state.high_watermark == clean.replicas[0].state.high_watermark
-    assert [s.first_offset for s in result.replicas[0].spans] == [s.first_offset for s in clean.replicas[0].spans]
+    assert result.tables["partition_state"][0]["high_watermark"] == clean.tables["partition_state"][0]["high_watermark"]
+    assert _first_offsets(result) == _first_offsets(clean)
 
     run = dump_json(foreign)
     assert run.status == EXIT_DATA and run.batches == []
@@ -172,7 +177,7 @@ def test_foreign_files_beside_the_segments_change_nothing(tmp_path):
     (part / "00000000000000000000.log.swp").write_bytes(source.read_bytes())
     (part / "lost+found").mkdir()
     result = scan([root])
-    assert [r.state for r in result.replicas] == [r.state for r in clean.replicas]
+    assert result.tables["partition_state"] == clean.tables["partition_state"]
     assert result.findings == clean.findings == []
     for f in ("notes.txt", "core.4242"):
         cli = run_cli("dump", str(part / f))
@@ -237,14 +242,14 @@ def test_unreadable_segment_dump(tmp_path):
 def test_directory_in_place_of_a_segment(tmp_path):
     """What chmod cannot do for root, a directory does for everyone: open() fails."""
     root, part = mini_cluster(tmp_path, REAL_LOGS["txn"].parent)
-    clean = scan([root]).replicas[0]
+    clean = scan([root])
     (part / "00000000000000000900.log").mkdir()
     result = scan([root])
     assert [(f.path, f.position, f.reason) for f in result.findings] == [
         (str(part / "00000000000000000900.log"), -1, "io")]
     # (the log end is at least the unreadable segment's base offset, by Kafka's naming)
-    assert result.replicas[0].state.high_watermark == clean.state.high_watermark
-    assert [s.first_offset for s in result.replicas[0].spans] == [s.first_offset for s in clean.spans]
+    assert result.tables["partition_state"][0]["high_watermark"] == clean.tables["partition_state"][0]["high_watermark"]
+    assert _first_offsets(result) == _first_offsets(clean)
     dump = run_cli("dump", str(part / "00000000000000000900.log"))
     assert "Traceback" not in dump.stderr and dump.returncode == EXIT_IO
     cli = run_cli("scan", str(root))

@@ -23,7 +23,6 @@ import pytest
 from click.testing import CliRunner
 
 from logscan.cli import main
-from logscan.scan import local
 from logscan.scan.local import scan
 
 from .harness import REPO, run_cli
@@ -56,11 +55,8 @@ def _partition(copy: Path, broker: int = BROKER) -> Path:
 
 
 def tables(result) -> dict[str, list]:
-    """Every table of a scan as rows: ``Scan.tables``, or ``local.tables(result)`` of the
-    ScanResult the driver returned before it kept its tables (logscan/scan/local.py is
-    being restructured as this is written)."""
-    held = getattr(result, "tables", None)
-    return held if isinstance(held, dict) else local.tables(result)
+    """Every table of a scan as rows."""
+    return result.tables
 
 
 def _by_replica(result, table: str) -> dict[tuple, list]:

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from logscan.cli import main
 from logscan.report import render
 from logscan.scan.listing import ILLEGAL_NAME
-from logscan.scan.local import plan_aborts, scan
+from logscan.scan.local import scan
 from logscan.state import hanging as h
 from logscan.state.plans import plan_abort
 
@@ -130,14 +130,14 @@ def test_every_command_of_the_json_plans_runs_as_written(tmp_path, topic):
 def test_the_renamed_folders_are_findings_and_still_judged_but_never_planned(tmp_path):
     topic = HOSTILE_TOPICS[0]
     copy = _hostile_copy(tmp_path, topic)
-    result = scan([copy], as_of_ms=int(AS_OF))
+    result = scan([copy], as_of_ms=int(AS_OF), bootstrap=BOOTSTRAP)
     folders = sorted(str(b / f"{topic}-{RENAMED[1]}") for b in copy.iterdir())
     illegal = [f for f in result.findings if f.reason == ILLEGAL_NAME]
     assert sorted(f.path for f in illegal) == folders
     assert all(repr(f"{topic}-{RENAMED[1]}") in f.message and "'.', '_' and '-'" in f.message for f in illegal)
-    judged = [c for c in result.candidates if (c.topic, c.partition) == (topic, RENAMED[1])]
-    assert len(judged) == 3 and all(c.verdict.hanging is True for c in judged)
-    assert [(p.topic, p.partition) for p in plan_aborts(result, BOOTSTRAP)] == sorted(
+    judged = [c for c in result.tables["hanging_candidates"] if (c["topic"], c["partition"]) == (topic, RENAMED[1])]
+    assert len(judged) == 3 and all(c["hanging"] is True for c in judged)
+    assert [(p["topic"], p["partition"]) for p in result.tables["abort_plans"]] == sorted(
         (r["Topic"], int(r["Partition"])) for r in _legit(_kafka_hanging()))
     # `logscan scan` prints the finding, the folder name quoted (no raw newline or $( ) from it).
     proc = run_cli("scan", str(copy), "--as-of", AS_OF)

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from logscan.cli import EXIT_HANGING, main
+from logscan.cli import main
+from logscan.scan.summary import EXIT_HANGING
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -51,7 +52,7 @@ def test_as_of_accepts_iso_and_a_later_time_turns_open_transactions_into_candida
 
 def test_bad_as_of_is_a_usage_error():
     result = CliRunner().invoke(main, ["scan", str(FIXTURES / "tv1" / "brokers"), "--as-of", "yesterday"])
-    assert result.exit_code == 2 and "neither epoch milliseconds nor ISO-8601" in result.output
+    assert result.exit_code == 2 and "neither epoch milliseconds nor an ISO-8601 time" in result.output
 
 
 def test_plan_prints_one_abort_per_hanging_partition_with_both_command_forms():

@@ -28,21 +28,21 @@ class _Cycle:
 def test_the_scan_pauses_the_collector_and_frees_each_replicas_cycles(monkeypatch, was_enabled):
     monkeypatch.setattr(collector, "YOUNG_OBJECTS", 0)   # collect after every replica
     cycles, seen = [], []
-    real = local._read_replica
+    real = local.pipeline.Replay.finish
 
     def leaving_a_cycle(*args, **kw):
         seen.append((gc.isenabled(), [ref() is None for ref in cycles]))
         _Cycle(cycles)
         return real(*args, **kw)
 
-    monkeypatch.setattr(local, "_read_replica", leaving_a_cycle)
+    monkeypatch.setattr(local.pipeline.Replay, "finish", leaving_a_cycle)
     (gc.enable if was_enabled else gc.disable)()
     try:
         result = local.scan([CLUSTER / "brokers"])
         assert gc.isenabled() is was_enabled
     finally:
         gc.enable()
-    assert len(seen) == len(result.replicas) > 10
+    assert len(seen) == len(result.tables["partition_state"]) > 10
     assert not any(enabled for enabled, _ in seen), "the collector ran during the scan"
     assert all(all(freed) for _, freed in seen), "a replica's cycle outlived the replica"
 

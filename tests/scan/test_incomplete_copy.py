@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from logscan.cli import main
-from logscan.scan.local import plan_aborts, scan
+from logscan.scan.local import scan
 from logscan.state import hanging
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -57,13 +57,13 @@ def _coordinator_findings(result) -> list:
 
 def _verdicts(result) -> dict[tuple[str, int], set]:
     out: dict[tuple[str, int], set] = {}
-    for c in result.candidates:
-        out.setdefault((c.topic, c.partition), set()).add((c.verdict.reason, c.verdict.hanging))
+    for c in result.tables["hanging_candidates"]:
+        out.setdefault((c["topic"], c["partition"]), set()).add((c["reason"], c["hanging"]))
     return out
 
 
 def _planned(result) -> set[tuple[str, int]]:
-    return {(p.topic, p.partition) for p in plan_aborts(result, "k1:9092")}
+    return {(p["topic"], p["partition"]) for p in result.tables["abort_plans"]}
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +73,9 @@ def whole():
     # What the uncut copy says, so the tests below show a change, not a coincidence.
     assert _verdicts(result)[("hang", 0)] == {(hanging.NO_COORDINATOR_RECORD, True)}
     assert _verdicts(result)[("hang-ongoing", 1)] == {(hanging.PARTITION_NOT_IN_TRANSACTION, True)}
-    assert result.coordinator["hang-ongoing"].coordinator_partition == 0
-    assert {result.coordinator[t].coordinator_partition for t in ("hang-never-added", "hang-missed-marker")} == {2}
+    partition = {r["transactional_id"]: r["partition"] for r in result.tables["coordinator_state"]}
+    assert partition["hang-ongoing"] == 0
+    assert {partition[t] for t in ("hang-never-added", "hang-missed-marker")} == {2}
     assert _planned(result) == {("hang", 0), ("hang", 1), ("hang", 2), ("hang-ongoing", 1)}
     return result
 
@@ -90,9 +91,9 @@ def test_an_empty_coordinator_log_under_a_checkpoint_proves_nothing(tmp_path, wh
         (d, "incomplete") for d in cut]
     gap = _coordinator_findings(result)[0].message
     assert "high watermark 2" in gap and "ends at 0" in gap and "snapshot at offset 2" in gap
-    states = {(r.state.broker, r.state.topic, r.state.partition): r.state for r in result.replicas}
-    assert {(s.checkpointed_high_watermark, s.high_watermark, s.log_end_offset) for k, s in states.items()
-            if k[1:] == ("__transaction_state", 0)} == {(2, 0, 0)}
+    assert {(s["checkpointed_high_watermark"], s["high_watermark"], s["log_end_offset"])
+            for s in result.tables["partition_state"]
+            if (s["topic"], s["partition"]) == ("__transaction_state", 0)} == {(2, 0, 0)}
     verdicts = _verdicts(result)
     # no record of producer 0 anywhere: the copy may lack it
     assert verdicts[("hang", 0)] == {(hanging.COORDINATOR_NOT_IN_COPY, None)}

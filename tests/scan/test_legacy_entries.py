@@ -51,7 +51,7 @@ def test_legacy_entries_are_batches_with_kafkas_offsets(tmp_path):
     root, log = _copy(tmp_path, b"".join(legacy_batches()))
     result = scan([root], keep_batches=True)
     assert result.findings == []
-    rows = sorted(result.rows["batches"], key=lambda r: r["position"])
+    rows = sorted(result.tables["batches"], key=lambda r: r["position"])
     want = _kafka_entries(log)
     got = [{k: r[k] for k in ("last_offset", "position", "size_in_bytes", "magic", "compression_type",
                               "crc", "crc_valid")} for r in rows]
@@ -60,9 +60,9 @@ def test_legacy_entries_are_batches_with_kafkas_offsets(tmp_path):
         (e["offsets"][0], len(e["offsets"])) for e in want]
     assert all(r["producer_id"] == -1 and not r["is_transactional"] and r["partition_leader_epoch"] is None
                for r in rows)
-    (replica,) = result.replicas
-    assert replica.state.log_end_offset == want[-1]["last_offset"] + 1
-    assert replica.state.open_transactions == 0
+    (replica,) = result.tables["partition_state"]
+    assert replica["log_end_offset"] == want[-1]["last_offset"] + 1
+    assert replica["open_transactions"] == 0
 
 
 @requires_kafka
@@ -74,6 +74,6 @@ def test_a_v2_batch_after_the_legacy_ones_continues_the_log(tmp_path):
     log.write_bytes(legacy + encode_batch([Rec(b"k", b"v2 after upgrade")], base_offset=last + 1))
     result = scan([root], keep_batches=True)
     assert result.findings == []
-    magics = [r["magic"] for r in sorted(result.rows["batches"], key=lambda r: r["position"])]
+    magics = [r["magic"] for r in sorted(result.tables["batches"], key=lambda r: r["position"])]
     assert magics[-1] == 2 and set(magics[:-1]) <= {0, 1}
-    assert result.replicas[0].state.log_end_offset == last + 2
+    assert result.tables["partition_state"][0]["log_end_offset"] == last + 2

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from logscan.scan.local import find_candidates, scan, tables
-from logscan.state.producer_state import describe_producers
+from logscan.scan.local import assess_partitions, scan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CLUSTERS = sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json"))
@@ -27,8 +26,23 @@ def cluster(request):
     root = request.param
     truth = json.loads((root / "truth" / "truth.json").read_text())
     result = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"])
-    replicas = {(r.state.broker, r.state.topic, r.state.partition): r for r in result.replicas}
+    replicas = {(r["broker"], r["topic"], r["partition"]): r for r in result.tables["partition_state"]}
     return truth, result, replicas
+
+
+_DESCRIBE = ("producer_id", "producer_epoch", "coordinator_epoch", "last_sequence", "last_timestamp",
+             "current_txn_start_offset")
+
+
+def _described(result, broker: int, topic: str, partition: int) -> list[tuple]:
+    """The replica's producer_state rows as kafka-transactions describe-producers lists them."""
+    return sorted(tuple(r[c] for c in _DESCRIBE) for r in result.tables["producer_state"]
+                  if (r["broker"], r["topic"], r["partition"]) == (broker, topic, partition))
+
+
+def _candidates(result, as_of_ms: int, max_timeout_ms: int) -> list[dict]:
+    """find-hanging at another max timeout than the scan's."""
+    return assess_partitions(result, as_of_ms=as_of_ms, max_timeout_ms=max_timeout_ms)["hanging_candidates"]
 
 
 def test_the_fixture_clusters_exist():
@@ -57,18 +71,18 @@ def _cut_replica(truth):
 
 
 def test_describe_producers_per_replica(cluster):
-    truth, _, replicas = cluster
+    truth, result, _ = cluster
     compared = 0
     for part in truth["partitions"]:
         for broker, recorded in part["producers"].items():
             if recorded["exit_code"] != 0 or _cut_replica(truth) == (int(broker), part["topic"], part["partition"]):
                 continue
-            rep = replicas[(int(broker), part["topic"], part["partition"])]
             expected = sorted(
                 (int(r["ProducerId"]), int(r["ProducerEpoch"]), int(r["LatestCoordinatorEpoch"]),
                  int(r["LastSequence"]), int(r["LastTimestamp"]), _none(r["CurrentTransactionStartOffset"]))
                 for r in recorded["rows"])
-            assert list(describe_producers(rep.producers)) == expected, (broker, part["topic"], part["partition"])
+            got = _described(result, int(broker), part["topic"], part["partition"])
+            assert got == expected, (broker, part["topic"], part["partition"])
             compared += 1
     assert compared > 0
 
@@ -76,8 +90,8 @@ def test_describe_producers_per_replica(cluster):
 def test_leader_lso_and_high_watermark(cluster):
     truth, _, replicas = cluster
     for part in truth["partitions"]:
-        rep = replicas[(part["leader"], part["topic"], part["partition"])].state
-        got = (rep.log_start_offset, rep.high_watermark, rep.last_stable_offset)
+        rep = replicas[(part["leader"], part["topic"], part["partition"])]
+        got = (rep["log_start_offset"], rep["high_watermark"], rep["last_stable_offset"])
         want = (part["log_start_offset"], part["high_watermark"], part["last_stable_offset"])
         assert got == want, (part["topic"], part["partition"])
 
@@ -89,10 +103,9 @@ def test_find_hanging_per_broker(cluster):
         minutes = int(name.rsplit("-", 1)[1])
         expected = sorted((r["Topic"], int(r["Partition"]), int(r["ProducerId"]), int(r["ProducerEpoch"]),
                            int(r["StartOffset"])) for r in recorded["rows"])
-        found = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"],
-                                minutes * 60_000, result.coordinator_copy)
-        got = sorted((c.topic, c.partition, c.txn.producer_id, c.txn.producer_epoch, c.txn.start_offset)
-                     for c in found if c.verdict.hanging and c.broker == broker)
+        found = _candidates(result, truth["recorded_at_ms"], minutes * 60_000)
+        got = sorted((c["topic"], c["partition"], c["producer_id"], c["producer_epoch"], c["start_offset"])
+                     for c in found if c["hanging"] and c["broker"] == broker)
         assert got == expected, name
 
 
@@ -101,12 +114,12 @@ def test_follower_cut_before_its_marker_is_a_replica_disagreement_not_a_hang(clu
     cut = _cut_replica(truth)
     if cut is None:
         pytest.skip("this fixture cluster has no truncated follower")
-    found = [c for c in find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, result.coordinator_copy)
-             if (c.broker, c.topic, c.partition) == cut]
+    found = [c for c in _candidates(result, truth["recorded_at_ms"], 0)
+             if (c["broker"], c["topic"], c["partition"]) == cut]
     assert found, "the open transaction left by the cut must be reported"
     for c in found:
-        assert (c.verdict.reason, c.verdict.hanging) == ("replicas_disagree", False)
-        assert f"marker at offset {truth['post_copy']['replica_truncation']['cut_offset']}" in c.verdict.evidence
+        assert (c["reason"], c["hanging"]) == ("replicas_disagree", False)
+        assert f"marker at offset {truth['post_copy']['replica_truncation']['cut_offset']}" in c["evidence"]
 
 
 # --- the scan's table rows against Kafka's own tools -------------------------------------------
@@ -127,7 +140,7 @@ def rows(cluster):
     truth, _, _ = cluster
     root = next(c for c in CLUSTERS if c.name == truth["cluster_name"])
     result = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"], keep_batches=True)
-    return root, tables(result)
+    return root, result.tables
 
 
 def _cut_file(truth):

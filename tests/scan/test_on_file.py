@@ -19,5 +19,5 @@ def test_on_file_is_called_once_per_segment_with_its_size():
     assert all(size == os.path.getsize(path) for path, size in calls)
     assert sum(size for _, size in calls) == result.bytes_read
     # the log-order of each replica's segments is the order they are reported in
-    files = [row["file"] for row in result.rows["files"] if row["kind"] == "log_segment"]
+    files = [row["file"] for row in result.tables["files"] if row["kind"] == "log_segment"]
     assert [path for path, _ in calls] == files

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from logscan.cli import main
-from logscan.scan.local import find_candidates, plan_aborts, scan
+from logscan.scan.local import assess_partitions, scan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -33,15 +33,15 @@ def test_coordinator_ongoing_is_a_candidate_but_not_hanging(cluster):
     truth = _truth(cluster)
     notes = truth["scenario_notes"]["txn_open"]
     result = scan([FIXTURES / cluster / "brokers"], as_of_ms=truth["recorded_at_ms"])
-    found = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, result.coordinator_copy)
+    found = assess_partitions(result, as_of_ms=truth["recorded_at_ms"], max_timeout_ms=0)["hanging_candidates"]
     open_on = {tuple(tp) for tp in notes["open_on"]}
-    mine = [c for c in found if c.verdict.transactional_id == notes["transactional_id"]]
+    mine = [c for c in found if c["transactional_id"] == notes["transactional_id"]]
     # Every replica of both partitions it wrote to holds the open transaction.
-    assert {(c.topic, c.partition) for c in mine} == open_on
+    assert {(c["topic"], c["partition"]) for c in mine} == open_on
     assert len(mine) == 3 * len(open_on)
     for c in mine:
-        assert (c.verdict.reason, c.verdict.hanging) == ("coordinator_ongoing", False)
-        assert "Ongoing" in c.verdict.evidence
+        assert (c["reason"], c["hanging"]) == ("coordinator_ongoing", False)
+        assert "Ongoing" in c["evidence"]
     # Kafka agreed: find-hanging with a 0 max timeout left these out on every broker.
     for name, recorded in truth["find_hanging"].items():
         if name.endswith("max-timeout-0"):
@@ -61,21 +61,22 @@ def _without_transaction_state(tmp_path: Path) -> Path:
 def test_coordinator_not_in_copy_is_undetermined_and_never_planned(tmp_path):
     truth = _truth("hanging")
     full = scan([FIXTURES / "hanging" / "brokers"], as_of_ms=truth["recorded_at_ms"])
-    assert plan_aborts(full, "b:9092"), "the full copy plans aborts for its hanging transactions"
-    hanging_full = {(c.broker, c.topic, c.partition, c.txn.producer_id) for c in full.candidates
-                    if c.verdict.hanging}
+    assert full.tables["abort_plans"], "the full copy plans aborts for its hanging transactions"
+    hanging_full = {(c["broker"], c["topic"], c["partition"], c["producer_id"])
+                    for c in full.tables["hanging_candidates"] if c["hanging"]}
 
     partial = scan([_without_transaction_state(tmp_path)], as_of_ms=truth["recorded_at_ms"])
-    assert partial.coordinator == {}
-    cands = {(c.broker, c.topic, c.partition, c.txn.producer_id): c for c in partial.candidates}
+    assert partial.tables["coordinator_state"] == [] and not partial.coordinator.partitions
+    cands = {(c["broker"], c["topic"], c["partition"], c["producer_id"]): c
+             for c in partial.tables["hanging_candidates"]}
     assert hanging_full <= set(cands)
     for key in hanging_full:
         c = cands[key]
-        if c.verdict.reason == "replicas_disagree":
+        if c["reason"] == "replicas_disagree":
             continue   # a lagging follower: the other replicas decide, whatever the coordinator says
-        assert (c.verdict.reason, c.verdict.hanging) == ("coordinator_not_in_copy", None), key
-        assert "lacks part of __transaction_state" in c.verdict.evidence
-    assert plan_aborts(partial, "b:9092") == []
+        assert (c["reason"], c["hanging"]) == ("coordinator_not_in_copy", None), key
+        assert "lacks part of __transaction_state" in c["evidence"]
+    assert partial.tables["abort_plans"] == []
 
 
 def test_cli_plan_without_transaction_state_plans_nothing(tmp_path):

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from logscan.cli import EXIT_HANGING, main
-from logscan.scan.local import find_candidates, plan_aborts, scan
+from logscan.cli import main
+from logscan.scan.summary import EXIT_HANGING
+from logscan.scan.local import assess_partitions, scan
 from logscan.state import hanging
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -55,11 +56,16 @@ def _scanned(cluster: str):
 def _candidates(result, topic: str, partition: int, producer_id: int) -> dict[int, object]:
     """Broker -> the candidate for this transaction on that broker's replica."""
     found = {}
-    for c in result.candidates:
-        if (c.topic, c.partition, c.txn.producer_id) == (topic, partition, producer_id):
-            assert c.broker not in found, c
-            found[c.broker] = c
+    for c in result.tables["hanging_candidates"]:
+        if (c["topic"], c["partition"], c["producer_id"]) == (topic, partition, producer_id):
+            assert c["broker"] not in found, c
+            found[c["broker"]] = c
     return found
+
+
+def _coordinator(result) -> dict[str, dict]:
+    """Transactional id -> its coordinator_state row (the record the coordinator would load)."""
+    return {r["transactional_id"]: r for r in result.tables["coordinator_state"]}
 
 
 def _replicas(truth: dict, topic: str, partition: int) -> list[int]:
@@ -90,7 +96,7 @@ def _considered_by_find_hanging(truth: dict, txn: dict) -> None:
 
 
 def _plans(result) -> dict[tuple, object]:
-    return {(p.topic, p.partition, p.producer_id, p.start_offset): p for p in plan_aborts(result, "k1:9092")}
+    return {(p["topic"], p["partition"], p["producer_id"], p["start_offset"]): p for p in result.tables["abort_plans"]}
 
 
 def _without(tmp_path: Path, cluster: str, pattern: str) -> Path:
@@ -119,12 +125,12 @@ def test_hanging_kinds_get_their_reason_and_a_plan(kind, reason, risk):
     found = _candidates(result, txn["topic"], txn["partition"], txn["producer_id"])
     assert sorted(found) == sorted(_replicas(truth, txn["topic"], txn["partition"]))
     for c in found.values():
-        assert (c.verdict.reason, c.verdict.hanging) == (reason, True), c.verdict
-        assert (c.txn.producer_epoch, c.txn.start_offset) == (txn["producer_epoch"], txn["start_offset"])
-        assert c.verdict.transactional_id == txn["transactional_id"]
+        assert (c["reason"], c["hanging"]) == (reason, True), c
+        assert (c["producer_epoch"], c["start_offset"]) == (txn["producer_epoch"], txn["start_offset"])
+        assert c["transactional_id"] == txn["transactional_id"]
     plan = _plans(result)[(txn["topic"], txn["partition"], txn["producer_id"], txn["start_offset"])]
-    assert (plan.reason, plan.risk, plan.producer_epoch) == (reason, risk, txn["producer_epoch"])
-    assert plan.command.endswith(f"abort --topic {txn['topic']} --partition {txn['partition']} "
+    assert (plan["reason"], plan["risk"], plan["producer_epoch"]) == (reason, risk, txn["producer_epoch"])
+    assert plan["command"].endswith(f"abort --topic {txn['topic']} --partition {txn['partition']} "
                                  f"--start-offset {txn['start_offset']}")
 
 
@@ -135,11 +141,11 @@ def test_coordinator_state_behind_each_hanging_kind_is_what_describe_showed():
         if txn["transactional_id"] is None:
             # no transactional id owns an idempotent producer id
             assert txn["producer_id"] not in {int(r["ProducerId"]) for r in truth["transactions"]["rows"]}
-            assert all(rec.producer_id != txn["producer_id"] for rec in result.coordinator.values())
+            assert all(rec["producer_id"] != txn["producer_id"] for rec in _coordinator(result).values())
             continue
         (described,) = truth["describe"][txn["transactional_id"]]["rows"]
         assert described["TransactionState"] == states[txn["kind"]] == \
-            result.coordinator[txn["transactional_id"]].state
+            _coordinator(result)[txn["transactional_id"]]["state"]
 
 
 def test_ongoing_transaction_with_a_partition_never_added():
@@ -153,8 +159,8 @@ def test_ongoing_transaction_with_a_partition_never_added():
     (described,) = truth["describe"][notes["transactional_id"]]["rows"]
     assert (described["TransactionState"], described["TopicPartitions"]) == (
         "Ongoing", f"{live['topic']}-{live['partition']}")
-    rec = result.coordinator[notes["transactional_id"]]
-    assert (rec.state, rec.partitions) == ("Ongoing", ((live["topic"], live["partition"]),))
+    rec = _coordinator(result)[notes["transactional_id"]]
+    assert (rec["state"], rec["partitions"]) == ("Ongoing", [{"topic": live["topic"], "partition": live["partition"]}])
 
     for txn, reason, is_hanging in ((hung, hanging.PARTITION_NOT_IN_TRANSACTION, True),
                                     (live, hanging.COORDINATOR_ONGOING, False)):
@@ -163,11 +169,11 @@ def test_ongoing_transaction_with_a_partition_never_added():
         found = _candidates(result, txn["topic"], txn["partition"], txn["producer_id"])
         assert sorted(found) == sorted(_replicas(truth, txn["topic"], txn["partition"]))
         for c in found.values():
-            assert (c.verdict.reason, c.verdict.hanging) == (reason, is_hanging), c.verdict
-            assert c.txn.start_offset == txn["start_offset"]
-            assert "Ongoing" in c.verdict.evidence
+            assert (c["reason"], c["hanging"]) == (reason, is_hanging), c
+            assert c["start_offset"] == txn["start_offset"]
+            assert "Ongoing" in c["evidence"]
     plans = _plans(result)
-    assert plans[(hung["topic"], hung["partition"], hung["producer_id"], hung["start_offset"])].risk == "medium"
+    assert plans[(hung["topic"], hung["partition"], hung["producer_id"], hung["start_offset"])]["risk"] == "medium"
     assert (live["topic"], live["partition"], live["producer_id"], live["start_offset"]) not in plans
 
 
@@ -187,13 +193,13 @@ def test_still_open_transaction_past_the_timeout_is_coordinator_ongoing(cluster)
     assert described["TransactionState"] == "Ongoing"
     as_of = truth["recorded_at_ms"] + MAX_TIMEOUT_MS
     result = scan([FIXTURES / cluster / "brokers"], as_of_ms=as_of)
-    mine = [c for c in result.candidates if c.txn.producer_id == int(described["ProducerId"])]
-    assert {(c.topic, c.partition) for c in mine} == open_on
+    mine = [c for c in result.tables["hanging_candidates"] if c["producer_id"] == int(described["ProducerId"])]
+    assert {(c["topic"], c["partition"]) for c in mine} == open_on
     assert len(mine) == sum(len(_replicas(truth, *tp)) for tp in open_on)
     for c in mine:
-        assert c.age_ms > MAX_TIMEOUT_MS
-        assert (c.verdict.reason, c.verdict.hanging) == (hanging.COORDINATOR_ONGOING, False)
-    assert not [p for p in plan_aborts(result, "k1:9092") if (p.topic, p.partition) in open_on]
+        assert c["age_ms"] > MAX_TIMEOUT_MS
+        assert (c["reason"], c["hanging"]) == (hanging.COORDINATOR_ONGOING, False)
+    assert not [p for p in result.tables["abort_plans"] if (p["topic"], p["partition"]) in open_on]
 
 
 # ---- decided transactions whose markers are stuck: never abort ------------------------
@@ -219,15 +225,15 @@ def test_prepare_commit_and_prepare_abort_are_markers_pending_on_every_replica()
         _considered_by_find_hanging(truth, txn)
         assert _listed(truth, txn) and not any(_listed(truth, txn).values())
 
-        rec = result.coordinator[tid]
-        assert rec.state == states[txn["kind"]]
-        assert (txn["topic"], txn["partition"]) in rec.partitions
+        rec = _coordinator(result)[tid]
+        assert rec["state"] == states[txn["kind"]]
+        assert {"topic": txn["topic"], "partition": txn["partition"]} in rec["partitions"]
         found = _candidates(result, txn["topic"], txn["partition"], txn["producer_id"])
         # every replica, the stopped node's copy included
         assert sorted(found) == sorted(_replicas(truth, txn["topic"], txn["partition"]))
         for c in found.values():
-            assert (c.verdict.reason, c.verdict.hanging) == (hanging.MARKERS_PENDING, False), c.verdict
-            assert states[txn["kind"]] in c.verdict.evidence and "roll forward" in c.verdict.evidence
+            assert (c["reason"], c["hanging"]) == (hanging.MARKERS_PENDING, False), c
+            assert states[txn["kind"]] in c["evidence"] and "roll forward" in c["evidence"]
 
 
 def test_prepare_abort_after_a_restart_carries_the_bumped_epoch():
@@ -239,20 +245,20 @@ def test_prepare_abort_after_a_restart_carries_the_bumped_epoch():
     txn = next(t for t in notes["open"] if t["kind"] == "prepare_abort")
     (described,) = truth["describe"][txn["transactional_id"]]["rows"]
     assert int(described["ProducerEpoch"]) == txn["producer_epoch"] + 1
-    assert result.coordinator[txn["transactional_id"]].producer_epoch == txn["producer_epoch"] + 1
+    assert _coordinator(result)[txn["transactional_id"]]["producer_epoch"] == txn["producer_epoch"] + 1
 
 
 def test_no_abort_is_ever_planned_for_markers_pending():
     truth, result = _scanned("pending")
     notes = truth["scenario_notes"]["markers_pending"]
-    assert plan_aborts(result, "k1:9092") == []
+    assert result.tables["abort_plans"] == []
     # Not at any age either: a week later, or with a zero max timeout.
     later = scan([FIXTURES / "pending" / "brokers"], as_of_ms=truth["recorded_at_ms"] + 7 * 86_400_000)
-    assert {c.verdict.reason for c in later.candidates
-            if c.topic == notes["topic"]} == {hanging.MARKERS_PENDING}
-    assert plan_aborts(later, "k1:9092") == []
-    zero = find_candidates(result.replicas, result.coordinator, truth["recorded_at_ms"], 0, result.coordinator_copy)
-    assert not [c for c in zero if c.verdict.hanging is not False]
+    assert {c["reason"] for c in later.tables["hanging_candidates"]
+            if c["topic"] == notes["topic"]} == {hanging.MARKERS_PENDING}
+    assert later.tables["abort_plans"] == []
+    zero = assess_partitions(result, as_of_ms=truth["recorded_at_ms"], max_timeout_ms=0)["hanging_candidates"]
+    assert not [c for c in zero if c["hanging"] is not False]
 
 
 def test_cli_on_the_pending_cluster_reports_markers_pending_and_plans_nothing():
@@ -286,12 +292,12 @@ def test_stopped_follower_that_missed_both_markers_is_replicas_disagree():
         found = _candidates(result, notes["done_topic"], 0, txn["producer_id"])
         assert sorted(found) == [stopped]
         c = found[stopped]
-        assert (c.verdict.reason, c.verdict.hanging) == (hanging.REPLICAS_DISAGREE, False)
-        assert c.txn.start_offset == notes["done"][txn["transactional_id"]]["base_offset"]
+        assert (c["reason"], c["hanging"]) == (hanging.REPLICAS_DISAGREE, False)
+        assert c["start_offset"] == notes["done"][txn["transactional_id"]]["base_offset"]
         marker = "COMMIT" if txn["kind"] == "prepare_commit" else "ABORT"
         for broker in _replicas(truth, notes["done_topic"], 0):
             if broker != stopped:
-                assert f"broker {broker} has its {marker} marker" in c.verdict.evidence
+                assert f"broker {broker} has its {marker} marker" in c["evidence"]
 
 
 # ---- the copy cannot tell -------------------------------------------------------------
@@ -301,13 +307,13 @@ def test_without_transaction_state_a_committing_transaction_is_undetermined(tmp_
     copy = _without(tmp_path, "pending", "*/__transaction_state-*")
     result = scan([copy], as_of_ms=truth["recorded_at_ms"])
     notes = truth["scenario_notes"]["markers_pending"]
-    assert result.coordinator == {}
+    assert _coordinator(result) == {}
     for txn in notes["open"]:
         found = _candidates(result, txn["topic"], txn["partition"], txn["producer_id"])
         assert sorted(found) == sorted(_replicas(truth, txn["topic"], txn["partition"]))
         for c in found.values():
-            assert (c.verdict.reason, c.verdict.hanging) == (hanging.COORDINATOR_NOT_IN_COPY, None)
-    assert plan_aborts(result, "k1:9092") == []
+            assert (c["reason"], c["hanging"]) == (hanging.COORDINATOR_NOT_IN_COPY, None)
+    assert result.tables["abort_plans"] == []
     planned = CliRunner().invoke(main, ["plan", str(copy), "--as-of", str(truth["recorded_at_ms"])])
     assert (planned.exit_code, planned.output) == (0, "")
 
@@ -316,10 +322,10 @@ def test_without_transaction_state_the_hanging_ones_are_undetermined_too(tmp_pat
     truth = _truth("hanging")
     copy = _without(tmp_path, "hanging", "*/__transaction_state-*")
     result = scan([copy], as_of_ms=truth["recorded_at_ms"])
-    reasons = {(c.verdict.reason, c.verdict.hanging) for c in result.candidates}
+    reasons = {(c["reason"], c["hanging"]) for c in result.tables["hanging_candidates"]}
     assert reasons == {(hanging.COORDINATOR_NOT_IN_COPY, None)}
-    assert len(result.candidates) == len(scan([FIXTURES / "hanging" / "brokers"],
-                                              as_of_ms=truth["recorded_at_ms"]).candidates)
+    assert len(result.tables["hanging_candidates"]) == len(scan([FIXTURES / "hanging" / "brokers"],
+                                              as_of_ms=truth["recorded_at_ms"]).tables["hanging_candidates"])
     scanned = CliRunner().invoke(main, ["scan", str(copy), "--as-of", str(truth["recorded_at_ms"])])
     # exit 1, not 0: the follower the harness cut after the copy is an incomplete replica
     assert scanned.exit_code == 1 and "coordinator_not_in_copy" in scanned.output
@@ -332,15 +338,15 @@ def test_copy_lacking_only_the_last_transaction_state_partition_plans_no_abort(t
     "no coordinator record" and plan an abort of a transaction the coordinator commits."""
     truth, full = _scanned("pending")
     notes = truth["scenario_notes"]["markers_pending"]
-    rec = full.coordinator[notes["commit_id"]]
-    last = max(r.coordinator_partition for r in full.coordinator.values())
-    assert rec.coordinator_partition == last == 2
+    rec = _coordinator(full)[notes["commit_id"]]
+    last = max(r["partition"] for r in _coordinator(full).values())
+    assert rec["partition"] == last == 2
     copy = _without(tmp_path, "pending", f"*/__transaction_state-{last}")
     result = scan([copy], as_of_ms=truth["recorded_at_ms"])
     txn = next(t for t in notes["open"] if t["transactional_id"] == notes["commit_id"])
     for c in _candidates(result, txn["topic"], txn["partition"], txn["producer_id"]).values():
-        assert c.verdict.hanging is not True, c.verdict
-    assert plan_aborts(result, "k1:9092") == []
+        assert c["hanging"] is not True, c
+    assert result.tables["abort_plans"] == []
 
 
 # ---- all of them ----------------------------------------------------------------------
@@ -349,13 +355,13 @@ def test_every_reason_code_is_shown_on_real_files(tmp_path):
     seen = set()
     for cluster in ("hanging", "pending"):
         truth, result = _scanned(cluster)
-        seen |= {c.verdict.reason for c in result.candidates}
+        seen |= {c["reason"] for c in result.tables["hanging_candidates"]}
         # the follower cut before its marker: visible once the max timeout is 0
-        seen |= {c.verdict.reason for c in find_candidates(result.replicas, result.coordinator,
-                                                           truth["recorded_at_ms"], 0, result.coordinator_copy)}
+        seen |= {c["reason"] for c in assess_partitions(result, as_of_ms=truth["recorded_at_ms"],
+                                                        max_timeout_ms=0)["hanging_candidates"]}
     truth = _truth("hanging")
-    seen |= {c.verdict.reason for c in scan([_without(tmp_path, "hanging", "*/__transaction_state-*")],
-                                            as_of_ms=truth["recorded_at_ms"]).candidates}
+    seen |= {c["reason"] for c in scan([_without(tmp_path, "hanging", "*/__transaction_state-*")],
+                                            as_of_ms=truth["recorded_at_ms"]).tables["hanging_candidates"]}
     assert seen == ALL_REASONS
 
 

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 from spark_jobs import scan  # noqa: E402
-from spark_jobs.scan import default_scan_id, parse_as_of, plan_tasks  # noqa: E402
+from spark_jobs.scan import default_scan_id, plan_tasks  # noqa: E402
 from spark_jobs.session import delta_jars  # noqa: E402
 
 
@@ -72,18 +72,6 @@ def test_a_replica_within_a_task_share_is_one_piece_in_log_order():
     assert len({i for i, g in enumerate(groups) for u in g if u["topic"] == "big"}) == 4  # spread
     # Without the listing rows, no unit carries one: every replica goes through the step.
     assert all(u.get("replica") is None for g in plan_tasks(units, parallelism=4) for u in g)
-
-
-@pytest.mark.parametrize("text, ms", [
-    ("1795381200000", 1795381200000),
-    ("2026-11-22T21:00:00Z", 1795381200000),
-    ("2026-11-22T21:00:00", 1795381200000),
-    ("2026-11-22T22:00:00+01:00", 1795381200000),
-    ("2026-11-22T21:00:00.123Z", 1795381200123),
-    (None, None),
-])
-def test_as_of_takes_iso_or_epoch_ms(text, ms):
-    assert parse_as_of(text) == ms
 
 
 def test_scan_id_depends_on_the_inputs_not_their_order(tmp_path):

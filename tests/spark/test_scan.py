@@ -1,7 +1,7 @@
 """The Spark scan against the single-process driver on the real-broker fixture clusters.
 
 One implementation of the rules, two drivers: every table the Spark job writes to Delta must
-hold exactly the rows logscan.scan.local.tables computes from logscan.scan.local.scan. The
+hold exactly the rows of the local executor's tables (logscan.scan.local.scan). The
 local driver itself is checked against Kafka's tools in tests/scan/test_local_vs_kafka.py.
 One SparkSession for the module (a start costs seconds); each cluster is scanned once into a
 shared output, one scan_id per cluster.
@@ -24,7 +24,6 @@ from pyspark.testing import assertDataFrameEqual  # noqa: E402
 from logscan.scan import rows as R  # noqa: E402
 from logscan.scan import summary as summary_text  # noqa: E402
 from logscan.scan.local import scan as local_scan  # noqa: E402
-from logscan.scan.local import tables as local_tables  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
 from spark_jobs import tasks  # noqa: E402
 from spark_jobs.schemas import TAGS, spark_schema  # noqa: E402
@@ -63,7 +62,7 @@ def cluster(request, spark, output):
     scan_id, as_of_ms = spark_scan.run(spark, [root / "brokers"], output, scan_id=root.name, as_of_ms=as_of)
     assert (scan_id, as_of_ms) == (root.name, as_of)
     result = local_scan([root / "brokers"], as_of_ms=as_of, keep_batches=True)
-    return root.name, result, local_tables(result)
+    return root.name, result, result.tables
 
 
 def table(spark, output, name, scan_id):
@@ -118,10 +117,10 @@ def test_summary_is_the_local_summary_from_spark_aggregates(spark, output, clust
     got = spark_scan.figures(spark, output, scan_id, result.as_of_ms)
     assert got.tables == output
     got.tables = None
-    assert got == summary_text.figures(result)
+    assert got == summary_text.table_figures(result.tables, result.as_of_ms)
     text = spark_scan.summary(spark, output, scan_id, result.as_of_ms, 1.0)
     local = io.StringIO()
-    summary_text.write_summary(result, local, max_transaction_timeout_ms=900_000)
+    summary_text.write_figures(got, local, max_transaction_timeout_ms=900_000)
     assert local.getvalue().rstrip("\n") in text and f"Tables: {output}" in text
 
 
@@ -168,8 +167,8 @@ def test_the_per_replica_step_gives_the_tables_of_the_replay_in_decode(spark, tm
     out = str(tmp_path / "delta")
     as_of = _as_of(root)
     spark_scan.run(spark, [root / "brokers"], out, scan_id="stepped", as_of_ms=as_of, replay_in_decode=False)
-    assert_tables_equal(spark, out, "stepped", local_tables(local_scan([root / "brokers"], as_of_ms=as_of,
-                                                                       keep_batches=True)))
+    assert_tables_equal(spark, out, "stepped", local_scan([root / "brokers"], as_of_ms=as_of,
+                                                          keep_batches=True).tables)
 
 
 def test_each_table_is_written_in_as_many_files_as_its_rows_need(spark, tmp_path):
@@ -248,7 +247,7 @@ def test_a_corrupt_file_only_adds_corruptions(spark, tmp_path):
     files = table(spark, out, "files", "damaged").where("kind = 'log_segment'")
     assert {r.file for r in files.where("status != 'ok'").collect()} == {str(victim)}
     assert files.count() == len(list(copy.glob("*/*.log")))
-    assert_tables_equal(spark, out, "damaged", local_tables(result))
+    assert_tables_equal(spark, out, "damaged", result.tables)
 
 
 def test_a_batch_failing_its_crc_is_listed_but_never_replayed(spark, tmp_path):
@@ -277,8 +276,8 @@ def test_a_batch_failing_its_crc_is_listed_but_never_replayed(spark, tmp_path):
     bad = table(spark, out, "batches", "crc").where("NOT crc_valid").collect()
     assert [(r.file, r.position, r.producer_id) for r in bad] == [(str(victim), batch.position, phantom)]
     assert table(spark, out, "producer_state", "crc").where(F.col("producer_id") == phantom).count() == 0
-    assert all(phantom not in r.producers.producers for r in result.replicas)
-    assert_tables_equal(spark, out, "crc", local_tables(result))
+    assert all(r["producer_id"] != phantom for r in result.tables["producer_state"])
+    assert_tables_equal(spark, out, "crc", result.tables)
 
 
 def test_a_cut_coordinator_log_plans_no_abort_in_either_driver(spark, tmp_path):
@@ -294,7 +293,7 @@ def test_a_cut_coordinator_log_plans_no_abort_in_either_driver(spark, tmp_path):
     as_of = _as_of(HANGING)
     spark_scan.run(spark, [copy], out, scan_id="cut", as_of_ms=as_of)
     result = local_scan([copy], as_of_ms=as_of, keep_batches=True)
-    assert_tables_equal(spark, out, "cut", local_tables(result))
+    assert_tables_equal(spark, out, "cut", result.tables)
     states = table(spark, out, "partition_state", "cut").where("topic = '__transaction_state' AND partition = 0")
     assert {(r.checkpointed_high_watermark, r.high_watermark, r.copy_gap is not None) for r in states.collect()} == {
         (2, 0, True)}

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from logscan.scan import local
+from logscan.scan import local, pipeline
 from logscan.scan import rows as R
 from logscan.scan.listing import list_copy
 from logscan.scan.replica import ReplicaRead, iter_segment, read_replica
@@ -34,7 +34,7 @@ def _listed(cluster=CLUSTER):
     listing = list_copy([cluster])
     out = []
     for listed in listing.replicas:
-        out.append((tasks.replica_info(listed), read_replica(listed.replica).facts))
+        out.append((pipeline.replica_info(listed), read_replica(listed.replica).facts))
     return sorted(out, key=lambda x: (x[0]["broker"], x[0]["topic"], x[0]["partition"]))
 
 
@@ -127,7 +127,7 @@ def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
     def rows(u):  # batch rows as the local driver makes them (R.batch_row), one dict each
         key = R.replica_key(u["broker"], u["topic"], u["partition"])
         return [(kind, R.batch_row(*item, key, u["file"], u["segment_base_offset"]) if kind == "batch" else item)
-                for kind, item in tasks.decode_segment(u)]
+                for kind, item in pipeline.decode(u)]
 
     expected = [R.to_tagged_batch(rows(u), tasks.DECODED,
                                   {"segment": u["file"], "range_index": u["range_index"], "ranges": u["ranges"]})
@@ -195,7 +195,7 @@ def _replica_input():
 
 
 @pytest.mark.parametrize("was_enabled", [True, False])
-@pytest.mark.parametrize("step, maker, make_input", [("decode_files", "decode_segment", _decode_input),
+@pytest.mark.parametrize("step, maker, make_input", [("decode_files", "decode", _decode_input),
                                                      ("replica_stream", "replica_rows", _replica_input)])
 def test_a_step_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch, was_enabled, step, maker,
                                                                      make_input):
@@ -280,11 +280,11 @@ def _partition_case(cluster):
 
 def _partition_out(result, rows, chunk):
     # The Spark job passes a Broadcast of the index; in process, its .value will do.
-    index = SimpleNamespace(value=tasks.coordinator_index(local.tables(result)["coordinator_state"]))
+    index = SimpleNamespace(value=pipeline.coordinator_index(result.tables["coordinator_state"]))
     step = tasks.partition_stream(index,
                                   as_of_ms=result.as_of_ms,
-                                  max_timeout_ms=local.hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-                                  coordinator=result.coordinator_copy,
+                                  max_timeout_ms=pipeline.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+                                  coordinator=result.coordinator,
                                   bootstrap=local.DEFAULT_BOOTSTRAP)
     stream = pa.Table.from_pylist(rows, schema=_PARTITION_IN).to_batches(max_chunksize=chunk)
     return pa.Table.from_batches(list(step(iter(stream))), schema=tasks.PARTITION_OUT).to_pylist()
@@ -299,7 +299,7 @@ def partition_case(request):
 def test_partition_stream_equals_the_local_driver(partition_case, chunk):
     result, rows = partition_case
     got = _partition_out(result, rows, chunk)
-    want = local.tables(result)
+    want = result.tables
     for kind, table in (("state", "partition_state"), ("candidate", "hanging_candidates"), ("plan", "abort_plans")):
         assert sorted(repr(sorted(r[kind].items())) for r in got if r["record_type"] == kind) == \
             sorted(repr(sorted(r.items())) for r in want[table]), table

@@ -175,16 +175,13 @@ def largest_batch(path: Path) -> tuple[int, int]:
 # --- the single process -------------------------------------------------------------------
 
 def local_scan(copy: Copy, rows: bool = False) -> float:
-    """The single-process scan; with ``rows``, one that also builds the rows of every table
-    the Spark job writes (a row per batch, ``keep_batches``, and ``local.tables``), which the
-    plain scan does not: the Spark job's output, short of writing it."""
-    from logscan.scan.local import scan, tables
+    """The single-process scan (the local executor: every table but batches, as rows); with
+    ``rows``, the batches table's rows too: the Spark job's whole output, short of writing it."""
+    from logscan.scan.local import scan
 
     warm(copy.path)
     t0 = time.perf_counter()
     result = scan([copy.path], keep_batches=rows)
-    if rows:
-        tables(result)
     seconds = time.perf_counter() - t0
     if result.findings:
         raise SystemExit(f"{copy.path}: the single-process scan found damage: {result.findings[0].line()}")

@@ -1,0 +1,291 @@
+"""The scan, written once: the steps from a copied cluster to its tables, in the order they run.
+
+    list    listing.list_copy: brokers, replicas, checkpoints; work_units: a unit per segment
+            file, or per byte range of a large one
+    decode  decode(unit): a segment's batches, `__transaction_state` records, findings and its
+            `files` row; with a replica's Replay, its batches replayed as they are read
+    replay  Replay (per replica, its checksum-valid batch facts in log order): Kafka's
+            per-replica rules; producer state, spans, the replica's partition_state row
+    coordinator
+            coordinator_copy over the __transaction_state replicas' state rows picks the replica
+            of each coordinator partition to load; coordinator(records) loads one partition
+            (last record per transactional id wins); merge_coordinator joins the partitions
+    as_of   the scan's "now" when none is given
+    metadata
+            metadata(replica, as_of): leaders and partition counts from `__cluster_metadata`
+    assess  per partition: its replicas' state and open-transaction rows, its closed spans by
+            CLOSED_SPAN_ORDER, its leader: leader, agreement, find-hanging, abort plans
+    summary logscan.scan.summary: the figures an operator reads, from the tables' rows
+
+Each step is plain Python over rows (dicts named as the columns of logscan.scan.rows), and
+says which rows it takes, grouped how and in what order. Two executors run the steps:
+logscan.scan.local (one process: loops, sorts and groups in Python) and spark_jobs.scan
+(tasks over work units, Spark's sorts and grouped Arrow maps, Delta). An executor only moves
+rows between the steps; no rule of the scan lives in an executor.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from logscan.defaults import DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+from logscan.logdir.segment import Finding
+from logscan.logdir.tree import ReplicaDir, file_size
+from logscan.state import partition as P
+from logscan.state.coordinator import CoordinatorCopy, index_by_producer_id, latest_states, merge_partitions
+from logscan.state.facts import BatchFact
+from logscan.state.spans import TxnSpan
+
+from . import rows as R
+from .listing import ListedReplica
+from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, ByteRange, ReplicaAnalyser, ReplicaRead,
+                      iter_segment, range_count, read_metadata_events)
+
+__all__ = ["CLUSTER_METADATA_TOPIC", "TRANSACTION_STATE_TOPIC", "DEFAULT_MAX_TRANSACTION_TIMEOUT_MS",
+           "DEFAULT_BOOTSTRAP", "Replay", "replica_info", "work_units", "decode", "replica_rows", "coordinator",
+           "merge_coordinator", "as_of", "parse_as_of", "metadata", "CLOSED_SPAN_ORDER", "assess"]
+
+
+# --- list ------------------------------------------------------------------------------------
+
+def replica_info(listed: ListedReplica) -> R.Row:
+    """A replica's listing row (the per-replica step's input besides its batches): its files
+    by base offset and its broker's checkpoints."""
+    r = listed.replica
+    return {**listed.key, "path": str(r.path),
+            **{name: [{"base_offset": b, "file": str(p)} for b, p in getattr(r, name)]
+               for name in ("segments", "snapshots", "indexes", "txn_indexes")},
+            "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint}
+
+
+def replica_dir(info: R.Row) -> ReplicaDir:
+    def files(name: str) -> list[tuple[int, Path]]:
+        return [(s["base_offset"], Path(s["file"])) for s in info[name] or ()]
+
+    return ReplicaDir(info["broker"], info["topic"], info["partition"], Path(info["path"]),
+                      segments=files("segments"), snapshots=files("snapshots"), txn_indexes=files("txn_indexes"),
+                      indexes=files("indexes"))
+
+
+def work_units(listed: ListedReplica, split_bytes: Optional[int] = None) -> list[R.Row]:
+    """A replica's work units in log order: one per segment file, or one per byte range of a
+    file larger than ``split_bytes`` (None: every file whole)."""
+    units = []
+    for base, path in listed.replica.segments:
+        size = file_size(path)
+        n = range_count(size, split_bytes)
+        for i in range(n):
+            units.append({**listed.key, "file": str(path), "segment_base_offset": base, "size": size,
+                          "range_index": i, "ranges": n, "split_bytes": split_bytes,
+                          "bytes": min(size - i * split_bytes, split_bytes) if n > 1 else size})
+    return units
+
+
+# --- decode and replay -----------------------------------------------------------------------
+
+class Replay:
+    """Kafka's per-replica rules (logscan.scan.replica.ReplicaAnalyser) over one replica, its
+    listing row given, its checksum-valid batch facts fed in log order: a span's row comes out
+    of :meth:`feed` as its end marker closes it, so a replica's closed transactions are never
+    held; the other rows (and the spans still open) from :meth:`finish`. A CRC-failed batch
+    never reaches it: Kafka's recovery truncates the log there (decode feeds only valid ones)."""
+
+    __slots__ = ("key", "ident", "_closed", "_analyser", "_listed", "_segments")
+
+    def __init__(self, info: R.Row) -> None:
+        replica = replica_dir(info)
+        self.key = R.replica_key(replica.broker, replica.topic, replica.partition)
+        self.ident = (replica.broker, replica.topic, replica.partition)
+        self._closed: list[TxnSpan] = []
+        self._analyser = ReplicaAnalyser(replica, on_close=self._closed.append, hw_checkpoint=info["hw_checkpoint"],
+                                         log_start_checkpoint=info["log_start_checkpoint"])
+        self._listed = [base for base, _ in replica.segments]
+        self._segments: list[int] = []  # the base offsets of the segments read by decode
+
+    def feed(self, fact: BatchFact) -> list[tuple[str, R.Row]]:
+        self._analyser.feed(fact)
+        if not self._closed:
+            return []
+        rows = [("span", R.span_row(span, self.key)) for span in self._closed]
+        self._closed.clear()
+        return rows
+
+    def read(self, unit: R.Row) -> None:
+        """Notes that decode has read the segment of ``unit`` whole."""
+        self._segments.append(unit["segment_base_offset"])
+
+    def finish(self) -> Iterator[tuple[str, R.Row]]:
+        if self._segments and self._segments != self._listed:
+            raise ValueError(f"replica {self.key}: decode read segments {self._segments}, not the listed "
+                             f"{self._listed} in log order")
+        a = self._analyser.finish()
+        key = self.key
+        view = a.view()
+        yield "state", R.state_row(a.state, a.max_timestamp, a.leader_epoch)
+        yield from (("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))
+        yield from (("span", r) for r in R.span_rows(a.replay.open_spans, key))
+        yield from (("open_txn", r) for r in R.open_txn_rows(view, key))
+        yield from (("snapshot", r) for r in R.snapshot_rows(a.snapshots, key, a.snapshot_check))
+        yield from (("file", r) for r in R.snapshot_file_rows(a.snapshots, key))
+        yield from (("finding", R.finding_row(f, key)) for f in a.findings)
+
+
+def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
+           ) -> Iterator[tuple[str, object]]:
+    """One work unit (a segment file, or a byte range of one) into tagged items, streamed as the
+    walk goes: its batches as ("batch", (BatchFact, header)) pairs (header None unless
+    ``headers``), then `__transaction_state` records, findings, a split file's hand-offs and
+    its `files` row, as rows (the files row last, once the counts are known; a split file's
+    rows are summed over its kept ranges). With ``replay`` (the unit's replica, read whole in
+    log order) each checksum-valid batch is replayed as it is read, and the spans it closes
+    come out as they close. Batches that fail their CRC come last, never replayed."""
+    key = R.replica_key(unit["broker"], unit["topic"], unit["partition"])
+    path = unit["file"]
+    split = unit["ranges"] > 1
+    rng = ByteRange(unit["range_index"], unit["ranges"], unit["split_bytes"]) if split else None
+    read = ReplicaRead()
+    for pair in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
+                             out=read, headers=headers, byte_range=rng):
+        yield "batch", pair
+        if replay is not None:
+            closed = replay.feed(pair[0])
+            if closed:
+                yield from closed
+    if replay is not None:
+        replay.read(unit)
+    for pair in read.damaged:
+        yield "batch", pair
+    for row in R.txn_log_rows(read, key, path):
+        yield "txn_log", row
+    for finding in read.findings:
+        yield "finding", R.finding_row(finding, key)
+    if split:
+        yield "range", {"file": path, "range_index": unit["range_index"], "ranges": unit["ranges"],
+                        "handoffs": [{"range_index": i, "clean": c} for i, c in read.handoffs]}
+    yield "file", {**key, "file": path, "kind": "log_segment", "size": unit["size"],
+                   "status": R.file_status(read.findings), "error_count": len(read.findings),
+                   "batches": read.batches + read.damaged_count, "detail": None}
+
+
+def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> Iterator[tuple[str, R.Row]]:
+    """The replay of one replica whose batches were decoded elsewhere (byte ranges of a split
+    file, or another task): its listing row and its checksum-valid batch facts in log order."""
+    replay = Replay(info)
+    for fact in facts:
+        closed = replay.feed(fact)
+        if closed:
+            yield from closed
+    yield from replay.finish()
+
+
+# --- the coordinator, the scan's "now", the metadata -----------------------------------------
+
+#: The order of one coordinator partition's txn_log rows: log order.
+TXN_LOG_ORDER = ("file", "position", "offset")
+
+
+def coordinator(records: Iterable[R.Row]) -> list[R.Row]:
+    """One coordinator partition (the replica coordinator_copy chose), its txn_log rows in
+    TXN_LOG_ORDER: the last record of each transactional id, as the coordinator loads it."""
+    rows = list(records)
+    if not rows:
+        return []
+    key = R.replica_key(rows[0]["broker"], rows[0]["topic"], rows[0]["partition"])
+    return [{**key, **R.txn_record_row(rec)} for rec in latest_states(R.txn_record_from_row(r) for r in rows).values()]
+
+
+def merge_coordinator(per_partition: Iterable[R.Row]) -> list[R.Row]:
+    """The coordinator_state table: coordinator()'s rows of every partition, one per
+    transactional id (coordinator.merge_partitions picks when an id is in two)."""
+    rows = {(r["partition"], r["transactional_id"]): r for r in per_partition}
+    merged = merge_partitions(R.txn_record_from_row(r) for r in rows.values())
+    return [rows[(rec.coordinator_partition, rec.transactional_id)] for rec in merged.values()]
+
+
+def as_of(newest_batch_ms: Optional[int], newest_record_ms: Optional[int]) -> int:
+    """The scan's "now" when --as-of is not given: the later of the newest batch maxTimestamp
+    of any replica (partition_state.max_timestamp) and the newest lastUpdateTimestamp of the
+    records coordinator() loads (every txn_log row of the chosen replicas, tombstoned ids too);
+    -1 when the copy has neither."""
+    return max(t for t in (newest_batch_ms, newest_record_ms, -1) if t is not None)
+
+
+def parse_as_of(text: Optional[str]) -> Optional[int]:
+    """--as-of as given: epoch milliseconds (a whole number, maybe negative) or ISO-8601 (a
+    naive time is UTC). Raises ValueError with the accepted forms."""
+    if text is None:
+        return None
+    text = text.strip()
+    if re.fullmatch(r"-?[0-9]+", text):
+        return int(text)
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"{text!r} is neither epoch milliseconds nor an ISO-8601 time "
+                         f"(e.g. 2026-11-22T21:00:00Z)") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def metadata(info: R.Row, as_of_ms: int) -> list[tuple[str, R.Row]]:
+    """The `__cluster_metadata` replica that reaches furthest (coordinator.choose_replicas),
+    replayed up to ``as_of_ms``: ("leader", row) per partition, ("topic", row) with each
+    topic's partition count, ("finding", row) for what could not be read."""
+    replica = replica_dir(info)
+    key = R.replica_key(replica.broker, replica.topic, replica.partition)
+    findings: list[Finding] = []
+    events = read_metadata_events(replica, findings)
+    out: list[tuple[str, R.Row]] = [("leader", {"topic": t, "partition": p, "leader": b})
+                                    for (t, p), b in P.partition_leaders(events, as_of_ms).items()]
+    out.extend(("topic", {"topic": t, "partitions": n}) for t, n in P.partition_counts(events, as_of_ms).items())
+    out.extend(("finding", R.finding_row(f, key)) for f in findings)
+    return out
+
+
+# --- per partition ---------------------------------------------------------------------------
+
+#: The order the closed spans of one partition reach assess in: by end-marker offset (what
+#: ClosedMarkers compares replicas by, holding one offset's markers at a time), then broker and
+#: span index, so that both executors feed the same sequence.
+CLOSED_SPAN_ORDER = ("end_marker_offset", "broker", "span_index")
+
+
+def closed_spans(spans: Iterable[R.Row]) -> Iterator[tuple[int, P.ClosedTxn]]:
+    """A partition's txn_spans rows in CLOSED_SPAN_ORDER as assess takes them; open spans (no
+    end marker: their open_txn rows count) are passed over."""
+    for span in spans:
+        if span["end_marker_offset"] is not None:
+            yield R.closed_from_row(span)
+
+
+def assess(states: list[R.Row], open_txns: list[R.Row], spans: Iterable[R.Row], leader: Optional[int], *,
+           index: dict, as_of_ms: int, max_timeout_ms: int, coordinator: CoordinatorCopy,
+           bootstrap: str) -> list[tuple[str, R.Row]]:
+    """One partition: its replicas' partition_state rows (from Replay) and open_txn rows, its
+    txn_spans rows in CLOSED_SPAN_ORDER (consumed once, never held), the leader
+    `__cluster_metadata` names (None: none). Gives each replica's partition_state row with
+    the cross-replica columns, the hanging candidates and the abort plans
+    (logscan.state.partition.assess_partition against ``index``: producer id -> coordinator
+    records, coordinator.index_by_producer_id of the coordinator_state rows)."""
+    by_broker = {s["broker"]: s for s in states}
+    txns: dict[int, list[R.Row]] = {}
+    for t in open_txns:
+        txns.setdefault(t["broker"], []).append(t)
+    views = [R.view_from_rows(by_broker[b], txns.get(b, [])) for b in sorted(by_broker)]
+    result = P.assess_partition(views, closed_spans(spans), metadata_leader=leader, index=index, as_of_ms=as_of_ms,
+                                max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap)
+    out = [("state", R.assessed(by_broker[a.broker], a)) for a in result.replicas]
+    out.extend(("candidate", R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn, c.age_ms,
+                                             c.verdict)) for c in result.candidates)
+    out.extend(("plan", R.plan_row(broker, plan)) for broker, plan in result.plans)
+    return out
+
+
+def coordinator_index(coordinator_rows: Iterable[R.Row]) -> dict[int, list]:
+    """Producer id -> the coordinator records naming it (coordinator.index_by_producer_id),
+    out of coordinator_state rows: what assess looks an open transaction's producer up in."""
+    return index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})

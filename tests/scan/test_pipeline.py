@@ -1,0 +1,75 @@
+"""The steps of logscan.scan.pipeline that both executors share, on tiny row sets; the steps
+over real broker files are held to Kafka's tools in test_local_vs_kafka.py and to the Spark
+executor in tests/spark."""
+
+import random
+
+import pytest
+
+from logscan.scan import pipeline, summary
+
+
+@pytest.mark.parametrize("text, ms", [
+    ("1795381200000", 1795381200000),
+    ("-5", -5),
+    (" 1795381200000 ", 1795381200000),
+    ("2026-11-22T21:00:00Z", 1795381200000),
+    ("2026-11-22T21:00:00", 1795381200000),
+    ("2026-11-22T22:00:00+01:00", 1795381200000),
+    ("2026-11-22T21:00:00.123Z", 1795381200123),
+    (None, None),
+])
+def test_as_of_takes_iso_or_epoch_ms(text, ms):
+    assert pipeline.parse_as_of(text) == ms
+
+
+@pytest.mark.parametrize("text", ["yesterday", "", "12:00", "1e12", "--5"])
+def test_a_bad_as_of_says_what_is_accepted(text):
+    with pytest.raises(ValueError, match="neither epoch milliseconds nor an ISO-8601 time"):
+        pipeline.parse_as_of(text)
+
+
+def test_the_default_as_of_is_the_newest_batch_or_record():
+    assert pipeline.as_of(10, 20) == 20 and pipeline.as_of(30, 20) == 30
+    assert pipeline.as_of(None, 7) == 7 and pipeline.as_of(7, None) == 7
+    assert pipeline.as_of(None, None) == -1
+
+
+def _record(partition, tid, offset, state="Ongoing", ts=100, pid=1):
+    return {"broker": 1, "topic": "__transaction_state", "partition": partition, "offset": offset,
+            "transactional_id": tid, "state": state, "producer_id": pid, "previous_producer_id": -1,
+            "next_producer_id": -1, "producer_epoch": 0, "transaction_timeout_ms": 60000, "partitions": [],
+            "last_update_timestamp_ms": ts, "start_timestamp_ms": ts, "coordinator_epoch": 0,
+            "file": "f", "position": offset}
+
+
+def test_coordinator_loads_a_partition_and_merge_keeps_one_record_per_id():
+    p0 = pipeline.coordinator([_record(0, "a", 0), _record(0, "a", 1, "CompleteCommit"), _record(0, "b", 2),
+                               {**_record(0, "b", 3), "state": None}])
+    assert [(r["transactional_id"], r["state"], r["offset"]) for r in p0] == [("a", "CompleteCommit", 1)]
+    # an id in two partitions (a mixed-up copy): the newer record wins
+    p1 = pipeline.coordinator([_record(1, "a", 0, "Empty", ts=500)])
+    merged = pipeline.merge_coordinator(p0 + p1)
+    assert [(r["transactional_id"], r["partition"], r["state"]) for r in merged] == [("a", 1, "Empty")]
+    assert pipeline.coordinator([]) == []
+
+
+def test_figures_keep_the_first_rows_of_a_stream_as_a_sort_would():
+    rng = random.Random(7)
+    rows = [{"broker": rng.randrange(3), "topic": f"t{rng.randrange(5)}", "partition": rng.randrange(4),
+             "producer_id": i, "producer_epoch": 0, "start_offset": rng.randrange(100), "age_ms": 1,
+             "hanging": rng.choice([True, False, None]), "reason": rng.choice("xyz"), "evidence": ""}
+            for i in range(500)]
+    fig = summary.figures(as_of_ms=0, states=[], candidates=iter(rows), findings=[], files=[])
+    want = sorted(rows, key=summary.candidate_order)[:summary.MAX_ROWS]
+    assert fig.candidate_rows == want and fig.candidates == 500
+    assert sum(n for _, _, n in fig.reasons) == 500
+
+
+def test_exit_status_hanging_then_damage():
+    fig = summary.figures(as_of_ms=0, states=[], candidates=[], findings=[], files=[])
+    assert summary.exit_status(fig) == 0
+    fig.findings = 1
+    assert summary.exit_status(fig) == summary.EXIT_DAMAGE
+    fig.reasons = [("no_coordinator_record", True, 1)]
+    assert summary.exit_status(fig) == summary.EXIT_HANGING
