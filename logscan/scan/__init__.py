@@ -1,5 +1,5 @@
-"""Drivers that read a copied cluster and apply Kafka's rules.
-
-`replica` turns one replica's files into plain rows (shared with the Spark jobs); `local`
-is the single-process driver used by `logscan scan --local`, the tests and `make demo`.
+"""The scan of a copied cluster: its steps written once (`pipeline`), the local executor that
+runs them in one process (`local`, for `logscan scan`, `logscan plan` and the tests; the Spark
+executor is spark_jobs.scan), the tables' columns (`rows`) and what a person reads (`summary`).
+`replica` reads one replica's files into the facts Kafka's rules (logscan.state) replay.
 """
