@@ -102,6 +102,11 @@ def test_pasting_all_of_logscan_plans_output_runs_only_the_abort_commands(tmp_pa
     copy = _hostile_copy(tmp_path, topic)
     proc = run_cli("plan", str(copy), "--as-of", AS_OF, "--bootstrap-server", BOOTSTRAP)
     assert proc.returncode == 4, proc.stderr
+    # the withheld plan is said, on stderr, the name quoted
+    assert proc.stderr.splitlines() == [
+        f"logscan: no abort planned for producer {r['ProducerId']} open since offset {r['StartOffset']} in "
+        f"partition {RENAMED[1]} of {topic!r}: not a legal Kafka topic name (logscan scan shows the finding)"
+        for r in _kafka_hanging() if (r["Topic"], int(r["Partition"])) == RENAMED]
     calls = _run_in_bash(tmp_path, proc.stdout)
     expected = [_abort_argv(r) for r in _legit(_kafka_hanging())]
     assert len(expected) == len(_kafka_hanging()) - 1
