@@ -107,8 +107,10 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     tables["coordinator_state"] = pipeline.merge_coordinator(
         row for p in sorted(by_partition) for row in pipeline.coordinator(by_partition[p]))
     if as_of_ms is None:
+        ceiling = pipeline.timestamp_ceiling()
         as_of_ms = pipeline.as_of(max((s["max_timestamp"] for s in states), default=None),
-                                  max((r["last_update_timestamp_ms"] for r in loaded), default=None))
+                                  max((r["last_update_timestamp_ms"] for r in loaded
+                                       if r["last_update_timestamp_ms"] <= ceiling), default=None))
 
     leaders: dict[tuple[str, int], int] = {}
     counts: dict[str, int] = {}

@@ -27,6 +27,7 @@ rows between the steps; no rule of the scan lives in an executor.
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -41,6 +42,7 @@ from logscan.state.spans import TxnSpan
 
 from . import rows as R
 from .listing import ListedReplica
+from .summary import iso_ms
 from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, ByteRange, ReplicaAnalyser, ReplicaRead,
                       iter_segment, range_count, read_metadata_events)
 
@@ -86,6 +88,21 @@ def work_units(listed: ListedReplica, split_bytes: Optional[int] = None) -> list
 
 # --- decode and replay -----------------------------------------------------------------------
 
+#: How far past the scan's own clock a timestamp may be and still count as one: a producer's
+#: clock a little ahead, a copy scanned on a machine whose clock lags. A CreateTime written in
+#: microseconds (or int64 max) is far past it: such a batch is a 'timestamp' finding, and its
+#: time is left out of the replica's newest timestamp and so out of the scan's "now".
+TIMESTAMP_SLACK_MS = 86_400_000
+#: The latest "now" --as-of may name: the end of year 9999, the last time Delta, Spark and
+#: Python's datetime all represent.
+MAX_AS_OF_MS = 253_402_300_799_999
+
+
+def timestamp_ceiling() -> int:
+    """The latest timestamp a batch or coordinator record may carry and count (the scan's clock
+    plus TIMESTAMP_SLACK_MS)."""
+    return int(time.time() * 1000) + TIMESTAMP_SLACK_MS
+
 class Replay:
     """Kafka's per-replica rules (logscan.scan.replica.ReplicaAnalyser) over one replica, its
     listing row given, its checksum-valid batch facts fed in log order: a span's row comes out
@@ -93,7 +110,7 @@ class Replay:
     held; the other rows (and the spans still open) from :meth:`finish`. A CRC-failed batch
     never reaches it: Kafka's recovery truncates the log there (decode feeds only valid ones)."""
 
-    __slots__ = ("key", "ident", "_closed", "_analyser", "_listed", "_segments")
+    __slots__ = ("key", "ident", "_closed", "_analyser", "_listed", "_segments", "_ceiling", "_newest")
 
     def __init__(self, info: R.Row) -> None:
         replica = replica_dir(info)
@@ -104,9 +121,13 @@ class Replay:
                                          log_start_checkpoint=info["log_start_checkpoint"])
         self._listed = [base for base, _ in replica.segments]
         self._segments: list[int] = []  # the base offsets of the segments read by decode
+        self._ceiling = timestamp_ceiling()
+        self._newest = -1  # the newest batch maxTimestamp not past the ceiling
 
     def feed(self, fact: BatchFact) -> list[tuple[str, R.Row]]:
         self._analyser.feed(fact)
+        if self._newest < fact.max_timestamp <= self._ceiling:
+            self._newest = fact.max_timestamp
         if not self._closed:
             return []
         rows = [("span", R.span_row(span, self.key)) for span in self._closed]
@@ -124,7 +145,7 @@ class Replay:
         a = self._analyser.finish()
         key = self.key
         view = a.view()
-        yield "state", R.state_row(a.state, a.max_timestamp, a.leader_epoch)
+        yield "state", R.state_row(a.state, self._newest, a.leader_epoch)
         yield from (("producer", r) for r in R.producer_rows(a.replay.producers, key, a.snapshot_check))
         yield from (("span", r) for r in R.span_rows(a.replay.open_spans, key))
         yield from (("open_txn", r) for r in R.open_txn_rows(view, key))
@@ -147,9 +168,12 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
     split = unit["ranges"] > 1
     rng = ByteRange(unit["range_index"], unit["ranges"], unit["split_bytes"]) if split else None
     read = ReplicaRead()
+    ceiling = timestamp_ceiling()
     for pair in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
                              out=read, headers=headers, byte_range=rng):
         yield "batch", pair
+        if pair[0].max_timestamp > ceiling:
+            read.findings.append(_future(path, pair[1].position, pair[0].max_timestamp))
         if replay is not None:
             closed = replay.feed(pair[0])
             if closed:
@@ -168,6 +192,12 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
     yield "file", {**key, "file": path, "kind": "log_segment", "size": unit["size"],
                    "status": R.file_status(read.findings), "error_count": len(read.findings),
                    "batches": read.batches + read.damaged_count, "detail": None}
+
+
+def _future(path: str, position: int, timestamp_ms: int) -> Finding:
+    return Finding(path, position, "timestamp",
+                   f"maxTimestamp {timestamp_ms} is past the scan's clock by more than a day ({iso_ms(timestamp_ms)}; "
+                   f"a CreateTime in microseconds?): the batch is read, its time is left out of the scan's as-of")
 
 
 def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> Iterator[tuple[str, R.Row]]:
@@ -209,8 +239,11 @@ def as_of(newest_batch_ms: Optional[int], newest_record_ms: Optional[int]) -> in
     """The scan's "now" when --as-of is not given: the later of the newest batch maxTimestamp
     of any replica (partition_state.max_timestamp) and the newest lastUpdateTimestamp of the
     records coordinator() loads (every txn_log row of the chosen replicas, tombstoned ids too);
-    -1 when the copy has neither."""
-    return max(t for t in (newest_batch_ms, newest_record_ms, -1) if t is not None)
+    -1 when the copy has neither. Times past timestamp_ceiling() do not count: Replay leaves
+    them out of max_timestamp, and the executors out of the records' newest (what is left here
+    is a last guard)."""
+    ceiling = timestamp_ceiling()
+    return max(t for t in (newest_batch_ms, newest_record_ms, -1) if t is not None and t <= ceiling)
 
 
 def parse_as_of(text: Optional[str]) -> Optional[int]:
@@ -220,7 +253,7 @@ def parse_as_of(text: Optional[str]) -> Optional[int]:
         return None
     text = text.strip()
     if re.fullmatch(r"-?[0-9]+", text):
-        return int(text)
+        return _as_of_in_range(int(text))
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -228,7 +261,13 @@ def parse_as_of(text: Optional[str]) -> Optional[int]:
                          f"(e.g. 2026-11-22T21:00:00Z)") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
+    return _as_of_in_range(int(dt.timestamp() * 1000))
+
+
+def _as_of_in_range(ms: int) -> int:
+    if not 0 <= ms <= MAX_AS_OF_MS:
+        raise ValueError(f"{ms} is out of range: give a time from 1970 to the end of year 9999")
+    return ms
 
 
 def metadata(info: R.Row, as_of_ms: int) -> list[tuple[str, R.Row]]:

@@ -209,7 +209,8 @@ PARTITION_STATE = _schema(
     _f("lso_lag", pa.int64(), "high_watermark - last_stable_offset (LastStableOffsetLag)"),
     _f("open_transactions", pa.int32(), "transactions still open at the end of the log"),
     _f("producers", pa.int32(), "producers in the rebuilt producer state"),
-    _f("max_timestamp", pa.int64(), "newest batch maxTimestamp in the replica, epoch ms"),
+    _f("max_timestamp", pa.int64(), "newest batch maxTimestamp in the replica, epoch ms, of those at most a day "
+                                    "past the scan's clock (later ones are 'timestamp' findings)"),
     _f("leader_epoch", pa.int32(), "highest epoch in the replica's leader-epoch-checkpoint; null when empty"),
     _f("leader", pa.int32(), "broker that led the partition at as_of: the last leader in __cluster_metadata up "
                              "to as_of, else from leader epochs; null when the copy cannot tell"),

@@ -51,8 +51,16 @@ class Figures:
     tables: Optional[str] = None  # where the Delta tables are, for the Spark job
 
 
+#: The range of epoch-ms times with a calendar date (years 1 to 9999).
+_DATED = (-62_135_596_800_000, 253_402_300_799_999)
+
+
 def iso_ms(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+    """An epoch-ms time as ISO-8601 UTC; the number itself when no calendar date is that far
+    (a timestamp written in microseconds, int64 max)."""
+    if _DATED[0] <= ms <= _DATED[1]:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds")
+    return f"{ms} ms since the epoch"
 
 
 #: The replicas the summary (and `logscan report`) counts as lagging: the LSO is behind the high

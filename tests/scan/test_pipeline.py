@@ -11,7 +11,6 @@ from logscan.scan import pipeline, summary
 
 @pytest.mark.parametrize("text, ms", [
     ("1795381200000", 1795381200000),
-    ("-5", -5),
     (" 1795381200000 ", 1795381200000),
     ("2026-11-22T21:00:00Z", 1795381200000),
     ("2026-11-22T21:00:00", 1795381200000),
@@ -27,6 +26,19 @@ def test_as_of_takes_iso_or_epoch_ms(text, ms):
 def test_a_bad_as_of_says_what_is_accepted(text):
     with pytest.raises(ValueError, match="neither epoch milliseconds nor an ISO-8601 time"):
         pipeline.parse_as_of(text)
+
+
+@pytest.mark.parametrize("text", ["-5", "253402300800000", str(2**63 - 1), "1582-10-15T00:00:00Z"])
+def test_an_as_of_no_table_can_hold_is_refused(text):
+    """Delta's as_of column, Spark and Python's datetime end with year 9999 (issue 33)."""
+    with pytest.raises(ValueError, match="out of range"):
+        pipeline.parse_as_of(text)
+
+
+def test_times_past_the_scans_clock_are_not_the_scans_now():
+    ceiling = pipeline.timestamp_ceiling()
+    assert pipeline.as_of(ceiling + 1, 50) == 50
+    assert pipeline.as_of(40, (2**63 - 1)) == 40
 
 
 def test_the_default_as_of_is_the_newest_batch_or_record():
