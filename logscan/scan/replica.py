@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -36,7 +37,8 @@ from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
 from logscan.state.facts import NO_TIMESTAMP, BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
-from logscan.state.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager, describe_producers
+from logscan.state.producer_state import (BatchMetadata, BrokerLoad, ProducerStateEntry, ProducerStateManager,
+                                          describe_producers, snapshots_kept_on_load)
 from logscan.state.snapshots import compare_producers
 from logscan.state.spans import OnClose, Replay, ReplicaReplay
 
@@ -563,6 +565,13 @@ class ReplicaAnalyser:
         self.findings.extend(s.finding for s in self.snapshots if s.finding is not None)
         newest = newest_loadable(self.snapshots)
         self._newest_offset = newest.offset if newest is not None else None
+        # The producers a broker loads for this log: its newest snapshot, then the batches after it.
+        self._log_start = P.log_start_offset(first_base, log_start_checkpoint)
+        kept = snapshots_kept_on_load([s.offset for s in self.snapshots], [b for b, _ in replica.segments])
+        self._load = BrokerLoad([(s.offset, partial(snapshot_entries, s.snapshot) if s.loadable else None)
+                                 for s in self.snapshots if s.offset in kept], self._log_start,
+                                known_below_log_end=replica.segments[-1][0] if replica.segments else None)
+        self._load_from = self._load.start_offset
         self._seed: Optional[tuple[list[ProducerStateEntry], int]] = None
         self._replay: Optional[Replay] = None
         self._at_newest: Optional[dict[int, tuple]] = None  # the rebuild at the newest snapshot
@@ -581,6 +590,8 @@ class ReplicaAnalyser:
             self._capture_at_newest()
         self.max_timestamp = max(self.max_timestamp, fact.max_timestamp)
         self._replay.feed(fact)
+        if self._load_from is not None and fact.last_offset >= self._load_from:
+            self._load.feed(fact)
 
     def finish(self) -> ReplicaAnalysis:
         replica = self.replica
@@ -589,6 +600,10 @@ class ReplicaAnalyser:
         if self._newest_offset is not None:  # every batch is below the newest snapshot
             self._at_newest = _describe(self._replay.producers)
         rep = self._replay.result()
+        last_base = replica.segments[-1][0] if replica.segments else None
+        loaded = self._load.finish(max(rep.producers.map_end_offset, last_base or 0, self._log_start))
+        if loaded is not None:
+            rep.producers.take_producers(loaded)
         state = replica_state(replica.broker, replica.topic, replica.partition, rep,
                               first_segment_base=replica.segments[0][0] if replica.segments else None,
                               last_segment_base=replica.segments[-1][0] if replica.segments else None,

@@ -3,13 +3,19 @@
 During log recovery and replication Kafka never rejects a batch: a lower epoch or an older
 coordinator epoch is only logged. We do the same and record those as anomalies, so the
 result equals what `kafka-transactions describe-producers` shows for that replica.
+
+A broker loading a log does not replay it from its start when it has a producer snapshot
+(:class:`BrokerLoad`): it loads the newest snapshot and replays only the batches from the
+snapshot's offset on. On a compacted log the two differ, because the cleaner keeps a
+producer's last batch only as an empty shell and the replay learns nothing from an empty
+control batch; the broker's state comes from its snapshot.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from .facts import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchFact
 
@@ -86,12 +92,21 @@ class ProducerStateManager:
         self._floor = high_watermark_floor
         self.anomalies: list[Anomaly] = []
         self.map_end_offset = 0
+        # Where the producers come from: None, replayed from the log; else the offset of the
+        # producer snapshot they were loaded from (then the batches from that offset on).
+        self.loaded_snapshot_offset: Optional[int] = None
 
     def seed(self, entries: Iterable[ProducerStateEntry], snapshot_offset: int) -> None:
         """Start from a producer snapshot: the state after every offset below ``snapshot_offset``."""
         for entry in entries:
             self.producers[entry.producer_id] = entry
         self.map_end_offset = snapshot_offset
+
+    def take_producers(self, loaded: "ProducerStateManager") -> None:
+        """Replace the producers with the ones the broker loads (:class:`BrokerLoad`); the
+        completed transactions and anomalies stay this replay's."""
+        self.producers = loaded.producers
+        self.loaded_snapshot_offset = loaded.loaded_snapshot_offset
 
     def ongoing(self) -> dict[int, int]:
         """Open transactions: producer id -> first offset."""
@@ -131,7 +146,13 @@ class ProducerStateManager:
 
     def _append_marker(self, entry: ProducerStateEntry, batch: BatchFact) -> Optional[CompletedTxn]:
         if batch.control_type is None:
-            # An empty control batch: the cleaner removed the whole transaction.
+            # An empty control batch (count 0): the cleaner removed its marker record once the
+            # transaction's data was gone and the delete horizon passed, and kept the batch
+            # because it was the producer's last entry (Cleaner's RETAIN_EMPTY). Kafka's
+            # ProducerAppendInfo.append reads nothing from it ("the entire transaction has
+            # been cleaned from the log"), not even the epoch or timestamp of its header; the
+            # entry append() made stays ProducerStateEntry.empty. The broker has the values
+            # in memory and in its snapshots, which is what BrokerLoad loads.
             return None
         if batch.control_type not in ("COMMIT", "ABORT"):
             self._note(batch.base_offset, entry.producer_id, "unknown_control_type",
@@ -163,6 +184,90 @@ class ProducerStateManager:
 
     def _note(self, offset: int, producer_id: int, kind: str, detail: str) -> None:
         self.anomalies.append(Anomaly(offset, producer_id, kind, detail))
+
+
+#: A producer snapshot as BrokerLoad takes it: (offset from the file name, a function giving
+#: fresh entries of the file, or None when the file cannot be loaded, e.g. a bad CRC).
+SnapshotSource = tuple[int, Optional[Callable[[], list[ProducerStateEntry]]]]
+
+
+def snapshots_kept_on_load(snapshot_offsets: Iterable[int], segment_bases: Iterable[int]) -> set[int]:
+    """The snapshot files a broker keeps when it opens the log (LogLoader.load calls
+    ProducerStateManager.removeStraySnapshots first): those named after a segment's base
+    offset, and of the others only the newest, and only when it is past the last segment's
+    base offset (the snapshot of a clean shutdown, at the log end)."""
+    bases = set(segment_bases)
+    stray = [o for o in snapshot_offsets if o not in bases]
+    kept = {o for o in snapshot_offsets if o in bases}
+    if stray and (not bases or max(stray) >= max(bases)):
+        kept.add(max(stray))
+    return kept
+
+
+class BrokerLoad:
+    """The producer state a broker loads for a log when it opens it, fed the log's batches in
+    order (those it does not need cost one comparison in the caller: ``start_offset``).
+
+    Kafka's rule (UnifiedLog.rebuildProducerState, ProducerStateManager.truncateAndReload
+    and loadFromSnapshot, Kafka 3.x to 4.4.0): snapshots past the log end offset or at or
+    below the log start offset are deleted; the newest remaining one that loads (a corrupt
+    one is deleted and the next older tried) gives the producers, and only the batches from
+    its offset on are replayed over them (LogSegment.read from the snapshot offset: every
+    batch whose last offset is at or past it). With no snapshot left the broker replays the
+    log from its start, which is the replay logscan runs anyway: ``finish`` says None.
+
+    Not modelled: producers the broker expires while loading (lastTimestamp older than
+    producer.id.expiration.ms and no open transaction), and a clean shutdown that left no
+    snapshot at all (the broker then starts empty instead of replaying).
+    """
+
+    def __init__(self, snapshots: Sequence[SnapshotSource], log_start_offset: int,
+                 known_below_log_end: Optional[int] = None) -> None:
+        """``snapshots``: the replica's snapshot files kept on load (snapshots_kept_on_load),
+        by offset. ``known_below_log_end``: an offset the log surely reaches (the last
+        segment's base offset); no snapshot older than the newest loadable one at or below it
+        can be the one loaded, so the replay over a snapshot starts there."""
+        usable = sorted((o, load) for o, load in snapshots if o > log_start_offset and load is not None)
+        if known_below_log_end is not None:
+            sure = [i for i, (o, _) in enumerate(usable) if o <= known_below_log_end]
+            if sure:
+                usable = usable[sure[-1]:]
+        self._pending = usable
+        self._floor = log_start_offset
+        self.psm: Optional[ProducerStateManager] = None
+        #: The first batch last offset that matters (feed only batches at or past it).
+        self.start_offset = usable[0][0] if usable else None
+
+    def feed(self, batch: BatchFact) -> None:
+        """The next batch of the log (offset order), one whose last offset is at or past
+        ``start_offset``: a snapshot it reaches is one the broker would load rather than
+        any older one (the log end is past it)."""
+        pending = self._pending
+        if pending and batch.last_offset >= pending[0][0]:
+            n = 0
+            while n < len(pending) and batch.last_offset >= pending[n][0]:
+                n += 1
+            self._load(*pending[n - 1])
+            del pending[:n]
+        if self.psm is not None:
+            self.psm.append(batch)
+
+    def finish(self, log_end_offset: int) -> Optional[ProducerStateManager]:
+        """The broker's producers for a log ending at ``log_end_offset``: the newest snapshot
+        at or below it with the batches after it, or None (the broker replays the whole log)."""
+        at_end = [s for s in self._pending if s[0] <= log_end_offset]
+        if at_end:
+            self._load(*at_end[-1])
+        self._pending = []
+        return self.psm
+
+    def _load(self, offset: int, load: Callable[[], list[ProducerStateEntry]]) -> None:
+        # Only the producers are taken from this manager: the completed transactions stay the
+        # full replay's, kept by the high watermark floor (here the log start: at most one).
+        psm = ProducerStateManager(self._floor)
+        psm.seed(load(), offset)
+        psm.loaded_snapshot_offset = offset
+        self.psm = psm
 
 
 def rebuild(batches: Iterable[BatchFact], seed: Optional[tuple[Iterable[ProducerStateEntry], int]] = None
@@ -206,6 +311,10 @@ def describe_producers(psm: ProducerStateManager) -> Iterator[tuple[int, int, in
     """Rows as `kafka-transactions describe-producers` prints them: (ProducerId, ProducerEpoch,
     LatestCoordinatorEpoch, LastSequence, LastTimestamp, CurrentTransactionStartOffset)."""
     for pid in sorted(psm.producers):
-        e = psm.producers[pid]
-        yield (pid, e.producer_epoch, e.coordinator_epoch, e.last_sequence, e.last_timestamp,
-               e.current_txn_first_offset)
+        yield describe_entry(psm.producers[pid])
+
+
+def describe_entry(e: ProducerStateEntry) -> tuple[int, int, int, int, int, Optional[int]]:
+    """One producer as describe_producers lists it."""
+    return (e.producer_id, e.producer_epoch, e.coordinator_epoch, e.last_sequence, e.last_timestamp,
+            e.current_txn_first_offset)

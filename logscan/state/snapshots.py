@@ -11,8 +11,16 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .producer_state import ProducerStateEntry, describe_entry
+
 #: The describe-producers fields of one producer, in the order the tuples hold them.
 FIELDS = ("producer_epoch", "coordinator_epoch", "last_sequence", "last_timestamp", "current_txn_start_offset")
+#: A producer rebuilt from nothing but control batches the cleaner emptied (ProducerStateEntry.empty).
+_EMPTY = describe_entry(ProducerStateEntry(0))[1:]
+#: Why such a producer's snapshot entry differs from the log (producer_state.BrokerLoad).
+CLEANED_PRODUCER = ("the log below the snapshot holds only control batches the cleaner emptied for this "
+                    "producer, from which Kafka's replay takes nothing: the snapshot holds the state the "
+                    "cleaner removed, and the broker loads it from there")
 
 
 def compare_producers(snapshot: dict[int, tuple], rebuilt: dict[int, tuple]) -> dict[int, Optional[str]]:
@@ -31,5 +39,7 @@ def compare_producers(snapshot: dict[int, tuple], rebuilt: dict[int, tuple]) -> 
         else:
             diffs = [f"{name} {g} rebuilt, {h} in the snapshot"
                      for name, h, g in zip(FIELDS, held, got) if h != g]
+            if diffs and got == _EMPTY:
+                diffs.append(CLEANED_PRODUCER)
             out[pid] = "; ".join(diffs) or None
     return out
