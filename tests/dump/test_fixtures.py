@@ -53,6 +53,27 @@ _TXN_STATUS = re.compile(r'"transactionStatus":(\d+)')
 #: {kafka_version: rewrites of logscan's (4.1.1) stdout lines into that release's text}.
 TEXT_CHANGES = {"4.4.0": (_state_names, _snapshot_without_trailing_space)}
 
+_FIRST_OFFSET_GAP = re.compile(r"^  -1 is followed by \d+$")
+_NOT_FOUND_IN = re.compile(r"^The following indexed offsets are not found in :.*$")
+
+
+def _without_first_offset_gaps(lines: list[str]) -> list[str]:
+    """4.4.0's "-1 is followed by N" lines dropped, and a block header left without lines."""
+    kept = [line for line in lines if not _FIRST_OFFSET_GAP.match(line)]
+    return [line for i, line in enumerate(kept)
+            if not (line.startswith("Non-consecutive offsets in ")
+                    and (i + 1 == len(kept) or not kept[i + 1].startswith("  ")))]
+
+
+def _not_found_in_the_log(lines: list[str]) -> list[str]:
+    return [_NOT_FOUND_IN.sub("The following indexed offsets are not found in the log.", line)
+            for line in lines]
+
+
+#: {kafka_version: rewrites of that release's stderr lines into 4.1.1's}, for the Kafka part of
+#: stderr; test_kafka_4_4 checks on the 4.1.1 clusters' files that the list is complete.
+STDERR_TO_4_1_1 = {"4.4.0": (_without_first_offset_gaps, _not_found_in_the_log)}
+
 
 def _default_args(rel: str) -> list[str]:
     """tools/kafka/fixtures.py dump_args, for truth recorded before truth.json existed."""
@@ -111,6 +132,8 @@ def test_matches_recorded_kafka_dump_log(cluster, rel, args, exit_code, version,
         err_file = cluster / "truth" / "dump" / f"{rel}.stderr.txt"
         recorded = err_file.read_text().splitlines() if err_file.exists() else []
         recorded = [_relative(line) for line in recorded if line.strip()]
+        for rule in STDERR_TO_4_1_1.get(version, ()):
+            recorded = rule(recorded)
         ours = [_relative(line) for line in logscan_kafka_stderr_lines(result.stderr_bytes)]
         assert ours == recorded
         # kafka-dump-log's exit code, also where it only warns (index entries that
@@ -118,7 +141,7 @@ def test_matches_recorded_kafka_dump_log(cluster, rel, args, exit_code, version,
         assert result.exit_code == 0, result.stderr_bytes.decode("utf-8", "replace")
 
 
-_BROKER_PATH = re.compile(r"\S*?/(broker-\d+/)")
+_BROKER_PATH = re.compile(r"[^\s:]*?/(broker-\d+/)")  # not the ':' of "Found ... in :F"
 
 
 def _relative(line: str) -> str:

@@ -9,7 +9,7 @@ stdout (test_fixtures.TEXT_CHANGES["4.4.0"], applied to the 4.1.1 text):
   * --transaction-log-decoder prints ``"transactionStatus":"Ongoing"`` (the state's name)
     where 4.1.1 printed its persisted id (``"transactionStatus":1``);
   * producer snapshot entries lose the trailing space 4.1.1 printed after ``lastTimestamp``.
-stderr (``STDERR_CHANGES``, applied to 4.4.0's text):
+stderr (``STDERR_CHANGES``, test_fixtures.STDERR_TO_4_1_1["4.4.0"], applied to 4.4.0's text):
   * "Non-consecutive offsets in F" / "  -1 is followed by N" for every deep-iterated segment
     whose first offset N is not 0 (4.4.0 compares the first batch with -1 + 1; 4.1.1 did
     not), e.g. every segment but the first of a rolled partition;
@@ -29,7 +29,7 @@ import pytest
 from tools.kafka.cluster import jars_present, libs_for
 from tools.kafka.fixtures import dump_all
 
-from .test_fixtures import TEXT_CHANGES
+from .test_fixtures import STDERR_TO_4_1_1, TEXT_CHANGES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 LIBS = libs_for("4.4.0")
@@ -37,25 +37,8 @@ LIBS = libs_for("4.4.0")
 pytestmark = [pytest.mark.kafka, pytest.mark.skipif(
     not jars_present(LIBS, "4.4.0"), reason="no Kafka 4.4.0 jars: make kafka-jars KAFKA_VERSION=4.4.0")]
 
-_FIRST_OFFSET_GAP = re.compile(r"^  -1 is followed by \d+$")
-_NOT_FOUND_IN = re.compile(r"^The following indexed offsets are not found in :.*$")
-
-
-def _without_first_offset_gaps(lines: list[str]) -> list[str]:
-    """4.4.0's "-1 is followed by N" lines dropped, and a block header left without lines."""
-    kept = [line for line in lines if not _FIRST_OFFSET_GAP.match(line)]
-    return [line for i, line in enumerate(kept)
-            if not (line.startswith("Non-consecutive offsets in ")
-                    and (i + 1 == len(kept) or not kept[i + 1].startswith("  ")))]
-
-
-def _not_found_in_the_log(lines: list[str]) -> list[str]:
-    return [_NOT_FOUND_IN.sub("The following indexed offsets are not found in the log.", line)
-            for line in lines]
-
-
-#: Rewrites of 4.4.0's stderr lines into 4.1.1's.
-STDERR_CHANGES = (_without_first_offset_gaps, _not_found_in_the_log)
+#: Rewrites of 4.4.0's stderr lines into 4.1.1's (the kafka-4.4 cluster's comparison uses them too).
+STDERR_CHANGES = STDERR_TO_4_1_1["4.4.0"]
 
 
 def _clusters_of(version: str) -> list[Path]:

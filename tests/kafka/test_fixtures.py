@@ -234,6 +234,39 @@ def test_compacted_topic_was_cleaned(fixture_cluster):
     assert truth["scenario_notes"]["compacted"]["cleaner_checkpoint"]
 
 
+def test_compacted_tv2_leaves_the_producer_only_an_emptied_marker(fixture_cluster):
+    """What the compacted_tv2 scenario claims, read from kafka-dump-log of the same release:
+    on every replica the TV2 producer's only batch left is a control batch with no record
+    (count 0), yet describe-producers reports the epoch, coordinator epoch and timestamp the
+    cleaner removed, and the newest producer snapshot holds them."""
+    cluster_dir, truth = fixture_cluster
+    _needs(truth, "compacted_tv2")
+    topic = truth["scenario_notes"]["compacted_tv2"]["topic"]
+    part = _partition(truth, topic, 0)
+    for b in part["replicas"]:
+        ckpt = (cluster_dir / "brokers" / f"broker-{b}" / "cleaner-offset-checkpoint").read_text()
+        assert re.search(rf"^{topic} 0 \d+$", ckpt, re.M), b
+        batches = [_fields(line) for log in _segments(cluster_dir, b, f"{topic}-0", ".log")
+                   for line in _dump(cluster_dir, f"broker-{b}/{topic}-0/{log.name}").splitlines()
+                   if line.startswith("baseOffset: ")]
+        txn = [x for x in batches if x["isTransactional"] == "true"]
+        assert [(x["isControl"], x["count"]) for x in txn] == [("true", "0")], b
+        [row] = [r for r in part["producers"][str(b)]["rows"] if r["ProducerId"] == txn[0]["producerId"]]
+        assert (row["ProducerEpoch"], row["LastTimestamp"]) == (txn[0]["producerEpoch"], txn[0]["CreateTime"]), b
+        assert row["LatestCoordinatorEpoch"] != "-1", b
+        newest = _segments(cluster_dir, b, f"{topic}-0", ".snapshot")[-1]
+        held = _dump(cluster_dir, f"broker-{b}/{topic}-0/{newest.name}")
+        assert (f"producerId: {row['ProducerId']} producerEpoch: {row['ProducerEpoch']} "
+                f"coordinatorEpoch: {row['LatestCoordinatorEpoch']} ") in held, b
+
+
+_FIELD = re.compile(r"(\w+): (\S+)")
+
+
+def _fields(line: str) -> dict[str, str]:
+    return dict(_FIELD.findall(line))
+
+
 def test_readme_documents_every_recorded_scenario():
     readme = (FIXTURES / "README.md").read_text()
     assert "make fixtures" in readme

@@ -55,7 +55,7 @@ from pathlib import Path
 from tools.kafka.cluster import REPO, Cluster, libs_for, run_java_tool, wait_for
 from tools.kafka.rawclient import CONCURRENT_TRANSACTIONS, RawClient
 from tools.kafka.scenarios import (CLUSTERS, KAFKA_44_CLUSTER, ClusterSpec, ScenarioContext,
-                                   scenario, send)
+                                   _wait_cleaned, scenario, send)
 from tools.kafka.truth import _drop_slf4j_noise, parse_table
 
 if __name__ == "__main__":
@@ -474,6 +474,50 @@ def java_tv2(ctx: ScenarioContext) -> None:
              transactional_ids=["java-txn", "java-open"],
              expect_marker_epoch_bump=ctx.cluster.transaction_version >= 2,
              output={k: v for k, v in runs.items()})
+
+
+COMPACTED_TV2_TOPIC = "compacted-tv2"
+# Cleaner runs after the transactions: a marker's records go only once its transaction's data
+# is gone (pass 1 removes the data, pass 2 sets the marker's delete horizon, pass 3 drops its
+# record); one more for a pass that ran before the data's segment was closed.
+COMPACTED_TV2_PASSES = 4
+
+
+@scenario("compacted_tv2", clusters=(KAFKA_44_CLUSTER,))
+def compacted_tv2(ctx: ScenarioContext) -> None:
+    """Topic ``compacted-tv2`` (configured as ``compacted``) receives five rounds of keys
+    k0..k4 from an idempotent producer, then the Java client (TV2) of ``txn-compact-tv2``
+    commits one transaction and aborts a second on the same keys, then the log cleaner runs
+    four more times (each after four more rounds, waited for via ``cleaner-offset-checkpoint``).
+    With TV2 each marker bumps the epoch, so the producer's last entry is its ABORT marker
+    and its data has no batch left to keep (Kafka's Cleaner keeps the last data batch of an
+    active producer, or else its last marker): the committed data is compacted away, the
+    aborted data removed, the COMMIT marker deleted once past its delete horizon, and the
+    ABORT marker kept as an empty batch (``count: 0``). The producer state describe-producers
+    reports for that producer is in the broker's memory and its snapshots, not in the log."""
+    topic = COMPACTED_TV2_TOPIC
+    ctx.create_topic(topic, 1, {"cleanup.policy": "compact", "internal.segment.bytes": 1024,
+                                "min.cleanable.dirty.ratio": 0.01,
+                                "min.compaction.lag.ms": 0, "delete.retention.ms": 100,
+                                "segment.ms": 600000, "file.delete.delay.ms": 3600000})
+    p = ctx.producer(**{"enable.idempotence": True})
+    rounds = 0
+    for _ in range(5):
+        send(p, topic, 0, 5, f"round{rounds}-" + "v" * 30)
+        rounds += 1
+    txns = run_txn_producer(ctx.cluster, "--transactional-id", "txn-compact-tv2", "--topic", topic,
+                            "--partitions", "0", "--records", 5, "--transactions", 2,
+                            "--end", "commit", "--end-last", "abort")
+    cleaned, passes = None, []
+    for _ in range(COMPACTED_TV2_PASSES):
+        time.sleep(0.5)  # past the delete horizon (delete.retention.ms) the last pass set
+        for _ in range(4):
+            send(p, topic, 0, 5, f"round{rounds}-" + "v" * 30)
+            rounds += 1
+        cleaned = _wait_cleaned(ctx.cluster, f"{topic}-0", timeout=90, after=cleaned)
+        passes.append(dict(cleaned))
+    ctx.note("compacted_tv2", topic=topic, transactional_id="txn-compact-tv2", rounds=rounds,
+             cleaner_checkpoints=passes, output=txns)
 
 
 @scenario("ongoing_not_added", clusters=(HANGING_CLUSTER,))

@@ -255,7 +255,7 @@ def codecs(ctx: ScenarioContext) -> None:
     ctx.note("codecs", topic="codecs", order=["none", "gzip", "snappy", "lz4", "zstd", "zstd-txn"])
 
 
-@scenario("compacted", clusters=("tv2",))
+@scenario("compacted", clusters=("tv2", KAFKA_44_CLUSTER))
 def compacted(ctx: ScenarioContext) -> None:
     """Topic ``compacted`` (cleanup.policy=compact, internal.segment.bytes=1024,
     min.cleanable.dirty.ratio=0.01, min.compaction.lag.ms=0, file.delete.delay.ms=1 h)
@@ -321,10 +321,13 @@ def _wait_txn_state(cluster: Cluster, tid: str, states, timeout: float) -> str:
                     failure=lambda last: f"{tid} did not reach {states} in {timeout}s (last: {last})")
 
 
-def _wait_cleaned(cluster: Cluster, partition: str, timeout: float) -> dict[int, int]:
-    """Wait until every node's ``cleaner-offset-checkpoint`` names ``partition``."""
+def _wait_cleaned(cluster: Cluster, partition: str, timeout: float,
+                  after: dict[int, int] | None = None) -> dict[int, int]:
+    """Wait until every node's ``cleaner-offset-checkpoint`` names ``partition`` (with
+    ``after``: at an offset past the one each node had there, i.e. the cleaner ran again)."""
     topic, _, part = partition.rpartition("-")
     found: dict[int, int] = {}
+    after = after or {}
 
     def checkpointed() -> dict[int, int]:
         for node, d in cluster.log_dirs.items():
@@ -332,7 +335,7 @@ def _wait_cleaned(cluster: Cluster, partition: str, timeout: float) -> dict[int,
             if f.exists():
                 for line in f.read_text().splitlines()[2:]:
                     t, p, off = line.split()
-                    if t == topic and p == part:
+                    if t == topic and p == part and int(off) > after.get(node, -1):
                         found[node] = int(off)
         return found
 
