@@ -21,7 +21,6 @@ Exit codes are the same for every file (index warnings included: both exit 0).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
