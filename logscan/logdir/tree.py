@@ -5,6 +5,16 @@ node; without it the folder name's digits do). `-delete`, `-future` and `-stray`
 dirs and `.deleted`/`.cleaned`/`.swap` files hold superseded or duplicate data: they are
 skipped unless asked for, and every skip is reported.
 
+A log dir is known by what it holds, never by being a folder (issue 36): meta.properties or
+a log-dir checkpoint Kafka writes, else a ``topic-N`` folder holding a partition's files
+(segments, indexes, snapshots, leader-epoch-checkpoint, partition.metadata). What else lies
+beside the log dirs (a docker-compose copy's ``zookeeper/``, whose ``version-2`` is named like
+a partition folder, or ``logs/``) is skipped with its reason. An input is searched itself and
+one level down, no deeper: a folder higher up may hold several clusters or several copies of
+one, whose brokers share node ids and would be read as one broker's log dirs. An input with
+no log dir there is ``NoLogDirs``: one sentence of what was looked for and, when log dirs lie
+up to three levels deeper or the input is a partition folder, the path to give instead.
+
 A copy may be hostile (issue 33): what the listing hands on to be read is a folder or a
 regular file, checked from the directory entry before anything opens it. A symbolic link is
 followed only when its target is inside an input root (``Scope``): Kafka writes no links, so
@@ -26,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from logscan.format.checkpoint import parse_meta_properties
+from logscan.format.checkpoint import MetaProperties, parse_meta_properties
 from logscan.format.errors import DecodeError
 
 from .naming import Kind, classify, parse_partition_dir
@@ -41,6 +51,17 @@ BROKER_FILES = frozenset({META_PROPERTIES, Kind.REPLICATION_OFFSET_CHECKPOINT.va
 #: The files of a partition folder the scan opens (found by their names' suffixes).
 _READ_KINDS = frozenset({Kind.LOG_SEGMENT, Kind.PRODUCER_SNAPSHOT, Kind.TXN_INDEX, Kind.OFFSET_INDEX,
                          Kind.TIME_INDEX})
+#: Files Kafka writes in a log dir itself: one of them (in any state) makes a folder a log dir.
+LOG_DIR_KINDS = frozenset({Kind.META_PROPERTIES, Kind.REPLICATION_OFFSET_CHECKPOINT,
+                           Kind.RECOVERY_POINT_CHECKPOINT, Kind.LOG_START_OFFSET_CHECKPOINT,
+                           Kind.CLEANER_OFFSET_CHECKPOINT, Kind.CLEAN_SHUTDOWN, Kind.BOOTSTRAP_SNAPSHOT})
+#: Files Kafka writes in a partition folder: one of them makes a ``topic-N`` folder a partition's.
+PARTITION_KINDS = frozenset({*_READ_KINDS, Kind.KRAFT_SNAPSHOT, Kind.LEADER_EPOCH_CHECKPOINT,
+                             Kind.PARTITION_METADATA, Kind.QUORUM_STATE})
+#: What a log dir is known by, as NoLogDirs says it.
+LOG_DIR_TEXT = "meta.properties or topic-N partition folders"
+#: Folders listed at most while looking deeper for the path to suggest (a wrong input may be /).
+DEEPER_LISTINGS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +89,9 @@ class ReplicaDir:
 
 @dataclass(slots=True)
 class BrokerDir:
+    """One log dir of one broker (a broker with several ``log.dirs`` has one per dir: the
+    listing reads them together, logscan.scan.listing)."""
+
     broker: int
     path: Path
     replicas: list[ReplicaDir] = field(default_factory=list)
@@ -78,6 +102,7 @@ class BrokerDir:
     refused: list[Finding] = field(default_factory=list)  # its entries not listed, and why
     # partition folders that could not be listed (each with its finding in ``refused``)
     unlisted: list[ReplicaDir] = field(default_factory=list)
+    meta: Optional[MetaProperties] = None  # its meta.properties, when readable (directory.id, cluster.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,28 +197,75 @@ def _name(entry: os.DirEntry) -> str:
     return entry.name
 
 
-def _is_log_dir(entries: list[os.DirEntry]) -> bool:
-    """meta.properties or a partition folder (or a link named like one) among ``entries``."""
-    return any(e.name == META_PROPERTIES or (parse_partition_dir(e.name) is not None
-                                              and (e.is_symlink() or e.is_dir(follow_symlinks=False)))
-               for e in entries)
+class NoLogDirs(ValueError):
+    """An input that neither is nor holds a Kafka log dir: one sentence saying what was looked
+    for and, when it can tell, the path to give instead."""
+
+
+def _is_partition_folder(entries: list[os.DirEntry]) -> bool:
+    """A file Kafka writes in a partition folder among ``entries`` (by name)."""
+    return any(classify(e.name).kind in PARTITION_KINDS for e in entries)
+
+
+def _has_log_dir_files(entries: list[os.DirEntry]) -> bool:
+    """A file Kafka writes in a log dir itself among ``entries`` (by name); meta.properties
+    first, without classifying each of a broker's thousands of partition folders' names."""
+    return (any(e.name == META_PROPERTIES for e in entries)
+            or any(classify(e.name).kind in LOG_DIR_KINDS for e in entries))
+
+
+def _holds_partitions(entries: list[os.DirEntry], scope: Scope) -> bool:
+    """A ``topic-N`` folder holding a partition's files among ``entries``. A folder that
+    cannot be listed is no evidence (scan_broker says so when the log dir is read)."""
+    for e in entries:
+        if parse_partition_dir(e.name) is None:
+            continue
+        where, _ = _checked(e, True, scope)
+        inside = None if where is None else _entries(where, "partition folder", [])
+        if inside and _is_partition_folder(inside):
+            return True
+    return False
+
+
+def _is_log_dir(entries: list[os.DirEntry], scope: Scope) -> bool:
+    """What a log dir holds among ``entries``: meta.properties or a log-dir checkpoint, else a
+    ``topic-N`` folder holding a partition's files (a log dir copied without its own files).
+    A name alone is not enough: ZooKeeper's ``version-2`` and a broker folder ``broker-0`` are
+    named like partition folders."""
+    return _has_log_dir_files(entries) or _holds_partitions(entries, scope)
+
+
+def _not_a_log_dir(path: Path, entries: list[os.DirEntry]) -> str:
+    """Why a folder beside the log dirs is skipped."""
+    if parse_partition_dir(path.name) is not None and _is_partition_folder(entries):
+        return "a partition folder beside the log dirs, not in one: not read"
+    if not entries:
+        return "not a Kafka log dir: an empty folder"
+    return ("not a Kafka log dir: no meta.properties, no log-dir checkpoint and no topic-N folder holding a "
+            "partition's files")
 
 
 def find_log_dirs(roots: list[Path], refused: Optional[list[Finding]] = None, *,
-                  follow_links: bool = False) -> list[Path]:
-    """Each root is a log dir itself (it has meta.properties) or holds one log dir per
-    broker. A folder that cannot be listed, or a link that may not be followed, is a finding
-    in ``refused``."""
+                  follow_links: bool = False, skipped: Optional[list[Skipped]] = None) -> list[Path]:
+    """Each root is a log dir itself or holds one log dir per broker (see the module's
+    docstring for how a log dir is known). A folder beside the log dirs that is none is in
+    ``skipped``; a folder that cannot be listed, or a link that may not be followed, is a
+    finding in ``refused``. Raises NoLogDirs for a root that is and holds no log dir and
+    refused nothing (a refused folder may have been a broker's: its finding says so)."""
     refused = [] if refused is None else refused
+    skipped = [] if skipped is None else skipped
     scope = Scope.of(roots, follow_links)
     found: list[Path] = []
     for root in roots:
+        before = len(refused)
         entries = _entries(root, "input folder", refused, "nothing in it is in this scan")
         if entries is None:
             continue
-        if any(e.name == META_PROPERTIES for e in entries):
+        if _has_log_dir_files(entries):
             found.append(root)
             continue
+        log_dirs: list[Path] = []
+        others: list[tuple[Path, list[os.DirEntry]]] = []
         for e in entries:
             where, why = _checked(e, True, scope)
             if why is not None and e.is_symlink():  # a link may be a broker's folder; a FIFO is not
@@ -201,9 +273,94 @@ def find_log_dirs(roots: list[Path], refused: Optional[list[Finding]] = None, *,
             elif where is not None:
                 listed = _entries(where, "folder", refused, "if it is a broker's log dir, none of its "
                                                             "replicas are in this scan")
-                if listed is not None and _is_log_dir(listed):
-                    found.append(root / e.name)
+                if listed is not None and _is_log_dir(listed, scope):
+                    log_dirs.append(root / e.name)
+                elif listed is not None:
+                    others.append((root / e.name, listed))
+        if not log_dirs and any(parse_partition_dir(p.name) is not None and _is_partition_folder(listed)
+                                for p, listed in others):
+            found.append(root)  # a log dir copied without meta.properties or checkpoints
+            continue
+        if not log_dirs and len(refused) == before:
+            raise NoLogDirs(_no_log_dir(root, entries, scope))
+        found.extend(log_dirs)
+        skipped.extend(Skipped(str(p), _not_a_log_dir(p, listed)) for p, listed in others)
     return found
+
+
+def _no_log_dir(root: Path, entries: list[os.DirEntry], scope: Scope) -> str:
+    """NoLogDirs' sentence for ``root``: what was looked for, and where to look instead."""
+    name = Path(os.path.abspath(root)).name
+    if parse_partition_dir(name) is not None and _is_partition_folder(entries):
+        broker, cluster = _up(root), _up(_up(root))
+        if _log_dirs_in(cluster, scope):
+            where = f"give the folder of the brokers' log dirs, {cluster}, or this broker's, {broker}"
+        else:
+            where = f"give the log dir that holds it, {broker}"
+        return (f"no Kafka log dir in {root}: it is one partition's folder, and a log dir holds "
+                f"{LOG_DIR_TEXT}; {where}")
+    looked = f"no Kafka log dir in {root} or in its folders (a log dir holds {LOG_DIR_TEXT})"
+    if not entries:
+        return f"no Kafka log dir in {root}: the folder is empty (a log dir holds {LOG_DIR_TEXT})"
+    deeper = _holders(root, 2, scope, [DEEPER_LISTINGS])
+    if len(deeper) == 1:
+        return f"{looked}; the log dirs are deeper, in {deeper[0]}: give that folder"
+    if deeper:
+        shown = ", ".join(map(str, deeper[:5])) + (", ..." if len(deeper) > 5 else "")
+        return (f"{looked}; log dirs are deeper, in {len(deeper)} folders ({shown}): give the one of the "
+                "cluster to scan (several clusters read as one would mix brokers of the same node id)")
+    return f"{looked}; none is up to three levels below it either"
+
+
+def _up(path: Path) -> Path:
+    """The folder holding ``path``, as the person wrote it when it has a parent to name."""
+    return path.parent if path.name not in ("", "..") else Path(os.path.abspath(path)).parent
+
+
+def _quiet_entries(path: str | os.PathLike, budget: list[int]) -> Optional[list[os.DirEntry]]:
+    """A folder's entries while looking around for a suggestion: no finding, and None once
+    ``budget`` listings are spent."""
+    if budget[0] <= 0:
+        return None
+    budget[0] -= 1
+    return _entries(path, "folder", [])
+
+
+def _subfolders(folder: Path, entries: list[os.DirEntry], scope: Scope) -> list[tuple[Path, str]]:
+    return [(folder / e.name, where) for e in entries for where in [_checked(e, True, scope)[0]]
+            if where is not None]
+
+
+def _log_dirs_in(folder: Path, scope: Scope, budget: Optional[list[int]] = None) -> list[Path]:
+    """The log dirs directly in ``folder``."""
+    budget = [DEEPER_LISTINGS] if budget is None else budget
+    entries = _quiet_entries(folder, budget)
+    if entries is None:
+        return []
+    found = []
+    for path, where in _subfolders(folder, entries, scope):
+        listed = _quiet_entries(where, budget)
+        if listed is not None and _is_log_dir(listed, scope):
+            found.append(path)
+    return found
+
+
+def _holders(folder: Path, depth: int, scope: Scope, budget: list[int]) -> list[Path]:
+    """The folders at most ``depth`` levels below ``folder`` (itself included) that hold log
+    dirs, breadth first: where a person meant to point."""
+    level, holders = [folder], []
+    for _ in range(depth + 1):
+        below = []
+        for f in level:
+            if _log_dirs_in(f, scope, budget):
+                holders.append(f)
+                continue
+            entries = _quiet_entries(f, budget)
+            below.extend(p for p, _ in ([] if entries is None else _subfolders(f, entries, scope)))
+        if holders or budget[0] <= 0:
+            break
+        level = below
+    return holders
 
 
 class NoBrokerId(ValueError):
@@ -212,22 +369,24 @@ class NoBrokerId(ValueError):
 
 def broker_id(path: Path, errors: list[str]) -> int:
     """The node id in the folder's meta.properties, else the last number in its name."""
-    return _broker_id(path, path / META_PROPERTIES, errors)
+    return _broker_id(path, path / META_PROPERTIES, errors)[0]
 
 
-def _broker_id(path: Path, meta: Optional[Path], errors: list[str]) -> int:
+def _broker_id(path: Path, meta: Optional[Path], errors: list[str]) -> tuple[int, Optional[MetaProperties]]:
+    """(node id, meta.properties when readable)."""
+    props = None
     if meta is not None:
         try:
             data = read_small_file(meta)
             props = None if data is None else parse_meta_properties(data)
             if props is not None and props.node_id is not None:
-                return props.node_id
+                return props.node_id, props
         except (DecodeError, OSError) as e:
             errors.append(f"{meta}: {e}")
     digits = re.findall(r"\d+", path.name)
     if not digits:
         raise NoBrokerId(f"{path}: no meta.properties node.id and no digits in the folder name")
-    return int(digits[-1])
+    return int(digits[-1]), props
 
 
 def scan_broker(path: Path, *, include_superseded: bool = False, follow_links: bool = False,
@@ -254,8 +413,8 @@ def scan_broker(path: Path, *, include_superseded: bool = False, follow_links: b
             else:
                 folders.append(e.name)
     errors: list[str] = []
-    broker = BrokerDir(_broker_id(path, files.get(META_PROPERTIES), errors), path, errors=errors,
-                       files=files, refused=refused)
+    node_id, meta = _broker_id(path, files.get(META_PROPERTIES), errors)
+    broker = BrokerDir(node_id, path, errors=errors, files=files, refused=refused, meta=meta)
     for name in folders:
         child = path / name
         parsed = parse_partition_dir(name)
@@ -306,12 +465,15 @@ def _list_replica(broker: BrokerDir, replica: ReplicaDir, entries: list[os.DirEn
 
 
 def iter_brokers(roots: list[Path], *, include_superseded: bool = False, follow_links: bool = False,
-                 refused: Optional[list[Finding]] = None) -> Iterator[BrokerDir]:
-    """Each broker's log dir under ``roots``, listed (scan_broker). What cannot be put on a
-    broker (a folder that cannot be listed, a link out of the copy, a log dir with no node
-    id) is a finding in ``refused``."""
+                 refused: Optional[list[Finding]] = None,
+                 skipped: Optional[list[Skipped]] = None) -> Iterator[BrokerDir]:
+    """Each log dir under ``roots``, listed (scan_broker): one per broker, or several of one
+    node id for a broker with several ``log.dirs``. What cannot be put on a broker (a folder
+    that cannot be listed, a link out of the copy, a log dir with no node id) is a finding in
+    ``refused``; a folder beside the log dirs that is none is in ``skipped``. Raises
+    NoLogDirs (find_log_dirs) before it yields anything."""
     refused = [] if refused is None else refused
-    for log_dir in find_log_dirs(roots, refused, follow_links=follow_links):
+    for log_dir in find_log_dirs(roots, refused, follow_links=follow_links, skipped=skipped):
         try:
             broker = scan_broker(log_dir, include_superseded=include_superseded, follow_links=follow_links,
                                  within=roots)

@@ -6,22 +6,37 @@ rows of skipped folders, checkpoint files and transaction indexes, and the findi
 checkpoints, of partition folders whose topic Kafka would not allow and of what the listing
 would not read (links out of the copy, FIFOs and such, folders that cannot be listed:
 logscan.logdir.tree), come from here, once.
+
+A broker with several ``log.dirs`` (JBOD) is several log dirs of one node id: one broker, its
+replicas from all its dirs, each with its own dir's checkpoints (Kafka keeps
+replication-offset-checkpoint and log-start-offset-checkpoint per log dir). Kafka refuses to
+start a broker whose dirs disagree (MetaPropertiesEnsemble.verify: a duplicate directory.id,
+another cluster.id) or hold one partition twice (LogManager.loadLog: "Duplicate log
+directories for T-P are found in both A and B ... Recover broker from this failure by manually
+deleting one of the two directories"). Each is a located finding here, and the scan goes on
+with one copy of such a partition, so every replica key stays one replica (duplicate_copy
+says which is read and why).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from logscan.logdir.naming import LEGAL_TOPIC_TEXT, is_legal_topic
 from logscan.logdir.segment import Finding
-from logscan.logdir.tree import BrokerDir, ReplicaDir, file_size, iter_brokers, read_offset_checkpoint
+from logscan.logdir.tree import (BrokerDir, ReplicaDir, Skipped, file_size, iter_brokers,
+                                 read_offset_checkpoint)
 
 from . import rows as R
 
 CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint")
 ILLEGAL_NAME = "illegal-name"
+#: The reason of a finding for what Kafka refuses in a broker's log dirs: one partition in two
+#: of them, two dirs with one directory.id or with different cluster.ids.
+DUPLICATE = "duplicate"
 
 
 @dataclass(slots=True)
@@ -45,16 +60,17 @@ class Listing:
 
 def list_copy(roots: list[Path], *, include_superseded: bool = False, follow_links: bool = False) -> Listing:
     """The copy under ``roots`` listed. A symbolic link is followed only into the copy, or
-    anywhere with ``follow_links`` (logscan.logdir.tree.Scope)."""
+    anywhere with ``follow_links`` (logscan.logdir.tree.Scope). Raises
+    logscan.logdir.tree.NoLogDirs for an input that is and holds no log dir."""
     out = Listing()
     refused: list[Finding] = []  # of no broker: input folders, folders that might be brokers
+    beside: list[Skipped] = []   # folders beside the log dirs that are none
+    copies: dict[tuple[int, str, int], list[ListedReplica]] = defaultdict(list)  # in listing order
     for broker in iter_brokers(roots, include_superseded=include_superseded, follow_links=follow_links,
-                               refused=refused):
+                               refused=refused, skipped=beside):
         out.brokers.append(broker)
         bkey = R.replica_key(broker.broker, None, None)
-        for s in broker.skipped:
-            out.files.append({**bkey, "file": s.path, "kind": "skipped", "size": -1, "status": "skipped",
-                              "error_count": 0, "batches": 0, "detail": s.reason})
+        out.files.extend(_skipped_row(bkey, s) for s in broker.skipped)
         errors = list(broker.errors)
         checkpoints = {}
         for name in CHECKPOINTS:
@@ -73,15 +89,115 @@ def list_copy(roots: list[Path], *, include_superseded: bool = False, follow_lin
         hws, starts = checkpoints[CHECKPOINTS[0]], checkpoints[CHECKPOINTS[1]]
         for r in broker.replicas:
             key = R.replica_key(r.broker, r.topic, r.partition)
-            if not is_legal_topic(r.topic):
-                out.findings.append((key, illegal_topic_finding(r)))
             out.findings.extend((key, f) for f in r.refused)
-            out.files.extend({**key, "file": str(p), "kind": "txn_index", "size": _size(p),
-                              "status": "listed", "error_count": 0, "batches": 0, "detail": None}
-                             for _, p in r.txn_indexes)
             tp = (r.topic, r.partition)
-            out.replicas.append(ListedReplica(r, hws.get(tp), starts.get(tp)))
-    out.findings.extend((R.replica_key(None, None, None), f) for f in refused)
+            copies[(r.broker, r.topic, r.partition)].append(ListedReplica(r, hws.get(tp), starts.get(tp)))
+    out.findings.extend((R.replica_key(b, None, None), f) for b, f in log_dir_conflicts(out.brokers))
+    for same in copies.values():
+        listed = same[0]
+        if len(same) > 1:
+            listed, why = duplicate_copy(same)
+            for other in same:
+                if other is not listed:
+                    out.findings.append((listed.key, duplicate_finding(listed, other, why)))
+                    out.files.append(_skipped_row(listed.key, Skipped(
+                        str(other.replica.path), f"not read: the same partition as {listed.replica.path}, "
+                                                 "in another log dir of its broker (a 'duplicate' finding)")))
+        r = listed.replica
+        if not is_legal_topic(r.topic):
+            out.findings.append((listed.key, illegal_topic_finding(r)))
+        out.files.extend({**listed.key, "file": str(p), "kind": "txn_index", "size": _size(p),
+                          "status": "listed", "error_count": 0, "batches": 0, "detail": None}
+                         for _, p in r.txn_indexes)
+        out.replicas.append(listed)
+    nobody = R.replica_key(None, None, None)
+    out.files.extend(_skipped_row(nobody, s) for s in beside)
+    out.findings.extend((nobody, f) for f in refused)
+    return out
+
+
+def _skipped_row(key: R.Row, skipped: Skipped) -> R.Row:
+    return {**key, "file": skipped.path, "kind": "skipped", "size": -1, "status": "skipped",
+            "error_count": 0, "batches": 0, "detail": skipped.reason}
+
+
+def duplicate_copy(copies: list[ListedReplica]) -> tuple[ListedReplica, str]:
+    """Which of one broker's copies of a partition the scan reads, and why. Kafka keeps one
+    (the operator deletes the other: the one in the dir known to have failed recently, where
+    a move to another dir was cut short), so the scan reads the copy the broker was serving
+    as far as its files tell: the one its own dir's replication-offset-checkpoint lists (the
+    checkpoints of a failed dir stop), else the higher checkpointed high watermark, else the
+    copy whose files reach further (newest segment's base offset, then its size: no byte is
+    decoded before the copies are chosen, so both executors choose alike), else the first by
+    path."""
+    listed = [c for c in copies if c.hw_checkpoint is not None]
+    if len(listed) == 1:
+        return listed[0], ("its log dir's replication-offset-checkpoint lists the partition, the other's "
+                           "does not")
+    pool = listed or copies
+    by_hw = max(pool, key=lambda c: c.hw_checkpoint if c.hw_checkpoint is not None else -1)
+    if listed and sum(c.hw_checkpoint == by_hw.hw_checkpoint for c in pool) == 1:
+        return by_hw, f"its checkpointed high watermark ({by_hw.hw_checkpoint}) is the highest"
+    pool = [c for c in pool if c.hw_checkpoint == by_hw.hw_checkpoint]
+    reach = {id(c): _reach(c.replica) for c in pool}
+    furthest = max(reach.values())
+    ahead = sorted((c for c in pool if reach[id(c)] == furthest), key=lambda c: str(c.replica.path))
+    if len(ahead) == 1 and furthest != (-1, -1):
+        return ahead[0], (f"its files reach further (newest segment at offset {furthest[0]}, "
+                          f"{furthest[1]} bytes)")
+    return ahead[0], "the copies' checkpoints and files do not tell them apart: the first by path"
+
+
+def _reach(replica: ReplicaDir) -> tuple[int, int]:
+    """(newest segment's base offset, its size), (-1, -1) for a copy with no segment."""
+    if not replica.segments:
+        return -1, -1
+    base, path = replica.segments[-1]
+    return base, _size(path)
+
+
+def duplicate_finding(read: ListedReplica, other: ListedReplica, why: str) -> Finding:
+    r = read.replica
+    tp = f"{r.topic}-{r.partition}"
+    return Finding(str(other.replica.path), -1, DUPLICATE,
+                   f"partition {tp} of broker {r.broker} is in two of its log dirs, {r.path} and "
+                   f"{other.replica.path}: Kafka refuses to start with that (LogManager: 'Duplicate log "
+                   f"directories for {tp} are found in both ...'; delete one of them); the scan reads "
+                   f"{r.path} ({why}), not {other.replica.path}")
+
+
+def log_dir_conflicts(brokers: list[BrokerDir]) -> list[tuple[int, Finding]]:
+    """(node id, finding) for the log dirs of one node that Kafka would not start with
+    (MetaPropertiesEnsemble.verify): one directory.id in two dirs (a dir copied twice) or a
+    cluster.id other than the first dir's (a copy mixing clusters)."""
+    out: list[tuple[int, Finding]] = []
+    by_node: dict[int, list[BrokerDir]] = defaultdict(list)
+    for b in brokers:
+        by_node[b.broker].append(b)
+    for node, dirs in by_node.items():
+        seen: dict[str, BrokerDir] = {}
+        cluster: Optional[BrokerDir] = None
+        for d in dirs:
+            if d.meta is None:
+                continue
+            meta = Path(d.path) / "meta.properties"
+            if d.meta.cluster_id is not None:
+                if cluster is None:
+                    cluster = d
+                elif d.meta.cluster_id != cluster.meta.cluster_id:
+                    out.append((node, Finding(str(meta), -1, DUPLICATE,
+                                              f"log dirs {cluster.path} and {d.path} of node {node} belong to "
+                                              f"two clusters ({cluster.meta.cluster_id}, {d.meta.cluster_id}): "
+                                              f"Kafka refuses to start with that ('Invalid cluster.id in: {meta}'); "
+                                              "their replicas are read as one broker's")))
+            if d.meta.directory_id is not None:
+                first = seen.setdefault(d.meta.directory_id, d)
+                if first is not d:
+                    out.append((node, Finding(str(meta), -1, DUPLICATE,
+                                              f"log dirs {first.path} and {d.path} of node {node} have the same "
+                                              f"directory.id {d.meta.directory_id}: Kafka refuses to start with "
+                                              "that ('Duplicate directory ID ... found'); one is likely a second "
+                                              "copy of the other")))
     return out
 
 

@@ -243,6 +243,7 @@ def test_a_folder_that_cannot_be_listed_is_a_finding_and_the_rest_is_listed(tmp_
     for broker in ("broker-1", "broker-2"):
         for name in ("orders-0", "orders-1"):
             (copy / broker / name).mkdir(parents=True)
+            (copy / broker / name / "00000000000000000000.log").touch()  # what makes it a partition's
     denied = {str(copy / "broker-1" / "orders-0"), str(copy / "broker-2")}
     scandir = os.scandir
 
@@ -289,7 +290,105 @@ def test_a_log_dir_with_no_broker_id_is_a_finding(tmp_path):
     copy = tmp_path / "copy"
     (copy / "data" / "orders-0").mkdir(parents=True)   # no meta.properties, no digits
     (copy / "broker-2" / "orders-0").mkdir(parents=True)
+    for broker in ("data", "broker-2"):
+        (copy / broker / "orders-0" / "00000000000000000000.log").touch()
     listing = list_copy([copy])
     assert [(k["broker"], f.path, f.reason) for k, f in listing.findings] == [
         (None, str(copy / "data"), "no-broker-id")]
     assert [r.replica.broker for r in listing.replicas] == [2]
+
+
+# --- log dirs known by what they hold (issue 36 item 3, issue 34 item 1) ------------------------
+
+def _partition(folder: Path) -> Path:
+    """A partition folder as Kafka leaves it: at least its active segment."""
+    folder.mkdir(parents=True)
+    (folder / "00000000000000000000.log").touch()
+    return folder
+
+
+def test_log_dirs_are_known_by_what_they_hold(tmp_path):
+    from logscan.logdir.tree import find_log_dirs
+
+    copy = tmp_path / "copy"
+    (copy / "broker-0").mkdir(parents=True)
+    (copy / "broker-0" / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    _partition(copy / "broker-1" / "orders-0")               # no meta.properties: its partitions say it
+    (copy / "broker-2").mkdir()
+    (copy / "broker-2" / "replication-offset-checkpoint").write_text("0\n0\n")
+    (copy / "zookeeper" / "version-2").mkdir(parents=True)   # named like topic 'version', partition 2
+    (copy / "zookeeper" / "version-2" / "log.100000001").write_bytes(b"ZKLG")
+    (copy / "logs" / "kafka-1").mkdir(parents=True)          # named like a partition folder, empty
+    (copy / "logs" / "server.log").write_text("INFO\n")
+    _partition(copy / "orders-1")                            # a partition folder outside any log dir
+    (copy / "empty").mkdir()
+    skipped: list = []
+
+    assert find_log_dirs([copy], skipped=skipped) == [copy / "broker-0", copy / "broker-1", copy / "broker-2"]
+    assert [(Path(s.path).name, s.reason) for s in skipped] == [
+        ("empty", "not a Kafka log dir: an empty folder"),
+        ("logs", "not a Kafka log dir: no meta.properties, no log-dir checkpoint and no topic-N folder "
+                 "holding a partition's files"),
+        ("orders-1", "a partition folder beside the log dirs, not in one: not read"),
+        ("zookeeper", "not a Kafka log dir: no meta.properties, no log-dir checkpoint and no topic-N folder "
+                      "holding a partition's files")]
+    # a log dir given itself, with or without its own files
+    assert find_log_dirs([copy / "broker-0"]) == [copy / "broker-0"]
+    assert find_log_dirs([copy / "broker-1"]) == [copy / "broker-1"]
+
+
+def _no_log_dirs(root: Path) -> str:
+    from logscan.logdir.tree import NoLogDirs, find_log_dirs
+
+    with pytest.raises(NoLogDirs) as raised:
+        find_log_dirs([root])
+    text = str(raised.value)
+    assert "\n" not in text and text.startswith(f"no Kafka log dir in {root}")
+    assert "meta.properties" in text and "topic-N" in text
+    return text
+
+
+def test_an_input_with_no_log_dir_says_what_was_looked_for_and_where_they_are(tmp_path, monkeypatch):
+    cluster = tmp_path / "incident" / "cluster-a" / "brokers"
+    _partition(cluster / "broker-1" / "orders-0")
+    (cluster / "broker-1" / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes" / "old").mkdir(parents=True)
+    (tmp_path / "notes" / "a.txt").write_text("x")
+
+    assert "the folder is empty" in _no_log_dirs(tmp_path / "empty")
+    assert "none is up to three levels below it" in _no_log_dirs(tmp_path / "notes")
+    # one and two levels above the broker dirs: the folder to give instead
+    for above in (cluster.parent, cluster.parent.parent):
+        assert _no_log_dirs(above).endswith(f"the log dirs are deeper, in {cluster}: give that folder")
+    # one partition's folder: its broker's log dir and the folder of all of them
+    assert _no_log_dirs(cluster / "broker-1" / "orders-0").endswith(
+        f"give the folder of the brokers' log dirs, {cluster}, or this broker's, {cluster / 'broker-1'}")
+    # a folder above several clusters: each, never read as one
+    _partition(tmp_path / "incident" / "cluster-b" / "brokers" / "broker-1" / "orders-0")
+    text = _no_log_dirs(tmp_path / "incident")
+    assert f"in 2 folders ({cluster}, {tmp_path / 'incident' / 'cluster-b' / 'brokers'})" in text
+
+    # a folder that cannot be listed may be a broker's: its finding says so, no NoLogDirs
+    from logscan.logdir.tree import find_log_dirs
+
+    scandir = os.scandir
+
+    def guarded(path="."):
+        if os.fspath(path) == str(tmp_path / "notes" / "old"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", guarded)
+    refused: list = []
+    assert find_log_dirs([tmp_path / "notes"], refused) == []
+    assert [(f.path, f.reason) for f in refused] == [(str(tmp_path / "notes" / "old"), "io")]
+
+
+def test_a_log_dir_keeps_its_meta_properties(tmp_path):
+    """node.id, cluster.id and directory.id (KRaft, one per log dir) of a real broker."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    listed = scan_broker(fixtures / "hanging" / "brokers" / "broker-1")
+    assert listed.broker == 1
+    assert (listed.meta.node_id, listed.meta.cluster_id, listed.meta.directory_id) == (
+        1, "tZx3Erx9T-CFzwRqOJdaag", "25MTcsOvzlHGZW13t0VjAQ")
