@@ -285,11 +285,15 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, n
     from pathlib import Path
 
     from logscan import progress
+    from logscan.logdir.tree import NoLogDirs
 
     roots = [Path(p) for p in inputs]
-    return progress.scan(roots, enabled=progress.wanted(no_progress), as_of_ms=_as_of_ms(as_of),
-                         max_transaction_timeout_ms=max_transaction_timeout_ms,
-                         include_superseded=include_superseded, **options)
+    try:
+        return progress.scan(roots, enabled=progress.wanted(no_progress), as_of_ms=_as_of_ms(as_of),
+                             max_transaction_timeout_ms=max_transaction_timeout_ms,
+                             include_superseded=include_superseded, **options)
+    except NoLogDirs as e:   # a wrong INPUT is never "0 replicas, nothing hanging"
+        raise click.UsageError(str(e)) from None
 
 
 @main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})

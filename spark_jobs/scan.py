@@ -64,6 +64,7 @@ from pyspark import Broadcast, cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from logscan.logdir.tree import NoLogDirs, find_log_dirs
 from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan import summary as summary_text
@@ -467,6 +468,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         check_output(args.inputs, args.output)
     except ValueError as e:
         sys.exit(str(e))
+    try:
+        find_log_dirs(args.inputs)   # an INPUT with no log dir: one sentence, before Spark starts
+    except NoLogDirs as e:
+        print(f"spark_jobs/scan.py: {e}", file=sys.stderr)
+        return 2
     spark = build_session(master=args.master)
     scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
                             as_of_ms=args.as_of,

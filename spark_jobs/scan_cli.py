@@ -30,6 +30,12 @@ def check_request(inputs: list[Path], output: Path, scan_id: Optional[str]) -> N
         raise BadRequest(str(e)) from None
     if scan_id is not None and not _SCAN_ID.match(scan_id):
         raise BadRequest(f"scan id {scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
+    from logscan.logdir.tree import NoLogDirs, find_log_dirs
+
+    try:
+        find_log_dirs(inputs)   # an INPUT with no log dir: one sentence, before Spark starts
+    except NoLogDirs as e:
+        raise BadRequest(str(e)) from None
 
 
 def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], max_transaction_timeout_ms: int,
