@@ -1,0 +1,76 @@
+"""The Spark scan of a broker with two log dirs (JBOD) holding one partition twice (issue 36
+item 3): one replica per (broker, topic, partition), the same tables as the local executor's
+(logscan.scan.local.scan), and the 'duplicate' finding naming both folders, no crash.
+
+Built from the real `hanging` cluster (tests/scan/copy_shapes.py): broker 1's partitions
+split over two dirs, each with its own meta.properties (its own directory.id) and checkpoints,
+then hang-0 put in both, the copy in the dir whose checkpoint does not list it cut short.
+One Spark session for the module.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+from pyspark.sql import functions as F  # noqa: E402
+from pyspark.testing import assertDataFrameEqual  # noqa: E402
+
+from logscan.scan import rows as R  # noqa: E402
+from logscan.scan.listing import DUPLICATE  # noqa: E402
+from logscan.scan.local import scan as local_scan  # noqa: E402
+from spark_jobs import scan as spark_scan  # noqa: E402
+from spark_jobs.schemas import spark_schema  # noqa: E402
+from spark_jobs.session import DELTA_LIBS  # noqa: E402
+from tests.scan.copy_shapes import HANGING_MOVED, copy_cluster, cut_after_first_batch, split_jbod  # noqa: E402
+from tests.spark import local_session  # noqa: E402
+
+HANGING = Path(__file__).resolve().parents[2] / "fixtures" / "hanging"
+#: Every table but batches (a row per batch: not one the listing shapes).
+COMPARED = [t for t in R.TABLES if t != "batches"]
+
+pytestmark = [pytest.mark.spark,
+              pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
+                                 reason="Delta jars missing: run `make delta-jars`")]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    with local_session("logscan-tests-jbod", 2) as session:
+        yield session
+
+
+def _rows(spark, output: str, name: str, scan_id: str):
+    return spark.read.format("delta").load(f"{output}/{name}").where(F.col("scan_id") == scan_id)
+
+
+def _expected(spark, rows, schema):
+    return spark.createDataFrame([tuple(r.get(n) for n in schema.names) for r in rows], spark_schema(schema))
+
+
+def test_a_jbod_broker_with_a_partition_in_both_dirs(spark, tmp_path):
+    as_of = json.loads((HANGING / "truth" / "truth.json").read_text())["recorded_at_ms"]
+    copy = copy_cluster(HANGING, tmp_path)
+    second = split_jbod(copy, "broker-1", "broker-1-disk2", HANGING_MOVED)
+    stale = copy / "broker-1" / "hang-0"
+    shutil.copytree(second / "hang-0", stale)
+    cut_after_first_batch(stale)
+    want = local_scan([copy], as_of_ms=as_of).tables
+    output = str(tmp_path / "tables")
+
+    scan_id, _ = spark_scan.run(spark, [copy], output, scan_id="jbod", as_of_ms=as_of)
+
+    for name in COMPARED:
+        schema = R.TABLES[name]
+        assertDataFrameEqual(_rows(spark, output, name, scan_id).select(*schema.names),
+                             _expected(spark, want[name], schema))
+    states = _rows(spark, output, "partition_state", scan_id)
+    assert states.groupBy("broker", "topic", "partition").count().where("count > 1").count() == 0
+    assert states.select("broker").distinct().count() == 3
+    (finding,) = _rows(spark, output, "corruptions", scan_id).where(F.col("reason") == DUPLICATE).collect()
+    assert (finding.broker, finding.topic, finding.partition, finding.file) == (1, "hang", 0, str(stale))
+    assert f"{second / 'hang-0'} and {stale}" in finding.message
