@@ -1,6 +1,7 @@
-"""The Spark scan of a broker with two log dirs (JBOD) holding one partition twice (issue 36
-item 3): one replica per (broker, topic, partition), the same tables as the local executor's
-(logscan.scan.local.scan), and the 'duplicate' finding naming both folders, no crash.
+"""The Spark scan of a broker with two log dirs (JBOD) holding one partition twice, beside a
+docker-compose copy's zookeeper/ and logs/ (issue 36 item 3): one replica per (broker, topic,
+partition), the same tables as the local executor's (logscan.scan.local.scan), the folders
+that are no log dirs skipped, and the 'duplicate' finding naming both folders, no crash.
 
 Built from the real `hanging` cluster (tests/scan/copy_shapes.py): broker 1's partitions
 split over two dirs, each with its own meta.properties (its own directory.id) and checkpoints,
@@ -26,7 +27,8 @@ from logscan.scan.local import scan as local_scan  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
 from spark_jobs.schemas import spark_schema  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
-from tests.scan.copy_shapes import HANGING_MOVED, copy_cluster, cut_after_first_batch, split_jbod  # noqa: E402
+from tests.scan.copy_shapes import (HANGING_MOVED, add_compose_folders, copy_cluster,  # noqa: E402
+                                    cut_after_first_batch, split_jbod)
 from tests.spark import local_session  # noqa: E402
 
 HANGING = Path(__file__).resolve().parents[2] / "fixtures" / "hanging"
@@ -55,6 +57,7 @@ def _expected(spark, rows, schema):
 def test_a_jbod_broker_with_a_partition_in_both_dirs(spark, tmp_path):
     as_of = json.loads((HANGING / "truth" / "truth.json").read_text())["recorded_at_ms"]
     copy = copy_cluster(HANGING, tmp_path)
+    beside = add_compose_folders(copy)
     second = split_jbod(copy, "broker-1", "broker-1-disk2", HANGING_MOVED)
     stale = copy / "broker-1" / "hang-0"
     shutil.copytree(second / "hang-0", stale)
@@ -74,3 +77,5 @@ def test_a_jbod_broker_with_a_partition_in_both_dirs(spark, tmp_path):
     (finding,) = _rows(spark, output, "corruptions", scan_id).where(F.col("reason") == DUPLICATE).collect()
     assert (finding.broker, finding.topic, finding.partition, finding.file) == (1, "hang", 0, str(stale))
     assert f"{second / 'hang-0'} and {stale}" in finding.message
+    skipped = _rows(spark, output, "files", scan_id).where(F.col("broker").isNull())
+    assert sorted((r.file, r.status) for r in skipped.collect()) == sorted((str(p), "skipped") for p in beside)
