@@ -150,33 +150,40 @@ def iter_legacy_records(entry: LegacyBatch, *, max_decompressed: int = compressi
     """The messages of an entry: itself if uncompressed, else the inner messages with Kafka's
     absolute offsets and inherited timestamps (AbstractLegacyRecordBatch.DeepRecordsIterator).
 
-    The nested set is decompressed and walked whole first, as Kafka does, because a v1
-    wrapper's relative offsets are only resolved by its last inner message.
+    The nested set is decompressed and walked whole before the first message comes out, as
+    Kafka does (a v1 wrapper's relative offsets are only resolved by its last inner message,
+    and a bad inner message fails the entry before any is shown); the messages are then made
+    one at a time as they are asked for, so memory holds the decompressed bytes (capped at
+    ``max_decompressed``) and one message, never a list of them: a wrapper of a million empty
+    inner messages costs its decompressed size.
     """
     if not entry.is_compressed:
         yield entry
         return
-    inner = _inner_messages(entry, max_decompressed, max_message_size)
+    nested = _nested(entry, max_decompressed)
+    last = None
+    for message in _inner_messages(entry, nested, max_message_size):
+        last = message
+    if last is None:
+        raise CorruptRecordError("Found invalid compressed record set with no inner records",
+                                 entry.position, expected=">= 1 inner message", found=0)
+    base = 0
     if entry.magic == 1:
-        last = inner[-1].offset
         if entry.offset == 0:
             base = 0  # some librdkafka versions wrote wrapper offset 0: treat inner as absolute
-        elif entry.offset < last:
+        elif entry.offset < last.offset:
             raise CorruptRecordError(
                 "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
-                f"'{entry.offset}' is less than the last inner message offset '{last}' and it is not zero.",
-                entry.position, expected=f">= {last}", found=entry.offset)
+                f"'{entry.offset}' is less than the last inner message offset '{last.offset}' and it is not zero.",
+                entry.position, expected=f">= {last.offset}", found=entry.offset)
         else:
-            base = entry.offset - last
-        inner = [replace(m, offset=base + m.offset) for m in inner]
-    for message in inner:
-        if message.is_compressed:
-            raise CorruptRecordError("Inner messages must not be compressed", entry.position,
-                                     expected="codec none", found=message.codec)
-        yield message
+            base = entry.offset - last.offset
+    for message in _inner_messages(entry, nested, max_message_size):
+        yield replace(message, offset=base + message.offset) if base else message
 
 
-def _inner_messages(entry: LegacyBatch, max_decompressed: int, max_message_size: int) -> list[LegacyBatch]:
+def _nested(entry: LegacyBatch, max_decompressed: int) -> bytes:
+    """A compressed wrapper's value, decompressed (at most ``max_decompressed`` bytes)."""
     if entry.compression == compression.ZSTD:
         raise CorruptRecordError(
             f"Invalid wrapper compressionType found in legacy deep record iterator {entry.magic}",
@@ -188,10 +195,14 @@ def _inner_messages(entry: LegacyBatch, max_decompressed: int, max_message_size:
     # The value is the entry's last field; an empty one is located at its length field, so
     # that the error names a byte of this entry rather than the first byte of the next.
     value_at = entry.next_position - len(entry.value) - (0 if entry.value else 4)
-    nested = compression.decompress(entry.compression, entry.value, magic=entry.magic,
-                                    max_output=max_decompressed, position=value_at)
+    return compression.decompress(entry.compression, entry.value, magic=entry.magic,
+                                  max_output=max_decompressed, position=value_at)
+
+
+def _inner_messages(entry: LegacyBatch, nested: bytes, max_message_size: int) -> Iterator[LegacyBatch]:
+    """The inner messages of a decompressed wrapper, in order, made one at a time (offsets as
+    written: relative in a v1 wrapper)."""
     wrapper_lat = entry.magic == 1 and entry.timestamp_type == "LogAppendTime"
-    inner: list[LegacyBatch] = []
     p = 0
     while p + LOG_OVERHEAD <= len(nested):
         size = _INT32.unpack_from(nested, p + 8)[0]
@@ -200,17 +211,16 @@ def _inner_messages(entry: LegacyBatch, max_decompressed: int, max_message_size:
                 f"Inner record size {size} is outside [{RECORD_OVERHEAD_V0}, {max_message_size}] "
                 f"(at byte {p} of the decompressed wrapper)", entry.position, found=size)
         if p + LOG_OVERHEAD + size > len(nested):
-            break  # DataLogInputStream: a partial trailing inner message ends the set
+            return  # DataLogInputStream: a partial trailing inner message ends the set
         try:
             message, p = decode_legacy_entry(nested, p)
         except DecodeError as e:
             raise type(e)(f"{e.message} (at byte {e.position} of the decompressed wrapper)",
                           entry.position, e.expected, e.found) from None
+        if message.is_compressed:
+            raise CorruptRecordError("Inner messages must not be compressed", entry.position,
+                                     expected="codec none", found=message.codec)
         if message.magic == 1:
             message = replace(message, timestamp_type=entry.timestamp_type,
                               timestamp=entry.timestamp if wrapper_lat else message.timestamp)
-        inner.append(replace(message, position=entry.position))
-    if not inner:
-        raise CorruptRecordError("Found invalid compressed record set with no inner records",
-                                 entry.position, expected=">= 1 inner message", found=0)
-    return inner
+        yield replace(message, position=entry.position)

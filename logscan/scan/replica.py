@@ -148,13 +148,17 @@ def legacy_fact(entry: LegacyBatch, path: str, findings: list[Finding]) -> Batch
     AbstractLegacyRecordBatch.baseOffset() reads them."""
     base, count = entry.offset, 1
     if entry.is_compressed:
+        first, n = None, 0
         try:
-            offsets = [m.offset for m in iter_legacy_records(entry)]
+            for message in iter_legacy_records(entry):
+                if first is None:
+                    first = message.offset
+                n += 1
         except DecodeError as e:
             findings.append(Finding.from_error(path, e))
-            offsets = []
-        if offsets:
-            base, count = offsets[0], len(offsets)
+            first = None
+        if first is not None:
+            base, count = first, n
     return BatchFact(base, entry.offset, -1, -1, -1, -1, entry.timestamp, False, False, count,
                      entry.size_in_bytes)
 
