@@ -201,7 +201,8 @@ def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int)
     out.write(f"Scanned {fig.replicas} replicas of {fig.partitions} partitions on {fig.brokers} brokers "
               f"({fig.segment_bytes / 1e6:.1f} MB of segments), as of {iso_ms(fig.as_of_ms)}\n")
     if fig.skipped:
-        out.write(f"Skipped {fig.skipped} superseded files or folders (use --include-superseded)\n")
+        out.write(f"Skipped {fig.skipped} files or folders: superseded ones (--include-superseded reads them) "
+                  f"or not Kafka's; the files table (kind 'skipped') gives each one's reason\n")
     out.write(f"Damage: {fig.findings} located findings\n")
     for line in fig.finding_lines[:20]:
         out.write("  " + line + "\n")
