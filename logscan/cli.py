@@ -229,7 +229,9 @@ coordinators' __transaction_state records, as kafka-transactions find-hanging wo
 \b
 With --output DIR the same scan runs as the Spark job (spark_jobs/scan.py, on a local
 Spark with Delta's jars from `make delta-jars`) and writes its Delta tables to DIR/<table>,
-then prints a summary; query them with `logscan sql --tables DIR`.
+then prints a summary; query them with `logscan sql --tables DIR`. Every table but batches
+(a row per batch of the copy, by far the largest) is written unless --tables says
+otherwise: --tables all adds batches.
 
 \b
 A progress bar (bytes, files, rate) is drawn on stderr when it is a terminal; --no-progress
@@ -306,8 +308,12 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, n
               "re-running replaces that scan's rows).")
 @click.option("--bootstrap-server", default=None, metavar="HOST:PORT", callback=_bootstrap,
               help=f"With --output: put into the abort_plans commands [default: {DEFAULT_BOOTSTRAP}].")
+@click.option("--tables", "tables", default=None, metavar="all|NAME,...",
+              help="With --output: the tables to write, 'all' or a comma list of names [default: every table "
+              "but batches, a row per batch of the copy]; files, corruptions, partition_state and "
+              "hanging_candidates (the summary's) are always written.")
 def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
-                 output, master, scan_id, bootstrap_server) -> None:
+                 output, master, scan_id, bootstrap_server, tables) -> None:
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
 
@@ -316,10 +322,10 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
                                     max_transaction_timeout_ms=max_transaction_timeout_ms,
                                     include_superseded=include_superseded, scan_id=scan_id,
                                     bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, master=master,
-                                    json=fmt == "json", no_progress=no_progress))
-    if scan_id is not None or bootstrap_server is not None:
-        raise click.UsageError("--scan-id and --bootstrap-server are for the Delta tables: give them with "
-                               "--output DIR (for abort commands without Spark: logscan plan)")
+                                    json=fmt == "json", no_progress=no_progress, tables=tables))
+    if scan_id is not None or bootstrap_server is not None or tables is not None:
+        raise click.UsageError("--scan-id, --bootstrap-server and --tables are for the Delta tables: give them "
+                               "with --output DIR (for abort commands without Spark: logscan plan)")
     import json as jsonlib
 
     from logscan.scan import summary

@@ -34,7 +34,9 @@ def pause() -> None:
 
 
 def at_start(step: str, fn: Callable[[Iterator], Iterator]) -> Callable[[Iterator], Iterator]:
-    """``fn`` (a mapInArrow function), pausing before it starts when ``step`` is asked for."""
+    """``fn`` (a mapInArrow function, or what a data source's reader reads a partition with),
+    pausing before it starts when ``step`` is asked for (checked where it is called: the
+    decode's in the task)."""
     if not asked(step):
         return fn
 

@@ -7,7 +7,7 @@ Usage (after `make delta-jars`; from the repository root, with the project's ven
         spark_jobs/scan.py INPUT... --output DIR \\
         [--as-of 2026-11-22T21:00:00Z | --as-of 1795381200000] \\
         [--max-transaction-timeout-ms 900000] [--scan-id ID] [--include-superseded] \\
-        [--split-bytes 134217728] [--bootstrap-server HOST:PORT]
+        [--split-bytes 134217728] [--bootstrap-server HOST:PORT] [--tables all | --tables NAME,...]
 
 (PYSPARK_PYTHON: the venv's spark-submit script finds Spark through it, and the Python
 workers need its pyarrow and logscan.) Or, on a local Spark the job starts itself, with the
@@ -18,7 +18,11 @@ jars passed for you::
 INPUT is a root of one copied cluster: a Kafka log dir or a folder of them, one per broker.
 Each table is a path-based Delta table DIR/<table> (files, batches, corruptions, txn_log,
 coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state,
-hanging_candidates, abort_plans), partitioned by scan_id. The output is crash-safe (README,
+hanging_candidates, abort_plans), partitioned by scan_id. --tables names the tables to
+write: by default every table but batches (a row per batch of the copy, by far the largest:
+--tables all writes it too); the four the summary is computed from (files, corruptions,
+partition_state, hanging_candidates) are always written, and a table not written is left
+as it was. The output is crash-safe (README,
 "The Delta output"): nothing is written while the copy is decoded and replayed; at the end
 each table gets one Delta commit replacing this scan_id's rows (replaceWhere), so a killed job leaves
 every table at its previous version or holding this scan whole, and re-running the same
@@ -28,9 +32,10 @@ stay. The job refuses an output inside an input and leaves nothing in its workin
 (partitions scanned, open transactions, hanging candidates with their reasons, where the
 tables are) is printed at the end.
 
-The driver only lists files. Segment files are decoded on executors (mapInArrow over a
-table of work units: a task per group of small files, per large file, or per byte range of
-a file larger than --split-bytes). A replica no larger than a task's share goes whole to one
+The driver only lists files. Segment files are decoded on executors by a Python Data Source
+(spark_jobs.source): its partitions are the tasks plan_tasks makes (a group of small files,
+a large file, or a byte range of a file larger than --split-bytes), its reader yields Arrow
+batches. A replica no larger than a task's share goes whole to one
 decode task, which runs Kafka's per-replica rules over it as it reads it (plan_tasks); the
 other replicas' batches are shuffled and sorted by (broker, topic, partition) and log order
 and streamed through one mapInArrow per shuffle partition. The cross-replica rules (leader,
@@ -75,11 +80,13 @@ from logscan.state.facts import BatchFact
 from logscan.state.coordinator import choose_replicas, coordinator_copy
 from spark_jobs import faults
 from spark_jobs import schemas as S
+from spark_jobs import source
 from spark_jobs import tasks
 from spark_jobs.session import build_session
 
 cloudpickle.register_pickle_by_value(tasks)
 cloudpickle.register_pickle_by_value(faults)
+cloudpickle.register_pickle_by_value(source)
 
 KEYS = ["broker", "topic", "partition"]
 PARTITION_KEYS = ["topic", "partition"]
@@ -102,6 +109,25 @@ MAX_SHUFFLE_PARTITIONS = 2000
 #: row, a full task writes for ~2 s, and a copy of 1 TB in 16 KiB batches is ~500 files.
 ROWS_PER_WRITE_TASK = 1 << 17
 _SCAN_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+#: Every table, in rows.TABLES's order; the default of --tables leaves out batches (a row per
+#: batch of the copy: most of a scan's output, and of its decode's work when written).
+TABLES = tuple(R.TABLES)
+DEFAULT_TABLES = tuple(t for t in TABLES if t != "batches")
+#: What the summary (figures) reads: written whatever --tables says.
+SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates")
+
+
+def parse_tables(text: str) -> tuple[str, ...]:
+    """--tables: "all", or a comma list of table names (in TABLES's order, with the summary's
+    tables). Raises ValueError (one sentence naming the tables) for an unknown name."""
+    names = {n.strip() for n in text.split(",") if n.strip()}
+    if names == {"all"}:
+        return TABLES
+    unknown = sorted(names - set(TABLES))
+    if unknown or not names:
+        raise ValueError(f"--tables {text!r}: {'unknown table ' + ', '.join(unknown) if unknown else 'no table'}; "
+                         f"give 'all' or a comma list of {', '.join(TABLES)}")
+    return tuple(t for t in TABLES if t in names or t in SUMMARY_TABLES)
 
 
 @dataclass(slots=True)
@@ -175,12 +201,6 @@ def _frame(spark: SparkSession, rows: list[R.Row], schema: pa.Schema) -> DataFra
     return spark.createDataFrame(pa.Table.from_pylist(rows, schema=S.plain(schema)))
 
 
-def work_units(spark: SparkSession, groups: list[list[R.Row]]) -> DataFrame:
-    """One Spark partition per group: parallelize with as many slices as elements."""
-    rdd = spark.sparkContext.parallelize(groups, max(len(groups), 1)).flatMap(tasks.unit_tuples)
-    return spark.createDataFrame(rdd, S.spark_schema(tasks.WORK_UNIT))
-
-
 def default_scan_id(roots: list[Path]) -> str:
     digest = hashlib.sha256("\n".join(sorted(str(p.resolve()) for p in roots)).encode()).hexdigest()
     return f"scan-{digest[:16]}"
@@ -239,33 +259,42 @@ def decoded_files(kept: DataFrame) -> DataFrame:
     return S.members(kept.where(F.col("ranges") == 1), "file").unionByName(split)
 
 
-def replica_stream_input(replicas: DataFrame, batches: DataFrame) -> DataFrame:
+def replica_stream_input(replicas: DataFrame, facts: DataFrame) -> DataFrame:
     """The input of the per-replica step (tasks.replica_stream): each replica's listing row
-    and its checksum-valid batches, clustered by replica, the listing row first, then the
+    and its checksum-valid batches' facts (tasks.FACTS columns: the decode's fact rows, or its
+    batch rows when it made those), clustered by replica, the listing row first, then the
     batches in log order. Spark's shuffle and sort do the grouping (spilling to disk when they
     must), so a Python worker sees one Arrow batch at a time whatever the size of a replica.
     Batches of replicas not in ``replicas`` (replayed by their decode task) are left out."""
     info = replicas.select(*KEYS, F.lit(tasks.STREAM_INFO).alias("kind"), F.struct(*replicas.columns).alias("info"))
-    facts = (batches.where(F.col("crc_valid")).join(F.broadcast(replicas.select(*KEYS)), KEYS, "left_semi")
+    facts = (facts.join(F.broadcast(replicas.select(*KEYS)), KEYS, "left_semi")
              .select(*KEYS, F.lit(tasks.STREAM_BATCH).alias("kind"), "segment_base_offset", "position",
                      *BatchFact._fields))
     return (info.unionByName(facts, allowMissingColumns=True)
             .repartition(*KEYS).sortWithinPartitions(*KEYS, "kind", "segment_base_offset", "position"))
 
 
-def _chosen(states: DataFrame, topic: str) -> dict[int, int]:
-    """coordinator.choose_replicas over the (small) state rows of one internal topic."""
-    rows = states.where(F.col("topic") == topic).select("partition", "broker", "log_end_offset").collect()
-    return choose_replicas((r[0], r[1], r[2]) for r in rows)
+def internal_states(states: DataFrame) -> dict[str, list[tuple]]:
+    """The state rows of `__transaction_state` and `__cluster_metadata` (a few per partition
+    of each: small), in one job: (partition, broker, log_end_offset,
+    checkpointed_high_watermark, copy_gap) per replica, by topic. The driver picks the
+    replicas to load from them (coordinator.coordinator_copy, choose_replicas), as the local
+    executor does."""
+    columns = ("partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap")
+    out: dict[str, list[tuple]] = {TRANSACTION_STATE_TOPIC: [], CLUSTER_METADATA_TOPIC: []}
+    for r in states.where(F.col("topic").isin(*out)).select("topic", *columns).collect():
+        out[r[0]].append(tuple(r[1:]))
+    return out
 
 
 def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[int] = None,
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                  include_superseded: bool = False, split_bytes: int = SPLIT_BYTES,
-                 bootstrap: str = pipeline.DEFAULT_BOOTSTRAP, replay_in_decode: bool = True) -> ScanFrames:
-    """The tables of a scan. ``replay_in_decode=False`` sends every replica through the
-    per-replica step's shuffle, as the replicas plan_tasks cannot give one task (the tests
-    compare both ways)."""
+                 bootstrap: str = pipeline.DEFAULT_BOOTSTRAP, replay_in_decode: bool = True,
+                 tables: tuple[str, ...] = DEFAULT_TABLES) -> ScanFrames:
+    """The ``tables`` of a scan (parse_tables's names). ``replay_in_decode=False`` sends every
+    replica through the per-replica step's shuffle, as the replicas plan_tasks cannot give
+    one task (the tests compare both ways)."""
     listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes)
     parallelism = spark.sparkContext.defaultParallelism
     groups = plan_tasks(listing.units, parallelism, replicas=listing.replicas if replay_in_decode else None)
@@ -276,8 +305,8 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     # A multiple of the cores, so the last wave of tasks does not leave cores idle.
     waves = -(-len(listing.replicas) // (parallelism * REPLICAS_PER_TASK))
     spark.conf.set("spark.sql.shuffle.partitions", str(min(MAX_SHUFFLE_PARTITIONS, parallelism * max(1, waves))))
-    decode = faults.at_start("decode", tasks.decode_files)
-    decoded = work_units(spark, groups).mapInArrow(decode, S.spark_schema(tasks.DECODED)).persist()
+    with_batches = "batches" in tables
+    decoded = source.read(spark, groups, batches=with_batches).persist()
     kept, counts = kept_ranges(spark, decoded)
 
     def sized(part: DataFrame, kind: str) -> DataFrame:
@@ -295,7 +324,8 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     replica_tables = {kind: sized(S.members(replica_out, kind), kind) for kind in ("snapshot", "producer", "span")}
     step_files, step_findings = [], []
     if shuffled:
-        stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), batches)
+        facts = batches.where(F.col("crc_valid")) if with_batches else S.members(kept, "fact")
+        stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), facts)
                    .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
         persisted.append(stepped)
         replica_out = replica_out.unionByName(stepped)
@@ -305,9 +335,8 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
 
     # The coordinator's view: per coordinator partition, the replica coordinator.choose_replicas
     # picks (the same rule as the local driver), loaded per partition, merged on the driver.
-    chosen, coordinator = coordinator_copy(
-        tuple(r) for r in states.where(F.col("topic") == TRANSACTION_STATE_TOPIC)
-        .select("partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap").collect())
+    internal = internal_states(states)
+    chosen, coordinator = coordinator_copy(internal[TRANSACTION_STATE_TOPIC])
     chosen_df = spark.createDataFrame([(b, TRANSACTION_STATE_TOPIC, p) for p, b in chosen.items()],
                                       "broker int, topic string, partition int")
     coordinator_log = txn_log.join(F.broadcast(chosen_df), KEYS, "left_semi")
@@ -322,7 +351,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
         as_of_ms = pipeline.as_of(newest["batch"], newest["record"])
 
     # Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest.
-    metadata_broker = _chosen(states, CLUSTER_METADATA_TOPIC).get(0)
+    metadata_broker = choose_replicas(r[:3] for r in internal[CLUSTER_METADATA_TOPIC]).get(0)
     metadata_info = [r for r in listing.replicas
                      if (r["broker"], r["topic"], r["partition"]) == (metadata_broker, CLUSTER_METADATA_TOPIC, 0)]
     metadata_out = (_frame(spark, metadata_info, tasks.REPLICA_INFO).repartition(1)
@@ -359,7 +388,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     corruptions = reduce(DataFrame.unionByName, [sized(S.members(kept, "finding"), "finding"), *step_findings,
                                                   S.members(metadata_out, "finding"),
                                                   _frame(spark, listing.findings, R.CORRUPTIONS)])
-    tables = {
+    frames = {
         "files": files, "batches": sized(batches, "batch"), "corruptions": corruptions,
         "txn_log": sized(txn_log, "txn_log"),
         "coordinator_state": _frame(spark, coordinator_rows, R.COORDINATOR_STATE),
@@ -369,7 +398,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
         "hanging_candidates": S.members(partition_out, "candidate"),
         "abort_plans": S.members(partition_out, "plan"),
     }
-    return ScanFrames(tables, as_of_ms, [*persisted, metadata_out, partition_out], [index])
+    return ScanFrames({t: frames[t] for t in tables}, as_of_ms, [*persisted, metadata_out, partition_out], [index])
 
 
 def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int) -> None:
@@ -385,7 +414,8 @@ def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: 
 
 def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optional[str] = None,
         **kw) -> tuple[str, int]:
-    """Build and write every table; returns (scan_id, as_of_ms).
+    """Build and write the tables (``tables``: parse_tables's names; by default every table
+    but batches); returns (scan_id, as_of_ms).
 
     The tables are written at the end, after decoding and replay, each in one Delta commit
     (``replaceWhere scan_id = ID``): a run killed before a table's commit leaves that table
@@ -431,6 +461,13 @@ def _as_of(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _tables(text: str) -> tuple[str, ...]:
+    try:
+        return parse_tables(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="spark_jobs/scan.py", description=__doc__.split("\n")[0])
     p.add_argument("inputs", nargs="+", type=Path, help="roots of copied log dirs (one cluster)")
@@ -446,6 +483,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "(default %(default)s)")
     p.add_argument("--bootstrap-server", default=pipeline.DEFAULT_BOOTSTRAP,
                    help="bootstrap server written into the abort_plans commands (default %(default)s)")
+    p.add_argument("--tables", type=_tables, default=DEFAULT_TABLES, metavar="all|NAME,...",
+                   help="tables to write: 'all', or a comma list of " + ", ".join(TABLES) + " (default: every "
+                        "table but batches, a row per batch of the copy; files, corruptions, partition_state "
+                        "and hanging_candidates, which the summary reads, are always written)")
     p.add_argument("--master", default="local[*]", help="Spark master when not under spark-submit")
     args = p.parse_args(argv)
     if args.split_bytes < 1:
@@ -478,7 +519,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                             as_of_ms=args.as_of,
                             max_transaction_timeout_ms=args.max_transaction_timeout_ms,
                             include_superseded=args.include_superseded, split_bytes=args.split_bytes,
-                            bootstrap=args.bootstrap_server)
+                            bootstrap=args.bootstrap_server, tables=args.tables)
     print(summary(spark, args.output, scan_id, as_of_ms, time.monotonic() - started,
                   max_transaction_timeout_ms=args.max_transaction_timeout_ms))
     return 0

@@ -20,12 +20,16 @@ class BadRequest(ValueError):
     """What was asked cannot run (one sentence, with the fix)."""
 
 
-def check_request(inputs: list[Path], output: Path, scan_id: Optional[str]) -> None:
-    """Before Spark starts: the tables go outside the copy, and the scan id can name a partition."""
-    from .scan import _SCAN_ID, check_output
+def check_request(inputs: list[Path], output: Path, scan_id: Optional[str],
+                  tables: Optional[str] = None) -> tuple[str, ...]:
+    """Before Spark starts: the tables go outside the copy, the scan id can name a partition,
+    and --tables names tables. Returns the tables to write (scan.parse_tables; None: the
+    default)."""
+    from .scan import _SCAN_ID, DEFAULT_TABLES, check_output, parse_tables
 
     try:
         check_output(inputs, str(output))
+        names = DEFAULT_TABLES if tables is None else parse_tables(tables)
     except ValueError as e:
         raise BadRequest(str(e)) from None
     if scan_id is not None and not _SCAN_ID.match(scan_id):
@@ -36,14 +40,18 @@ def check_request(inputs: list[Path], output: Path, scan_id: Optional[str]) -> N
         find_log_dirs(inputs)   # an INPUT with no log dir: one sentence, before Spark starts
     except NoLogDirs as e:
         raise BadRequest(str(e)) from None
+    return names
 
 
 def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], max_transaction_timeout_ms: int,
                    include_superseded: bool, scan_id: Optional[str], bootstrap: str, master: str, json: bool,
-                   no_progress: bool, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
-    """Runs the job into ``output``, prints what it found; returns the exit status.
+                   no_progress: bool, tables: Optional[str] = None, out: Optional[TextIO] = None,
+                   err: Optional[TextIO] = None) -> int:
+    """Runs the job into ``output``, prints what it found; returns the exit status. ``tables``:
+    --tables as given (None: every table but batches).
 
-    Raises BadRequest (one sentence) for an output inside an input or a bad scan id, and
+    Raises BadRequest (one sentence) for an output inside an input, a bad scan id or an
+    unknown table, and
     console.SetupFailed when Spark with Delta cannot start (Delta's jars missing)."""
     from logscan import progress
     from logscan.scan import summary as summary_text
@@ -53,13 +61,13 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
 
     out, err = out or sys.stdout, err or sys.stderr
     roots = [Path(p) for p in inputs]
-    check_request(roots, Path(output), scan_id)
+    names = check_request(roots, Path(output), scan_id, tables)
     started = time.monotonic()
     spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress))
     try:
         scan_id, as_of_ms = job.run(spark, roots, output, scan_id=scan_id, as_of_ms=as_of_ms,
                                     max_transaction_timeout_ms=max_transaction_timeout_ms,
-                                    include_superseded=include_superseded, bootstrap=bootstrap)
+                                    include_superseded=include_superseded, bootstrap=bootstrap, tables=names)
         figures = job.figures(spark, output, scan_id, as_of_ms)
         candidates = _candidates(spark, output, scan_id) if json else []
     finally:

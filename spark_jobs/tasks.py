@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 from itertools import chain, groupby, repeat
 from operator import itemgetter
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import pyarrow as pa
 from pyspark import Broadcast, TaskContext
@@ -35,18 +35,6 @@ REPLICA_INFO = pa.schema([
     pa.field("hw_checkpoint", pa.int64()), pa.field("log_start_checkpoint", pa.int64()),
 ])
 
-#: One work unit per segment file or byte range of one; a Spark task gets a group of them
-#: (see scan.plan_tasks). ``replica`` (its REPLICA_INFO row) is set on the first unit of a
-#: replica the decode task replays itself: that replica's units follow it in log order, in
-#: the same task.
-WORK_UNIT = pa.schema([
-    pa.field("task", pa.int32()), pa.field("broker", pa.int32()), pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()), pa.field("file", pa.string()),
-    pa.field("segment_base_offset", pa.int64()), pa.field("size", pa.int64()),
-    pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32()), pa.field("split_bytes", pa.int64()),
-    pa.field("replica", pa.struct(list(REPLICA_INFO))),
-])
-
 #: A byte range's hand-offs (see logscan.scan.replica.valid_ranges); files read whole have none.
 RANGES = pa.schema([
     pa.field("file", pa.string()), pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32()),
@@ -64,10 +52,17 @@ _PARTITION_KEYS = [pa.field("topic", pa.string()), pa.field("partition", pa.int3
 _REPLICA_MEMBERS = {"state": R.PARTITION_STATE, "producer": R.PRODUCER_STATE, "span": R.TXN_SPANS,
                     "open_txn": R.OPEN_TXNS, "snapshot": R.PRODUCER_SNAPSHOTS}
 REPLICA_KINDS = tuple(_REPLICA_MEMBERS)
+#: A checksum-valid batch's fact and place: what the per-replica step reads of a replica its
+#: decode task did not replay, when the batches table (a superset of these columns) is not
+#: asked for.
+FACTS = pa.schema([R.BATCHES.field(n) for n in ("broker", "topic", "partition", "segment_base_offset", "position",
+                                                *BatchFact._fields)])
 #: The decode's rows: each segment's, and the replica rows of the replicas it replays (their
-#: files and findings rows among the segments').
-DECODED = R.tagged_schema({"file": R.FILES, "batch": R.BATCHES, "txn_log": R.TXN_LOG, "finding": R.CORRUPTIONS,
-                           "range": RANGES, **_REPLICA_MEMBERS}, _RANGE_KEYS + _PARTITION_KEYS)
+#: files and findings rows among the segments'). Per batch, a ``batch`` row when the batches
+#: table is asked for, else a ``fact`` row for a replica the task does not replay, else none.
+DECODED = R.tagged_schema({"file": R.FILES, "batch": R.BATCHES, "fact": FACTS, "txn_log": R.TXN_LOG,
+                           "finding": R.CORRUPTIONS, "range": RANGES, **_REPLICA_MEMBERS},
+                          _RANGE_KEYS + _PARTITION_KEYS)
 REPLICA_OUT = R.tagged_schema({**_REPLICA_MEMBERS, "file": R.FILES, "finding": R.CORRUPTIONS}, _PARTITION_KEYS)
 #: Partition count of each topic at as_of, from __cluster_metadata.
 TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
@@ -96,10 +91,6 @@ def freeze_worker_heap() -> None:
         gc.freeze()
 
 
-def unit_tuples(group: list[R.Row]) -> list[tuple]:
-    return [tuple(u.get(n) for n in WORK_UNIT.names) for u in group]
-
-
 #: Per work unit, the value of each column its batch rows share: BATCHES' key columns (topic
 #: and partition are DECODED's too), then DECODED's (segment, range_index, ranges).
 _UNIT_COLUMNS = (("broker", "broker"), ("topic", "topic"), ("partition", "partition"), ("file", "file"),
@@ -121,19 +112,31 @@ def _flush(rows: list[tuple[str, R.Row]], schema: pa.Schema, extras: Optional[li
     return batch
 
 
-def decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: work units in, tagged decoded rows out, in bounded Arrow batches. The
-    rows of many small files share a batch; batch rows (one per batch of the copy) are built
-    column-wise (R.batch_struct: no dict per row), the few others through to_tagged_batch.
-    A replica whose first unit carries its listing row (scan.plan_tasks) is replayed as its
-    units are read (pipeline.Replay), its rows leaving with the others as they are made. The
-    collector runs young collections only, at each flush (young_collections_only)."""
+def decode_units(units: Iterable[R.Row], *, batches: bool = True) -> Iterator[pa.RecordBatch]:
+    """The decode of one task (a group of scan.plan_tasks: the reader of spark_jobs.source
+    calls it per partition): its work units in, tagged decoded rows out, in bounded Arrow
+    batches. The rows of many small files share a batch; batch rows (one per batch of the
+    copy) are built column-wise (R.batch_struct: no dict per row), the few others through
+    to_tagged_batch. A replica whose first unit carries its listing row (scan.plan_tasks) is
+    replayed as its units are read (pipeline.Replay), its rows leaving with the others as
+    they are made. Without ``batches`` (the batches table not asked for) no batch row is made:
+    a replayed replica's batches leave nothing, another's leave their facts (FACTS) for the
+    per-replica step. The collector runs young collections only, at each flush
+    (young_collections_only)."""
     freeze_worker_heap()
     with young_collections_only():
-        yield from _decode_files(batches)
+        yield from _decode_units(units, batches)
 
 
-def _decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _fact_struct(facts: list[BatchFact], headers: list, keys: dict[str, list]) -> pa.StructArray:
+    """FACTS rows as one struct array, a column at a time (as R.batch_struct, no header columns
+    but the position)."""
+    columns: dict[str, object] = {**keys, "position": [h.position for h in headers]}
+    columns.update(zip(BatchFact._fields, zip(*facts)) if facts else ((n, ()) for n in BatchFact._fields))
+    return pa.StructArray.from_arrays([pa.array(columns[f.name], f.type) for f in FACTS], fields=list(FACTS))
+
+
+def _decode_units(units: Iterable[R.Row], batches: bool) -> Iterator[pa.RecordBatch]:
     facts: list[BatchFact] = []
     headers: list = []
     runs: list[tuple[tuple, int]] = []  # per unit in the pending rows: its column values, its row count
@@ -143,7 +146,10 @@ def _decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     def flush_rows() -> pa.RecordBatch:
         columns = {name: list(chain.from_iterable(repeat(values[i], n) for values, n in runs))
                    for i, (name, _) in enumerate(_UNIT_COLUMNS)}
-        batch = R.to_member_batch(R.batch_struct(facts, headers, columns), DECODED, "batch", columns)
+        if batches:
+            batch = R.to_member_batch(R.batch_struct(facts, headers, columns), DECODED, "batch", columns)
+        else:
+            batch = R.to_member_batch(_fact_struct(facts, headers, columns), DECODED, "fact", columns)
         facts.clear()
         headers.clear()
         runs.clear()
@@ -162,29 +168,32 @@ def _decode_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
             if pending(kind, item, _REPLICA_EXTRA):
                 yield _flush(others, DECODED, extras=extras)
 
-    for batch in batches:
-        for unit in batch.to_pylist():
-            key = (unit["broker"], unit["topic"], unit["partition"])
-            if replay is not None and (key != replay.ident or unit["replica"] is not None):
-                yield from finished(replay)
-                replay = None
-            if unit["replica"] is not None:
-                replay = Replay(unit["replica"])
-            values = tuple(unit[k] for _, k in _UNIT_COLUMNS)
-            extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
-            start = len(facts)
-            for kind, item in decode(unit, replay):
-                if kind == "batch":
-                    facts.append(item[0])
-                    headers.append(item[1])
-                    if len(facts) >= _FLUSH_ROWS:
-                        runs.append((values, len(facts) - start))
-                        yield flush_rows()
-                        start = 0
-                elif pending(kind, item, _REPLICA_EXTRA if kind in _REPLICA_MEMBERS else extra):
-                    yield _flush(others, DECODED, extras=extras)
-            if len(facts) > start:
-                runs.append((values, len(facts) - start))
+    for unit in units:
+        key = (unit["broker"], unit["topic"], unit["partition"])
+        info = unit.get("replica")
+        if replay is not None and (key != replay.ident or info is not None):
+            yield from finished(replay)
+            replay = None
+        if info is not None:
+            replay = Replay(info)
+        values = tuple(unit[k] for _, k in _UNIT_COLUMNS)
+        extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
+        rows = batches or replay is None  # does a batch of this unit leave the task?
+        start = len(facts)
+        for kind, item in decode(unit, replay, headers=batches):
+            if kind == "batch":
+                if not rows:
+                    continue
+                facts.append(item[0])
+                headers.append(item[1])
+                if len(facts) >= _FLUSH_ROWS:
+                    runs.append((values, len(facts) - start))
+                    yield flush_rows()
+                    start = 0
+            elif pending(kind, item, _REPLICA_EXTRA if kind in _REPLICA_MEMBERS else extra):
+                yield _flush(others, DECODED, extras=extras)
+        if len(facts) > start:
+            runs.append((values, len(facts) - start))
     if replay is not None:
         yield from finished(replay)
     if facts:

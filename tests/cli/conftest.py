@@ -37,11 +37,12 @@ def plans() -> list[dict]:
 
 @pytest.fixture(scope="session")
 def scan_run(tmp_path_factory) -> tuple[Path, Result]:
-    """(DIR, the run's CliRunner result) of `logscan scan fixtures/hanging/brokers --output DIR`."""
+    """(DIR, the run's CliRunner result) of `logscan scan fixtures/hanging/brokers --output DIR
+    --tables all` (batches too, for the sql and report tests)."""
     from logscan.cli import main
 
     out = tmp_path_factory.mktemp("tables") / "scan tables"   # a space: what is printed must be quoted
-    return out, CliRunner().invoke(main, scan_args(out))
+    return out, CliRunner().invoke(main, scan_args(out, "--tables", "all"))
 
 
 @pytest.fixture(scope="session")

@@ -67,7 +67,8 @@ def test_json_rerun_prints_the_local_scans_objects_and_keeps_the_rows(scan_run, 
         return sorted(tuple(r) for r in spark.read.format("delta").load(str(out / "hanging_candidates"))
                       .drop("as_of").collect())
 
-    # Re-running the same command (same default scan id) replaces that scan's rows with the same rows.
+    # Re-running the same command (same default scan id) replaces that scan's rows with the same rows;
+    # without --tables all, the batches table is not written again (one version: the first run's).
     res = CliRunner().invoke(main, scan_args(out, "--format", "json"))
     assert res.exit_code == 4, res.output
     printed = [json.loads(line) for line in res.stdout.splitlines()]
@@ -79,9 +80,10 @@ def test_json_rerun_prints_the_local_scans_objects_and_keeps_the_rows(scan_run, 
     try:
         after = rows(spark)
         history = spark.sql(f"DESCRIBE HISTORY delta.`{out / 'hanging_candidates'}`").count()
+        batches = spark.sql(f"DESCRIBE HISTORY delta.`{out / 'batches'}`").count()
     finally:
         spark.stop()
-    assert len(after) == len(printed) and history >= 2
+    assert len(after) == len(printed) and history >= 2 and batches == 1
 
 
 def test_refusals_come_before_spark_starts(tmp_path):
@@ -92,6 +94,15 @@ def test_refusals_come_before_spark_starts(tmp_path):
     assert bad_id.exit_code == 2 and "scan id 'a b'" in bad_id.output
     no_output = CliRunner().invoke(main, ["scan", str(BROKERS), "--scan-id", "x"])
     assert no_output.exit_code == 2 and "--output DIR" in no_output.output
+    tables_alone = CliRunner().invoke(main, ["scan", str(BROKERS), "--tables", "all"])
+    assert tables_alone.exit_code == 2 and "--output DIR" in tables_alone.output
+    unknown = CliRunner().invoke(main, ["scan", str(BROKERS), "--output", str(tmp_path / "t"), "--tables",
+                                        "txn_spans,batch"])
+    assert unknown.exit_code == 2
+    assert unknown.stderr.strip().splitlines()[-1] == (
+        "Error: --tables 'txn_spans,batch': unknown table batch; give 'all' or a comma list of files, batches, "
+        "corruptions, txn_log, coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state, "
+        "hanging_candidates, abort_plans")
     assert not (tmp_path / "t").exists()
 
 

@@ -1,7 +1,7 @@
 """A killed scan loses nothing: the Spark job's Delta output under SIGKILL, re-runs and company.
 
-The job runs as an operator runs it (``python -m spark_jobs.scan``, its own process group, an
-empty working folder) on a copy of the `hanging` fixture cluster. It is stopped at named
+The job runs as an operator runs it (``python -m spark_jobs.scan --tables all``, its own process
+group, an empty working folder) on a copy of the `hanging` fixture cluster. It is stopped at named
 points with spark_jobs.faults (LOGSCAN_PAUSE_AT: the job says it got there, then waits) and
 killed there with SIGKILL on its whole process group (driver, JVM, Python workers): no
 sleeps decide where a kill lands. Rows are compared as sorted JSON lines read through Delta,
@@ -90,7 +90,7 @@ class Job:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "spark_jobs.scan", str(inputs), "--output", str(output),
-                 "--scan-id", scan_id, "--as-of", as_of(), "--master", "local[2]"],
+                 "--scan-id", scan_id, "--as-of", as_of(), "--master", "local[2]", "--tables", "all"],
                 cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait(self) -> int:

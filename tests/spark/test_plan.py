@@ -131,3 +131,21 @@ def test_a_bad_checkpoint_is_a_finding_and_a_damaged_file(tmp_path):
 def test_write_tasks_give_each_task_at_most_its_rows():
     n = scan.ROWS_PER_WRITE_TASK
     assert [scan.write_tasks(r) for r in (0, 1, n, n + 1, 10 * n)] == [1, 1, 1, 2, 10]
+
+
+def test_tables_default_to_all_but_batches_and_refuse_unknown_names(capsys):
+    assert scan.DEFAULT_TABLES == tuple(t for t in scan.TABLES if t != "batches")
+    assert scan.parse_tables("all") == scan.TABLES and "batches" in scan.TABLES
+    # the summary's tables are always written, in the tables' order
+    assert scan.parse_tables(" batches,txn_log ") == ("files", "batches", "corruptions", "txn_log",
+                                                      "partition_state", "hanging_candidates")
+    assert scan.parse_args(["in", "--output", "out"]).tables == scan.DEFAULT_TABLES
+    assert scan.parse_args(["in", "--output", "out", "--tables", "all"]).tables == scan.TABLES
+    for bad in ("batch", "all,batches", ","):
+        with pytest.raises(SystemExit) as refused:
+            scan.parse_args(["in", "--output", "out", "--tables", bad])
+        assert refused.value.code == 2
+        message = capsys.readouterr().err.strip().splitlines()[-1]
+        assert message.endswith("give 'all' or a comma list of " + ", ".join(scan.TABLES)), message
+    with pytest.raises(ValueError, match="unknown table batch; give 'all'"):
+        scan.parse_tables("batch")

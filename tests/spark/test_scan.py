@@ -4,7 +4,8 @@ One implementation of the rules, two drivers: every table the Spark job writes t
 hold exactly the rows of the local executor's tables (logscan.scan.local.scan). The
 local driver itself is checked against Kafka's tools in tests/scan/test_local_vs_kafka.py.
 One SparkSession for the module (a start costs seconds); each cluster is scanned once into a
-shared output, one scan_id per cluster.
+shared output, one scan_id per cluster, with every table (--tables all); the other scans
+write the default tables (every table but batches) unless they read batches.
 """
 
 import gc
@@ -25,7 +26,7 @@ from logscan.scan import rows as R  # noqa: E402
 from logscan.scan import summary as summary_text  # noqa: E402
 from logscan.scan.local import scan as local_scan  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
-from spark_jobs import tasks  # noqa: E402
+from spark_jobs import source, tasks  # noqa: E402
 from spark_jobs.schemas import TAGS, spark_schema  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 from tests.spark import local_session  # noqa: E402
@@ -59,7 +60,8 @@ def _as_of(root: Path) -> int:
 def cluster(request, spark, output):
     root = request.param
     as_of = _as_of(root)
-    scan_id, as_of_ms = spark_scan.run(spark, [root / "brokers"], output, scan_id=root.name, as_of_ms=as_of)
+    scan_id, as_of_ms = spark_scan.run(spark, [root / "brokers"], output, scan_id=root.name, as_of_ms=as_of,
+                                       tables=spark_scan.TABLES)
     assert (scan_id, as_of_ms) == (root.name, as_of)
     result = local_scan([root / "brokers"], as_of_ms=as_of, keep_batches=True)
     return root.name, result, result.tables
@@ -148,7 +150,8 @@ def test_rerun_split_into_byte_ranges_replaces_the_scan_with_the_same_rows(spark
     others = spark.read.format("delta").load(f"{output}/partition_state").where(F.col("scan_id") != scan_id).count()
     assert others > 0 or len(CLUSTERS) == 1
     version = spark.sql(f"DESCRIBE HISTORY delta.`{output}/partition_state`").agg(F.max("version")).first()[0]
-    spark_scan.run(spark, [root / "brokers"], output, scan_id=scan_id, as_of_ms=_as_of(root), split_bytes=256)
+    spark_scan.run(spark, [root / "brokers"], output, scan_id=scan_id, as_of_ms=_as_of(root), split_bytes=256,
+                   tables=spark_scan.TABLES)
     assert_tables_equal(spark, output, scan_id, want)
     assert spark.sql(f"DESCRIBE HISTORY delta.`{output}/partition_state`").agg(
         F.max("version")).first()[0] == version + 1
@@ -156,19 +159,63 @@ def test_rerun_split_into_byte_ranges_replaces_the_scan_with_the_same_rows(spark
         F.col("scan_id") != scan_id).count() == others
 
 
-def test_the_per_replica_step_gives_the_tables_of_the_replay_in_decode(spark, tmp_path):
+@pytest.mark.parametrize("tables", ["all", "default"])
+def test_the_per_replica_step_gives_the_tables_of_the_replay_in_decode(spark, tmp_path, tables):
     """A scan replays each replica in the decode task that reads it whole (all of them in a
     fixture cluster); the replicas it cannot (too large for one task, or split) go through the
-    per-replica step's shuffle. Sending every replica through that step gives the same rows."""
+    per-replica step's shuffle, which reads their batch rows, or without the batches table the
+    decode's fact rows. Sending every replica through that step gives the same rows."""
     root = CLUSTERS[-1]
     listing = spark_scan.list_inputs([root / "brokers"])
     groups = spark_scan.plan_tasks(listing.units, 2, replicas=listing.replicas)
     assert sum(u.get("replica") is not None for g in groups for u in g) == len(listing.replicas)
     out = str(tmp_path / "delta")
     as_of = _as_of(root)
-    spark_scan.run(spark, [root / "brokers"], out, scan_id="stepped", as_of_ms=as_of, replay_in_decode=False)
+    names = spark_scan.TABLES if tables == "all" else spark_scan.DEFAULT_TABLES
+    spark_scan.run(spark, [root / "brokers"], out, scan_id="stepped", as_of_ms=as_of, replay_in_decode=False,
+                   tables=names)
     assert_tables_equal(spark, out, "stepped", local_scan([root / "brokers"], as_of_ms=as_of,
-                                                          keep_batches=True).tables)
+                                                          keep_batches=True).tables, names)
+    assert (Path(out) / "batches").exists() is (tables == "all")
+
+
+def test_the_default_tables_are_every_table_but_batches(spark, tmp_path):
+    """Without --tables the job writes no batches table (its decode makes no batch row) and
+    every other table equals the local driver's, here with the segments read as byte ranges
+    (their replicas replayed by the per-replica step from the decode's fact rows)."""
+    root = CLUSTERS[0]
+    out = str(tmp_path / "delta")
+    as_of = _as_of(root)
+    spark_scan.run(spark, [root / "brokers"], out, scan_id="default", as_of_ms=as_of, split_bytes=256)
+    assert sorted(p.name for p in Path(out).iterdir()) == sorted(spark_scan.DEFAULT_TABLES)
+    assert "batches" not in spark_scan.DEFAULT_TABLES and len(spark_scan.DEFAULT_TABLES) == len(R.TABLES) - 1
+    assert_tables_equal(spark, out, "default", local_scan([root / "brokers"], as_of_ms=as_of).tables,
+                        spark_scan.DEFAULT_TABLES)
+
+
+def test_the_decode_is_the_python_data_source_a_partition_per_planned_task(spark, tmp_path):
+    """The scan's decode is spark_jobs.source's Python Data Source: its physical plan scans
+    it, with one partition per group plan_tasks makes, and each partition holds the rows of
+    its own group's files."""
+    root = CLUSTERS[-1]
+    frames = spark_scan.build_tables(spark, [root / "brokers"], as_of_ms=_as_of(root))
+    try:
+        decoded = frames.persisted[0]
+        assert f"BatchScan {source.NAME}" in decoded._jdf.queryExecution().executedPlan().toString()
+        listing = spark_scan.list_inputs([root / "brokers"])
+        groups = spark_scan.plan_tasks(listing.units, spark.sparkContext.defaultParallelism,
+                                       replicas=listing.replicas)
+        assert len(groups) == decoded.rdd.getNumPartitions() == 2
+        placed = (decoded.where("segment IS NOT NULL").select(F.spark_partition_id().alias("task"), "segment")
+                  .distinct().collect())
+        assert sorted((r.task, r.segment) for r in placed) == sorted((i, u["file"]) for i, g in enumerate(groups)
+                                                                     for u in g)
+        assert decoded.where("record_type IN ('batch', 'fact')").count() == 0  # all replayed, no batches table
+    finally:
+        for df in frames.persisted:
+            df.unpersist()
+        for b in frames.broadcasts:
+            b.destroy()
 
 
 def test_each_table_is_written_in_as_many_files_as_its_rows_need(spark, tmp_path):
@@ -179,7 +226,7 @@ def test_each_table_is_written_in_as_many_files_as_its_rows_need(spark, tmp_path
     listing = spark_scan.list_inputs([root / "brokers"])
     assert len(spark_scan.plan_tasks(listing.units, 2, replicas=listing.replicas)) >= 2
     out = str(tmp_path / "delta")
-    spark_scan.run(spark, [root / "brokers"], out, scan_id="sized", as_of_ms=_as_of(root))
+    spark_scan.run(spark, [root / "brokers"], out, scan_id="sized", as_of_ms=_as_of(root), tables=spark_scan.TABLES)
     for name in ("batches", "txn_log", "producer_state", "producer_snapshots", "txn_spans"):
         assert 0 < table(spark, out, name, "sized").count() < spark_scan.ROWS_PER_WRITE_TASK, name
         metrics = spark.sql(f"DESCRIBE HISTORY delta.`{out}/{name}`").first()["operationMetrics"]
@@ -240,14 +287,14 @@ def test_a_corrupt_file_only_adds_corruptions(spark, tmp_path):
     out = str(tmp_path / "delta")
     as_of = _as_of(root)
     spark_scan.run(spark, [tmp_path / "brokers"], out, scan_id="damaged", as_of_ms=as_of)
-    result = local_scan([tmp_path / "brokers"], as_of_ms=as_of, keep_batches=True)
+    result = local_scan([tmp_path / "brokers"], as_of_ms=as_of)
     assert result.findings, "the damage went unnoticed by the local driver"
     corruptions = table(spark, out, "corruptions", "damaged")
     assert {r.file for r in corruptions.select("file").distinct().collect()} == {str(victim)}
     files = table(spark, out, "files", "damaged").where("kind = 'log_segment'")
     assert {r.file for r in files.where("status != 'ok'").collect()} == {str(victim)}
     assert files.count() == len(list(copy.glob("*/*.log")))
-    assert_tables_equal(spark, out, "damaged", result.tables)
+    assert_tables_equal(spark, out, "damaged", result.tables, spark_scan.DEFAULT_TABLES)
 
 
 def test_a_batch_failing_its_crc_is_listed_but_never_replayed(spark, tmp_path):
@@ -269,7 +316,7 @@ def test_a_batch_failing_its_crc_is_listed_but_never_replayed(spark, tmp_path):
     phantom = batch.producer_id ^ 0x40
     out = str(tmp_path / "delta")
     as_of = _as_of(root)
-    spark_scan.run(spark, [tmp_path / "brokers"], out, scan_id="crc", as_of_ms=as_of)
+    spark_scan.run(spark, [tmp_path / "brokers"], out, scan_id="crc", as_of_ms=as_of, tables=spark_scan.TABLES)
     result = local_scan([tmp_path / "brokers"], as_of_ms=as_of, keep_batches=True)
     assert [(f.path, f.position, f.reason) for f in result.findings
             if f.reason != "incomplete"] == [(str(victim), batch.position, "crc")]  # and the fixture's cut follower
@@ -292,8 +339,8 @@ def test_a_cut_coordinator_log_plans_no_abort_in_either_driver(spark, tmp_path):
     out = str(tmp_path / "delta")
     as_of = _as_of(HANGING)
     spark_scan.run(spark, [copy], out, scan_id="cut", as_of_ms=as_of)
-    result = local_scan([copy], as_of_ms=as_of, keep_batches=True)
-    assert_tables_equal(spark, out, "cut", result.tables)
+    result = local_scan([copy], as_of_ms=as_of)
+    assert_tables_equal(spark, out, "cut", result.tables, spark_scan.DEFAULT_TABLES)
     states = table(spark, out, "partition_state", "cut").where("topic = '__transaction_state' AND partition = 0")
     assert {(r.checkpointed_high_watermark, r.high_watermark, r.copy_gap is not None) for r in states.collect()} == {
         (2, 0, True)}

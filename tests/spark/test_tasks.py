@@ -114,7 +114,7 @@ def test_the_decode_walk_is_lazy():
 
 
 @pytest.mark.parametrize("flush", [3, 20_000])
-def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
+def test_decode_units_gives_the_rows_of_each_unit(monkeypatch, flush):
     # Batch rows are built column-wise, the rest row by row, many units to an Arrow batch:
     # the union must be each unit's rows as to_tagged_batch makes them from the local driver's
     # row builders, keys included.
@@ -132,25 +132,24 @@ def test_decode_files_gives_the_rows_of_each_unit(monkeypatch, flush):
     expected = [R.to_tagged_batch(rows(u), tasks.DECODED,
                                   {"segment": u["file"], "range_index": u["range_index"], "ranges": u["ranges"]})
                 for u in units]
-    work = pa.Table.from_pylist(units, schema=tasks.WORK_UNIT).to_batches(max_chunksize=5)
-    got = list(tasks.decode_files(iter(work)))
+    got = list(tasks.decode_units(iter(units)))
     assert max(b.num_rows for b in got) <= flush or flush > 1000
     table = pa.Table.from_batches(got, schema=tasks.DECODED)
     assert table.column("record_type").to_pylist().count("batch") > 100
     assert sorted(map(repr, table.to_pylist())) == sorted(map(repr, pa.Table.from_batches(expected).to_pylist()))
 
 
-def _decoded(units, chunk=5):
-    work = pa.Table.from_pylist(units, schema=tasks.WORK_UNIT).to_batches(max_chunksize=chunk)
-    return pa.Table.from_batches(list(tasks.decode_files(iter(work))), schema=tasks.DECODED).to_pylist()
+def _decoded(units, batches=True):
+    return pa.Table.from_batches(list(tasks.decode_units(iter(units), batches=batches)),
+                                 schema=tasks.DECODED).to_pylist()
 
 
-@pytest.mark.parametrize("flush, chunk", [(3, 1), (3, 5), (20_000, 1000)])
-def test_decode_files_replays_the_replicas_it_reads_whole(monkeypatch, flush, chunk):
+@pytest.mark.parametrize("flush", [3, 20_000])
+def test_decode_units_replays_the_replicas_it_reads_whole(monkeypatch, flush):
     # A replica whose units carry its listing row is replayed by the decode task: its rows are
     # the per-replica step's for that replica (replica_rows over its checksum-valid batches),
-    # whatever the flushes and the cuts between Arrow batches, and the segments' own rows are
-    # those of a decode that replays nothing.
+    # whatever the flushes, and the segments' own rows are those of a decode that replays
+    # nothing.
     from spark_jobs.scan import list_inputs, plan_tasks
 
     monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
@@ -159,7 +158,7 @@ def test_decode_files_replays_the_replicas_it_reads_whole(monkeypatch, flush, ch
     units = [u for group in plan_tasks(listing.units, 2, replicas=listing.replicas) for u in group]
     assert sum(u["replica"] is not None for u in units if "replica" in u) == len(listing.replicas)
     assert any(len(info["segments"]) > 1 for info in listing.replicas)
-    got = _decoded(units, chunk)
+    got = _decoded(units)
     replica_rows = [r for r in got if r["segment"] is None]
     expected = [R.to_tagged_batch(list(tasks.replica_rows(info, facts)), tasks.REPLICA_OUT)
                 for info, facts in _listed(cluster)]
@@ -169,6 +168,89 @@ def test_decode_files_replays_the_replicas_it_reads_whole(monkeypatch, flush, ch
     assert {r["record_type"] for r in replica_rows} >= {"state", "producer", "span", "snapshot", "file"}
     plain = [{k: v for k, v in u.items() if k != "replica"} for u in units]
     assert sorted(map(repr, (r for r in got if r["segment"] is not None))) == sorted(map(repr, _decoded(plain)))
+
+
+def _mixed_units():
+    """Planned units of the hanging cluster where some replicas are replayed by their task and
+    others (a segment split into byte ranges) are not."""
+    from spark_jobs.scan import list_inputs, plan_tasks
+
+    listing = list_inputs([CLUSTER], split_bytes=4096)
+    units = [u for group in plan_tasks(listing.units, 2, replicas=listing.replicas) for u in group]
+    replayed = {(u["broker"], u["topic"], u["partition"]) for u in units if u.get("replica")}
+    assert replayed and any((u["broker"], u["topic"], u["partition"]) not in replayed for u in units)
+    return units, replayed
+
+
+@pytest.mark.parametrize("flush", [3, 20_000])
+def test_without_batches_the_decode_makes_no_batch_row(monkeypatch, flush):
+    # The batches table not asked for: no batch struct is built; a replayed replica's batches
+    # leave nothing, another's leave their facts (the per-replica step's input), equal to the
+    # batch rows' columns of the same batches; every other row is as with batch rows.
+    units, replayed = _mixed_units()
+    monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
+    with_batches = _decoded(units)
+
+    def no_batch_rows(*args):
+        raise AssertionError("a batch struct was built")
+
+    monkeypatch.setattr(R, "batch_struct", no_batch_rows)
+    without = _decoded(units, batches=False)
+    kinds = {r["record_type"] for r in without}
+    assert "batch" not in kinds and "fact" in kinds
+
+    def others(rows):
+        return sorted(repr(r) for r in rows if r["record_type"] not in ("batch", "fact"))
+
+    assert others(without) == others(with_batches)
+    crc_failed = [r for r in with_batches if r["record_type"] == "batch" and not r["batch"]["crc_valid"]]
+    assert not crc_failed  # a healthy copy: every batch row is a fact the step would read
+    names = tasks.FACTS.names
+
+    def key(r):
+        return r["broker"], r["topic"], r["partition"]
+
+    want = sorted(repr([r["segment"], r["range_index"], [r["batch"][n] for n in names]]) for r in with_batches
+                  if r["record_type"] == "batch" and key(r["batch"]) not in replayed)
+    got = [r for r in without if r["record_type"] == "fact"]
+    assert want and sorted(repr([r["segment"], r["range_index"], [r["fact"][n] for n in names]]) for r in got) == want
+    assert max(sum(1 for r in without if r["record_type"] == "fact" and key(r["fact"]) in replayed), 0) == 0
+
+
+def test_the_source_plans_a_partition_per_group_and_ships_no_plan_to_tasks():
+    # spark_jobs.source without Spark: the planner's partitions are the planned groups, the
+    # reader a task gets carries no plan, and it reads its group as tasks.decode_units does.
+    import pickle
+
+    from pyspark import cloudpickle
+
+    from spark_jobs import source
+    from spark_jobs.scan import list_inputs, plan_tasks
+
+    listing = list_inputs([REPO / "fixtures" / "tv2" / "brokers"], split_bytes=4096)
+    groups = plan_tasks(listing.units, 3, replicas=listing.replicas)
+    assert len(groups) == 3
+    plan = source.encode_plan(groups)
+    data_source = source.DecodeSource({"plan": plan, "batches": "false"})
+    assert data_source.schema() == tasks_schema()
+    reader = data_source.reader(data_source.schema())
+    assert "plan" not in data_source.options  # the source Spark ships to the tasks
+    partitions = reader.partitions()
+    assert [p.value for p in partitions] == groups
+    shipped = cloudpickle.dumps(reader)
+    assert plan.encode() not in shipped and len(shipped) == len(cloudpickle.dumps(source.DecodeReader("", batches=False)))
+    task_reader = pickle.loads(shipped)
+    assert task_reader._plan is None
+    for p in partitions:
+        got = pa.Table.from_batches(list(task_reader.read(p)), schema=tasks.DECODED).to_pylist()
+        assert got == _decoded(p.value, batches=False)
+    assert list(task_reader.read(type(partitions[0])(None))) == []  # Spark's partition for no group
+
+
+def tasks_schema():
+    from spark_jobs.schemas import spark_schema
+
+    return spark_schema(tasks.DECODED)
 
 
 def test_a_decode_task_refuses_a_replica_whose_segments_come_out_of_order():
@@ -187,7 +269,7 @@ def test_a_decode_task_refuses_a_replica_whose_segments_come_out_of_order():
 def _decode_input():
     from spark_jobs.scan import list_inputs
 
-    return pa.Table.from_pylist(list_inputs([CLUSTER]).units, schema=tasks.WORK_UNIT).to_batches()
+    return list_inputs([CLUSTER]).units
 
 
 def _replica_input():
@@ -195,7 +277,7 @@ def _replica_input():
 
 
 @pytest.mark.parametrize("was_enabled", [True, False])
-@pytest.mark.parametrize("step, maker, make_input", [("decode_files", "decode", _decode_input),
+@pytest.mark.parametrize("step, maker, make_input", [("decode_units", "decode", _decode_input),
                                                      ("replica_stream", "replica_rows", _replica_input)])
 def test_a_step_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch, was_enabled, step, maker,
                                                                      make_input):
@@ -207,8 +289,8 @@ def test_a_step_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch,
     cycles = []
     real = getattr(tasks, maker)
 
-    def leaving_cycles(*args):
-        for item in real(*args):
+    def leaving_cycles(*args, **kw):
+        for item in real(*args, **kw):
             _Cycle(cycles)
             yield item
 
@@ -227,7 +309,7 @@ def test_a_step_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch,
 
 
 @pytest.mark.parametrize("in_task", [True, False])
-@pytest.mark.parametrize("step, make_input", [("decode_files", _decode_input), ("replica_stream", _replica_input)])
+@pytest.mark.parametrize("step, make_input", [("decode_units", _decode_input), ("replica_stream", _replica_input)])
 def test_a_step_in_a_spark_task_freezes_the_heap_it_starts_with(monkeypatch, in_task, step, make_input):
     # PySpark's daemon runs a full collection after every task of a reused worker: a step
     # moves the objects alive as its task starts to the permanent generation, which that

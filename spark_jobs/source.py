@@ -1,0 +1,97 @@
+"""The decode as a Python Data Source: the driver's planned tasks in, the decode's Arrow batches out.
+
+    decoded = source.read(spark, scan.plan_tasks(...), batches=False)
+
+Each group of work units scan.plan_tasks makes (small files together, a large file or a byte
+range alone, a replica the task reads whole with its listing row on its first unit) is one
+partition of the source, and its reader yields what tasks.decode_units makes of the group:
+tasks.DECODED batches, handed to Spark as they are (no Python row, no pickled unit table).
+The groups reach the planner as an option (JSON, compressed): a data source's options are
+strings, and its planner runs in a Python worker of the driver, not in this process. The
+reader leaves them there: the function Spark ships to each task carries the reader, and each
+task reads only its own group (its InputPartition).
+
+Registered once per session (:func:`register`), under :data:`NAME`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from functools import partial
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from logscan.scan import rows as R
+from spark_jobs import faults
+from spark_jobs import schemas as S
+from spark_jobs import tasks
+
+NAME = "logscan_decode"
+_PLAN, _BATCHES = "plan", "batches"
+
+
+def encode_plan(groups: list[list[R.Row]]) -> str:
+    """The planned groups as an option value: JSON, deflated, base64 (the plan of a copy of
+    30,000 replicas repeats its folder names in every path)."""
+    text = json.dumps(groups, separators=(",", ":"))
+    return base64.b64encode(zlib.compress(text.encode(), 1)).decode("ascii")
+
+
+def decode_plan(value: str) -> list[list[R.Row]]:
+    return json.loads(zlib.decompress(base64.b64decode(value)))
+
+
+class DecodeSource(DataSource):
+    """Options: ``plan`` (encode_plan of the groups), ``batches`` ("true": batch rows for the
+    batches table; else none, see tasks.decode_units)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        return S.spark_schema(tasks.DECODED)
+
+    def reader(self, schema: StructType) -> "DecodeReader":
+        # Popped: Spark ships this source, as it is after reader(), to every task.
+        return DecodeReader(self.options.pop(_PLAN), batches=self.options.get(_BATCHES) == "true")
+
+
+class DecodeReader(DataSourceReader):
+    """One partition per planned group; read(partition) decodes that group."""
+
+    def __init__(self, plan: str, *, batches: bool) -> None:
+        self._plan = plan
+        self.batches = batches
+
+    def __getstate__(self) -> dict:
+        # What a task gets: the plan stays with the planner (partitions), each task has its group.
+        return {"_plan": None, "batches": self.batches}
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(group) for group in decode_plan(self._plan)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        # No group: Spark plans one empty partition for a copy without segments.
+        decode = faults.at_start("decode", partial(tasks.decode_units, batches=self.batches))
+        return decode(partition.value or ())
+
+
+def register(spark: SparkSession) -> None:
+    """Makes :data:`NAME` readable in ``spark``'s session (once: a registration ships the
+    class to the JVM)."""
+    if not spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(NAME):
+        spark.dataSource.register(DecodeSource)
+
+
+def read(spark: SparkSession, groups: list[list[R.Row]], *, batches: bool) -> DataFrame:
+    """The decode of the planned ``groups``: one Spark partition per group, tasks.DECODED rows."""
+    register(spark)
+    return (spark.read.format(NAME).option(_PLAN, encode_plan(groups))
+            .option(_BATCHES, str(batches).lower()).load())
