@@ -3,6 +3,7 @@
     python -m tools.bench.scan [--quick] [--cores 1,2] [--bench 1000:1000] [--sizes-mb 100,1000,10000]
         [--partitions-at 100] [--partition-counts 100,1000,10000] [--size-at-mb 1000]
         [--files-mb 256] [--memory-mb 1024,3072] [--memory-limit 1g] [--repeats 3] [--work DIR]
+        [--tables all|NAME,...]
 
 Every copy is written once by tools/bench/gen_cluster.py (cached under .work/bench/scan/) and
 read from a warm page cache. Figures, each from the same run:
@@ -377,8 +378,10 @@ def child(spec_path: str) -> int:
     sampler = WorkerSampler(os.getpid())
     sampler.start()
     t0 = time.perf_counter()
-    from spark_jobs.scan import run
+    from spark_jobs.scan import DEFAULT_TABLES, parse_tables, run
     from spark_jobs.session import build_session
+
+    tables = parse_tables(spec["tables"]) if spec.get("tables") else DEFAULT_TABLES
 
     spark = build_session("logscan-bench", master=spec["master"], conf={
         "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **spec["conf"]})
@@ -394,7 +397,7 @@ def child(spec_path: str) -> int:
             t1 = time.perf_counter()
             error = None
             try:
-                run(spark, [Path(item["path"])], str(output), scan_id="bench")
+                run(spark, [Path(item["path"])], str(output), scan_id="bench", tables=tables)
             except Exception as e:  # a failed Spark job is a figure too (e.g. a memory limit)
                 error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
             seconds = time.perf_counter() - t1
@@ -458,10 +461,12 @@ def repeat_label(label: str, i: int) -> str:
     return label if i == 1 else f"{label}#{i}"
 
 
-def spark_session(work: Path, name: str, master: str, conf: dict, runs: list[tuple[str, Copy]]) -> Session:
-    """Run a child process with one Spark session over ``runs``; its figures."""
+def spark_session(work: Path, name: str, master: str, conf: dict, runs: list[tuple[str, Copy]],
+                  tables: str | None = None) -> Session:
+    """Run a child process with one Spark session over ``runs`` (the job's --tables: ``tables``,
+    None for its default); its figures."""
     work.mkdir(parents=True, exist_ok=True)
-    spec = {"master": master, "conf": conf, "output": str(work / f"out-{name}"),
+    spec = {"master": master, "conf": conf, "output": str(work / f"out-{name}"), "tables": tables,
             "result": str(work / f"result-{name}.json"),
             "runs": [{"label": label, "path": str(c.path), "files": c.files} for label, c in runs]}
     spec_path = work / f"spec-{name}.json"
@@ -639,15 +644,17 @@ def main_bench(args) -> int:
             for i in range(2, plan.repeats + 1):
                 for ds in plan.repeated:
                     runs.setdefault(repeat_label(ds.name, i), c(ds.name))
-        sessions[cores] = spark_session(work, f"local{cores}", f"local[{cores}]", {}, list(runs.items()))
+        sessions[cores] = spark_session(work, f"local{cores}", f"local[{cores}]", {}, list(runs.items()),
+                                        tables=args.tables)
     limit = parse_size(plan.memory_limit)
     limited = None
     if mem_big.bytes > limit:
         limited = spark_session(work, "limited", "local[1]", {"spark.executor.pyspark.memory": plan.memory_limit},
-                                [(mem_big.ds.name, mem_big)])
+                                [(mem_big.ds.name, mem_big)], tables=args.tables)
     mem_batch, _ = largest_batch(mem_big.path)
 
     lines = report(plan, copies, local, decode_only, sessions, limited, mem_batch, limit, rows_local=rows_local)
+    lines.insert(1, f"(the Spark job's tables: {args.tables or 'its default, every table but batches'})")
     lines.append(f"\n(total {time.perf_counter() - started:.0f} s; Spark logs under {work})")
     print("\n".join(lines))
     return 0
@@ -898,6 +905,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"scans of each smaller size of the size scaling, Spark and single process; the "
                          f"median is the figure, the spread its noise (default {REPEATS}; the largest size once)")
     ap.add_argument("--work", default=str(WORK), help="where copies, logs and outputs go")
+    ap.add_argument("--tables", help="the Spark job's --tables, e.g. all (default: the job's, every table but "
+                                     "batches)")
     args = ap.parse_args(argv)
     if args.child:
         return child(args.child)
