@@ -168,9 +168,9 @@ def test_stuck_markers_are_not_hanging_and_roll_forward_once_the_node_is_back(li
     healed = tmp_path / "healed"
     for node, log_dir in c.log_dirs.items():
         copy_live_log_dir(log_dir, healed / f"broker-{node}")
-    leader = next(r for r in scan([healed]).replicas
-                  if (r.state.broker, r.state.topic, r.state.partition) == (made["leader"], topic, 0))
-    outcomes = {s.producer_id: s.outcome for s in leader.spans}
+    spans = scan([healed]).tables["txn_spans"]
+    outcomes = {s["producer_id"]: s["outcome"] for s in spans
+                if (s["broker"], s["topic"], s["partition"]) == (made["leader"], topic, 0)}
     assert outcomes == {pid: "COMMIT" if t["kind"] == "prepare_commit" else "ABORT"
                         for pid, t in opened.items()}
 
