@@ -346,8 +346,9 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     coordinator_rows = pipeline.merge_coordinator(r.asDict(recursive=True) for r in per_partition)
 
     if as_of_ms is None:
+        updated, ceiling = F.col("last_update_timestamp_ms"), pipeline.timestamp_ceiling()
         newest = (states.agg(F.max("max_timestamp").alias("batch"))
-                  .crossJoin(coordinator_log.agg(F.max("last_update_timestamp_ms").alias("record"))).first())
+                  .crossJoin(coordinator_log.agg(F.max(F.when(updated <= ceiling, updated)).alias("record"))).first())
         as_of_ms = pipeline.as_of(newest["batch"], newest["record"])
 
     # Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest.
