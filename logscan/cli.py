@@ -264,6 +264,9 @@ def _scan_options(fn):
                      help="transaction.max.timeout.ms of the cluster; older open transactions are candidates."),
         click.option("--include-superseded", is_flag=True,
                      help="Also read -delete/-future/-stray dirs and .deleted/.cleaned/.swap files."),
+        click.option("--follow-links", is_flag=True,
+                     help="Follow symbolic links that lead out of the INPUT folders (by default such a link "
+                          "is a 'link' finding and is not read; links within the copy are followed)."),
         click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                      show_default=True, help="json: one object per candidate (or plan), for scripts."),
         click.option("--no-progress", is_flag=True,
@@ -283,7 +286,8 @@ def _bootstrap(ctx, param, value: str | None) -> str | None:
         raise click.BadParameter(str(e)) from None
 
 
-def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress, **options):
+def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress,
+                **options):
     from pathlib import Path
 
     from logscan import progress
@@ -293,7 +297,7 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, n
     try:
         return progress.scan(roots, enabled=progress.wanted(no_progress), as_of_ms=_as_of_ms(as_of),
                              max_transaction_timeout_ms=max_transaction_timeout_ms,
-                             include_superseded=include_superseded, **options)
+                             include_superseded=include_superseded, follow_links=follow_links, **options)
     except NoLogDirs as e:   # a wrong INPUT is never "0 replicas, nothing hanging"
         raise click.UsageError(str(e)) from None
 
@@ -312,7 +316,7 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, n
               help="With --output: the tables to write, 'all' or a comma list of names [default: every table "
               "but batches, a row per batch of the copy]; files, corruptions, partition_state and "
               "hanging_candidates (the summary's) are always written.")
-def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
+def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, fmt, no_progress,
                  output, master, scan_id, bootstrap_server, tables) -> None:
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
@@ -320,7 +324,8 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
         with _spark_errors():
             sys.exit(scan_to_tables(inputs, output, as_of_ms=_as_of_ms(as_of),
                                     max_transaction_timeout_ms=max_transaction_timeout_ms,
-                                    include_superseded=include_superseded, scan_id=scan_id,
+                                    include_superseded=include_superseded, follow_links=follow_links,
+                                    scan_id=scan_id,
                                     bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, master=master,
                                     json=fmt == "json", no_progress=no_progress, tables=tables))
     if scan_id is not None or bootstrap_server is not None or tables is not None:
@@ -330,7 +335,7 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
 
     from logscan.scan import summary
 
-    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress)
+    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress)
     fig = summary.table_figures(result.tables, result.as_of_ms)
     if fmt == "json":
         for c in sorted(result.tables["hanging_candidates"], key=summary.candidate_order):
@@ -363,13 +368,13 @@ Exit status: 0 no plans, 4 plans printed.
 @_scan_options
 @click.option("--bootstrap-server", default=DEFAULT_BOOTSTRAP, show_default=True, callback=_bootstrap,
               help="Put into the commands (logscan itself never connects to anything).")
-def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, fmt, no_progress,
+def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, fmt, no_progress,
                  bootstrap_server) -> None:
     import json as jsonlib
 
     from logscan.scan.summary import EXIT_HANGING
 
-    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, no_progress,
+    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress,
                          bootstrap=bootstrap_server)
     plans = result.tables["abort_plans"]
     for plan in plans:

@@ -145,18 +145,18 @@ def total_size(paths: Iterable) -> tuple[int, int]:
     return sum(sizes), len(sizes)
 
 
-def scan(roots, *, enabled: bool, include_superseded: bool = False, **scan_options):
+def scan(roots, *, enabled: bool, include_superseded: bool = False, follow_links: bool = False, **scan_options):
     """logscan.scan.local.scan with a bar over the segments it reads, moved through the
     scan's ``on_file`` callback as each one is read. The segments are listed up front (a
     directory walk; no file is opened), and only when the bar is drawn."""
     from logscan.scan import local
 
     if not enabled:
-        return local.scan(roots, include_superseded=include_superseded, **scan_options)
+        return local.scan(roots, include_superseded=include_superseded, follow_links=follow_links, **scan_options)
     from logscan.logdir.tree import iter_brokers
 
-    segments = [p for broker in iter_brokers(roots, include_superseded=include_superseded)
+    segments = [p for broker in iter_brokers(roots, include_superseded=include_superseded, follow_links=follow_links)
                 for replica in broker.replicas for _, p in replica.segments]
     with Bar("scan", *total_size(segments)) as bar:
-        return local.scan(roots, include_superseded=include_superseded,
+        return local.scan(roots, include_superseded=include_superseded, follow_links=follow_links,
                           on_file=lambda _path, size: bar.advance(size), **scan_options)

@@ -7,7 +7,8 @@ Usage (after `make delta-jars`; from the repository root, with the project's ven
         spark_jobs/scan.py INPUT... --output DIR \\
         [--as-of 2026-11-22T21:00:00Z | --as-of 1795381200000] \\
         [--max-transaction-timeout-ms 900000] [--scan-id ID] [--include-superseded] \\
-        [--split-bytes 134217728] [--bootstrap-server HOST:PORT] [--tables all | --tables NAME,...]
+        [--split-bytes 134217728] [--bootstrap-server HOST:PORT] [--follow-links] \\
+        [--tables all | --tables NAME,...]
 
 (PYSPARK_PYTHON: the venv's spark-submit script finds Spark through it, and the Python
 workers need its pyarrow and logscan.) Or, on a local Spark the job starts itself, with the
@@ -140,8 +141,9 @@ class Listing:
     findings: list[R.Row] = field(default_factory=list)    # corruptions found while listing
 
 
-def list_inputs(roots: list[Path], *, include_superseded: bool = False, split_bytes: int = SPLIT_BYTES) -> Listing:
-    listing = list_copy(roots, include_superseded=include_superseded)
+def list_inputs(roots: list[Path], *, include_superseded: bool = False, split_bytes: int = SPLIT_BYTES,
+                follow_links: bool = False) -> Listing:
+    listing = list_copy(roots, include_superseded=include_superseded, follow_links=follow_links)
     out = Listing(files=listing.files, findings=[R.finding_row(f, key) for key, f in listing.findings])
     for listed in listing.replicas:
         out.units.extend(pipeline.work_units(listed, split_bytes))
@@ -289,13 +291,14 @@ def internal_states(states: DataFrame) -> dict[str, list[tuple]]:
 
 def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[int] = None,
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-                 include_superseded: bool = False, split_bytes: int = SPLIT_BYTES,
+                 include_superseded: bool = False, follow_links: bool = False, split_bytes: int = SPLIT_BYTES,
                  bootstrap: str = pipeline.DEFAULT_BOOTSTRAP, replay_in_decode: bool = True,
                  tables: tuple[str, ...] = DEFAULT_TABLES) -> ScanFrames:
     """The ``tables`` of a scan (parse_tables's names). ``replay_in_decode=False`` sends every
     replica through the per-replica step's shuffle, as the replicas plan_tasks cannot give
     one task (the tests compare both ways)."""
-    listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes)
+    listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes,
+                          follow_links=follow_links)
     parallelism = spark.sparkContext.defaultParallelism
     groups = plan_tasks(listing.units, parallelism, replicas=listing.replicas if replay_in_decode else None)
     replayed = {(u["broker"], u["topic"], u["partition"]) for g in groups for u in g if u.get("replica")}
@@ -479,6 +482,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scan-id", help="id tagging every row (default: derived from the inputs)")
     p.add_argument("--include-superseded", action="store_true",
                    help="also read -delete/-future folders and .deleted/.cleaned/.swap files")
+    p.add_argument("--follow-links", action="store_true",
+                   help="follow symbolic links that lead out of the inputs (by default a 'link' finding, not read)")
     p.add_argument("--split-bytes", type=int, default=SPLIT_BYTES,
                    help="segments larger than this are read by several tasks, one per byte range "
                         "(default %(default)s)")
@@ -519,7 +524,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
                             as_of_ms=args.as_of,
                             max_transaction_timeout_ms=args.max_transaction_timeout_ms,
-                            include_superseded=args.include_superseded, split_bytes=args.split_bytes,
+                            include_superseded=args.include_superseded, follow_links=args.follow_links,
+                            split_bytes=args.split_bytes,
                             bootstrap=args.bootstrap_server, tables=args.tables)
     print(summary(spark, args.output, scan_id, as_of_ms, time.monotonic() - started,
                   max_transaction_timeout_ms=args.max_transaction_timeout_ms))

@@ -45,6 +45,7 @@ def check_request(inputs: list[Path], output: Path, scan_id: Optional[str],
 
 def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], max_transaction_timeout_ms: int,
                    include_superseded: bool, scan_id: Optional[str], bootstrap: str, master: str, json: bool,
+                   follow_links: bool = False,
                    no_progress: bool, tables: Optional[str] = None, out: Optional[TextIO] = None,
                    err: Optional[TextIO] = None) -> int:
     """Runs the job into ``output``, prints what it found; returns the exit status. ``tables``:
@@ -67,7 +68,8 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     try:
         scan_id, as_of_ms = job.run(spark, roots, output, scan_id=scan_id, as_of_ms=as_of_ms,
                                     max_transaction_timeout_ms=max_transaction_timeout_ms,
-                                    include_superseded=include_superseded, bootstrap=bootstrap, tables=names)
+                                    include_superseded=include_superseded, follow_links=follow_links,
+                                    bootstrap=bootstrap, tables=names)
         figures = job.figures(spark, output, scan_id, as_of_ms)
         candidates = _candidates(spark, output, scan_id) if json else []
     finally:

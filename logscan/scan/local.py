@@ -69,14 +69,15 @@ def _rows(tables: dict[str, list[R.Row]], open_txns: list[R.Row], items: Iterabl
 @young_collections_only()
 def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
          max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-         include_superseded: bool = False, keep_batches: bool = False,
+         include_superseded: bool = False, follow_links: bool = False, keep_batches: bool = False,
          bootstrap: str = DEFAULT_BOOTSTRAP, on_file: Optional[OnFile] = None) -> Scan:
     """Scan a copy. ``keep_batches`` also keeps a row per batch (the ``batches`` table);
-    ``on_file(path, size)`` is called as each segment file has been read (a progress bar).
+    ``on_file(path, size)`` is called as each segment file has been read (a progress bar);
+    ``follow_links`` follows symbolic links out of the roots (listing.list_copy).
     Python's cyclic collector is paused while it runs (collector.young_collections_only)."""
     tables: dict[str, list[R.Row]] = {name: [] for name in R.TABLES}
     open_txns: list[R.Row] = []
-    listing = list_copy(roots, include_superseded=include_superseded)
+    listing = list_copy(roots, include_superseded=include_superseded, follow_links=follow_links)
     tables["files"].extend(listing.files)
     tables["corruptions"].extend(R.finding_row(f, key) for key, f in listing.findings)
     infos: dict[tuple[int, str, int], R.Row] = {}

@@ -167,6 +167,18 @@ def test_a_link_out_of_the_copy_is_followed_when_asked(tmp_path):
     (listed,) = [r for r in followed.replicas if (r.replica.broker, r.replica.topic, r.replica.partition)
                  == (BROKER, *HOSTILE)]
     assert listed.replica.segments == [(0, outside)]
+    # the option, from every entry point: the scan and the plan read the moved segment
+    for command in ("scan", "plan"):
+        asked = CliRunner().invoke(main, [command, str(copy), "--as-of", str(AS_OF), "--follow-links",
+                                          "--format", "json"])
+        plain = CliRunner().invoke(main, [command, str(_copy(tmp_path / command)), "--as-of", str(AS_OF),
+                                          "--format", "json"])
+        assert (asked.exit_code, asked.stdout) == (plain.exit_code, plain.stdout), command
+    from spark_jobs.scan import list_inputs, parse_args
+
+    assert parse_args([str(copy), "--output", str(tmp_path / "t"), "--follow-links"]).follow_links
+    assert [u["file"] for u in list_inputs([copy], follow_links=True).units if u["file"] == str(outside)] == [
+        str(outside)]
 
 
 def _fifo_case(tmp_path, reference, name: str) -> None:
