@@ -316,7 +316,6 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
         """A table's rows of the decode (``kind``), in as few partitions as their count needs."""
         return part.coalesce(write_tasks(counts.get(kind, 0)))
 
-    batches = S.members(kept, "batch")
     txn_log = S.members(kept, "txn_log")
 
     # The per-replica rows: of the replicas the decode replayed, and of the others, replayed
@@ -327,7 +326,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     replica_tables = {kind: sized(S.members(replica_out, kind), kind) for kind in ("snapshot", "producer", "span")}
     step_files, step_findings = [], []
     if shuffled:
-        facts = batches.where(F.col("crc_valid")) if with_batches else S.members(kept, "fact")
+        facts = S.members(kept, "batch").where(F.col("crc_valid")) if with_batches else S.members(kept, "fact")
         stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), facts)
                    .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
         persisted.append(stepped)
@@ -393,7 +392,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
                                                   S.members(metadata_out, "finding"),
                                                   _frame(spark, listing.findings, R.CORRUPTIONS)])
     frames = {
-        "files": files, "batches": sized(batches, "batch"), "corruptions": corruptions,
+        "files": files, "corruptions": corruptions,
         "txn_log": sized(txn_log, "txn_log"),
         "coordinator_state": _frame(spark, coordinator_rows, R.COORDINATOR_STATE),
         "producer_snapshots": replica_tables["snapshot"], "producer_state": replica_tables["producer"],
@@ -402,6 +401,8 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
         "hanging_candidates": S.members(partition_out, "candidate"),
         "abort_plans": S.members(partition_out, "plan"),
     }
+    if with_batches:
+        frames["batches"] = sized(S.members(kept, "batch"), "batch")
     return ScanFrames({t: frames[t] for t in tables}, as_of_ms, [*persisted, metadata_out, partition_out], [index])
 
 
