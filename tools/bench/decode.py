@@ -23,10 +23,13 @@ from logscan.format.batch import iter_records
 from logscan.format.logfile import walk_batches
 from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, with_base_offset
 
+from tools.kafka.cluster import LIBS
+
 from . import anchors
 
 ROOT = Path(__file__).resolve().parents[2]
-JARS = ROOT / ".kafka" / "libs"
+#: The pinned Kafka release's jars, where `make kafka-jars` puts them (tools.kafka.cluster.LIBS).
+JARS = LIBS
 GB = 1e9
 
 
@@ -184,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         if not identical:
             raise SystemExit("logscan dump and kafka-dump-log print different text for the bench segment")
     else:
-        print("  kafka-dump-log: skipped (no .kafka/libs; run `make kafka-jars`)")
+        print(f"  kafka-dump-log: skipped (no {JARS}; run `make kafka-jars`)")
 
     print(f"\nRecord level ({args.record_sample_mb} MB sample, key and value touched):")
     sample = sample_batches(seg, args.record_sample_mb << 20)
