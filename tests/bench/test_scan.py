@@ -216,7 +216,9 @@ def test_cpu_by_group_counts_the_driver_and_a_python_child():
     after = bench.cpu_by_group(os.getpid())
     assert after["driver (Python)"] - before["driver (Python)"] >= 0.15
     assert 0.29 <= spent < 2   # the child while it ran (reaped by this process, it is the driver's own no more)
-    assert after["JIT compilers"] == after["other JVM"] == 0   # no JVM under this process
+    # none of the child's CPU counted as a JVM's (a Spark JVM an earlier test module left under
+    # this process idles on: only what it spent meanwhile, well under the child's 0.3 s)
+    assert all(after[g] - before[g] < 0.1 for g in ("JIT compilers", "other JVM")), (before, after)
     text = bench.cpu_text({"JIT compilers": 3.0, "JVM task threads": 1.0, "GC": 0.02}, 2.0)
     assert text == "CPU 4.0 s (2.01 cores busy): JIT compilers 3.0, JVM task threads 1.0"
 
