@@ -8,6 +8,8 @@ candidates, plans and corruptions. ``logscan.report.html`` draws the plain dicts
 
 from __future__ import annotations
 
+import shlex
+
 from pathlib import Path
 from typing import Any, Optional
 
@@ -45,7 +47,7 @@ def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> d
         latest = engine.query("SELECT scan_id FROM partition_state ORDER BY as_of DESC, scan_id DESC LIMIT 1",
                               tables=["partition_state"])
         if not latest:
-            raise NoScan(f"{tables_dir}: partition_state is empty; run a scan with --output {tables_dir}")
+            raise NoScan(f"{tables_dir}: partition_state is empty; run a scan with --output {shlex.quote(str(tables_dir))}")
         scan_id = latest[0]["scan_id"]
 
     def rows(table: str, sql: str, *params: Any) -> Optional[list[dict[str, Any]]]:

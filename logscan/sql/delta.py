@@ -6,6 +6,7 @@ schemas)."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,11 @@ def delta_tables(tables_dir: Path) -> dict[str, Path]:
     """View name -> table folder, for every child folder with a `_delta_log`."""
     if not tables_dir.is_dir():
         raise TablesError(f"{tables_dir}: no such folder; give the --output folder of a scan "
-                          f"(e.g. `logscan scan COPY --output {tables_dir}`)")
+                          f"(e.g. `logscan scan COPY --output {shlex.quote(str(tables_dir))}`)")
     found = {p.name: p for p in sorted(tables_dir.iterdir()) if (p / "_delta_log").is_dir()}
     if not found:
         raise TablesError(f"{tables_dir}: no Delta tables in it (no <table>/_delta_log); run a scan with "
-                          f"--output {tables_dir} first")
+                          f"--output {shlex.quote(str(tables_dir))} first")
     return found
 
 
