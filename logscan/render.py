@@ -9,6 +9,17 @@ import json
 from typing import Any, Sequence, TextIO
 
 
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: every character Python does not call printable
+    (controls such as newline and ESC, format characters such as the bidi overrides, line and
+    paragraph separators) as its backslash escape. A copy's folder and file names are
+    anybody's bytes: written raw, a newline forges a line of the report and an ESC sequence
+    drives the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def _plain(value: Any) -> Any:
     """JSON-able form of a Spark value (Row, date, Decimal, bytes, nested lists)."""
     if hasattr(value, "asDict"):
@@ -44,7 +55,7 @@ def render_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str,
         for row in rows:
             writer.writerow(["" if v is None else _cell(v) for v in row])
         return
-    cells = [[_cell(v) for v in row] for row in rows]
+    cells = [[printable(_cell(v)) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     numeric = [all(isinstance(r[i], (int, float)) or r[i] is None for r in rows) and rows
                for i in range(len(columns))]

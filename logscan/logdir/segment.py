@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from logscan.format.errors import DecodeError
 from logscan.format.logfile import BufferWindow
+from logscan.render import printable
 
 #: Largest non-mappable file we read into memory (a pipe has no size to check against).
 DEFAULT_MAX_READ_BYTES = 256 * 1024 * 1024
@@ -60,7 +61,7 @@ class Finding:
 
     def line(self) -> str:
         where = f"byte {self.position}" if self.position >= 0 else "file"
-        return f"logscan: {self.path}: {where}: {self.message}"
+        return f"logscan: {printable(self.path)}: {where}: {printable(self.message)}"
 
     @classmethod
     def from_error(cls, path: str, error: DecodeError, base: int = 0) -> "Finding":

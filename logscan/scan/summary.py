@@ -16,6 +16,7 @@ from itertools import count
 from typing import Any, Callable, Iterable, Optional, TextIO
 
 from logscan.logdir.segment import Finding
+from logscan.render import printable
 
 #: Rows of each list printed; "... and N more" says what the tables hold besides.
 MAX_ROWS = 50
@@ -184,6 +185,7 @@ def exit_status(fig: Figures) -> int:
 
 
 def _table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
+    rows = [[printable(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     for row in [header, *rows]:
         out.write("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
@@ -230,8 +232,8 @@ def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int)
         _more(out, fig.candidates, len(fig.candidate_rows))
         out.write("\nEvidence:\n")
         for c in fig.candidate_rows:
-            out.write(f"  {c['topic']}-{c['partition']} on broker {c['broker']}, producer {c['producer_id']}: "
-                      f"{c['evidence']}\n")
+            out.write(printable(f"  {c['topic']}-{c['partition']} on broker {c['broker']}, producer "
+                                f"{c['producer_id']}: {c['evidence']}") + "\n")
     if fig.tables:
         out.write(f"\nTables: {fig.tables}\n")
 

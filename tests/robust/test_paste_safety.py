@@ -253,3 +253,32 @@ def test_the_report_offers_no_command_for_a_topic_kafka_would_refuse():
     parsed.feed(page)
     assert parsed.pre == {} and parsed.buttons == []
     assert "--start-offset 0" not in page and "No command offered" in page
+
+
+TERMINAL_HOSTILE = "hang\nDamage: 0 located findings\x1b[2J\x1b]0;owned\x07\u202e"
+
+
+def test_names_from_the_copy_reach_the_terminal_escaped(tmp_path):
+    # A folder name is anybody's bytes: a newline in it forged a line of `logscan scan`'s
+    # report ("Damage: 0 ..."), an ESC sequence cleared the screen and retitled the window, a
+    # bidi override reversed what followed. Every table cell, evidence and finding line shows
+    # such characters as their backslash escapes.
+    copy = _hostile_copy(tmp_path, TERMINAL_HOSTILE)
+    proc = run_cli("scan", str(copy), "--as-of", AS_OF)
+    assert proc.returncode == 4 and "Traceback" not in proc.stderr
+    for stream in (proc.stdout, proc.stderr):
+        assert not [c for c in stream if not c.isprintable() and c != "\n"], repr(stream)
+        assert [ln for ln in stream.splitlines() if ln.startswith("Damage:")] == (
+            ["Damage: 4 located findings"] if stream is proc.stdout else [])
+    escaped = r"hang\nDamage: 0 located findings\x1b[2J\x1b]0;owned\x07\u202e-2"
+    assert proc.stdout.count(escaped) >= 3 + 3   # the findings, and the candidates' rows and evidence
+    # logscan sql's text rows too (render_rows: text escapes, JSON and CSV carry the value whole).
+    import io
+
+    from logscan.render import render_rows
+
+    for fmt in ("text", "json", "csv"):
+        buf = io.StringIO()
+        render_rows(["topic"], [[TERMINAL_HOSTILE]], fmt, buf)
+        assert ("\x1b" in buf.getvalue()) == (fmt == "csv"), (fmt, buf.getvalue())
+        assert fmt != "text" or r"hang\nDamage: 0 located findings\x1b[2J" in buf.getvalue()
