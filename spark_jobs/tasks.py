@@ -215,7 +215,7 @@ def _decode_units(units: Iterable[R.Row], batches: bool) -> Iterator[pa.RecordBa
 #: ``kind`` of the rows of the per-replica stream (scan.replica_stream_input): a replica's
 #: listing row sorts before its batch rows.
 STREAM_INFO, STREAM_BATCH = 0, 1
-_STREAM_KEYS = ("broker", "topic", "partition", "kind", "info")
+_STREAM_KEYS = ("broker", "topic", "partition", "kind", "info", "segment_base_offset", "position")
 
 
 def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int, object]]:
@@ -224,8 +224,10 @@ def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int
     for batch in batches:
         keys = [batch.column(n).to_pylist() for n in _STREAM_KEYS]
         facts = [batch.column(n).to_pylist() for n in BatchFact._fields]
-        for (broker, topic, partition, kind, info), values in zip(zip(*keys), zip(*facts)):
-            yield (broker, topic, partition), kind, info if kind == STREAM_INFO else BatchFact(*values)
+        for (broker, topic, partition, kind, info, segment, position), values in zip(zip(*keys), zip(*facts)):
+            # a batch with its place (the offset-order rules check it against its segment)
+            yield (broker, topic, partition), kind, info if kind == STREAM_INFO else (BatchFact(*values), segment,
+                                                                                      position)
 
 
 def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -247,7 +249,7 @@ def _replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
         _, kind, info = next(rows)
         if kind != STREAM_INFO:  # batches of a replica the driver did not list: cannot happen
             raise ValueError(f"batch rows of an unlisted replica {info!r}")
-        for row in replica_rows(info, (fact for _, _, fact in rows)):
+        for row in replica_rows(info, (placed for _, _, placed in rows), placed=True):
             out.append(row)
             if len(out) >= _FLUSH_ROWS:
                 yield _flush(out, REPLICA_OUT)

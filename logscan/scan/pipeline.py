@@ -43,8 +43,8 @@ from logscan.state.spans import TxnSpan
 from . import rows as R
 from .listing import ListedReplica
 from .summary import iso_ms
-from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, ByteRange, ReplicaAnalyser, ReplicaRead,
-                      iter_segment, range_count, read_metadata_events)
+from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, TXN_STATE, ByteRange, ReplicaAnalyser,
+                      ReplicaRead, iter_segment, range_count, read_metadata_events)
 
 __all__ = ["CLUSTER_METADATA_TOPIC", "TRANSACTION_STATE_TOPIC", "DEFAULT_MAX_TRANSACTION_TIMEOUT_MS",
            "DEFAULT_BOOTSTRAP", "Replay", "replica_info", "work_units", "decode", "replica_rows", "coordinator",
@@ -124,8 +124,11 @@ class Replay:
         self._ceiling = timestamp_ceiling()
         self._newest = -1  # the newest batch maxTimestamp not past the ceiling
 
-    def feed(self, fact: BatchFact) -> list[tuple[str, R.Row]]:
-        self._analyser.feed(fact)
+    def feed(self, fact: BatchFact, segment: Optional[int] = None, position: int = -1) -> list[tuple[str, R.Row]]:
+        """``segment``, ``position``: the base offset of the segment holding the batch and its
+        byte there, which the offset-order rules (ReplicaAnalyser.check_order) need to check
+        a batch against its segment and to locate their findings."""
+        self._analyser.feed(fact, segment, position)
         if self._newest < fact.max_timestamp <= self._ceiling:
             self._newest = fact.max_timestamp
         if not self._closed:
@@ -137,6 +140,11 @@ class Replay:
     def read(self, unit: R.Row) -> None:
         """Notes that decode has read the segment of ``unit`` whole."""
         self._segments.append(unit["segment_base_offset"])
+
+    def coordinator_fault(self, finding: Finding) -> None:
+        """A 'txn-state' finding of this (`__transaction_state`) replica's decode: the
+        coordinator's load stops at that record (ReplicaAnalyser.coordinator_fault)."""
+        self._analyser.coordinator_fault(finding)
 
     def finish(self) -> Iterator[tuple[str, R.Row]]:
         if self._segments and self._segments != self._listed:
@@ -169,17 +177,21 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
     rng = ByteRange(unit["range_index"], unit["ranges"], unit["split_bytes"]) if split else None
     read = ReplicaRead()
     ceiling = timestamp_ceiling()
+    segment = unit["segment_base_offset"]
     for pair in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
                              out=read, headers=headers, byte_range=rng):
         yield "batch", pair
         if pair[0].max_timestamp > ceiling:
             read.findings.append(_future(path, pair[1].position, pair[0].max_timestamp))
         if replay is not None:
-            closed = replay.feed(pair[0])
+            closed = replay.feed(pair[0], segment, pair[1].position)
             if closed:
                 yield from closed
     if replay is not None:
         replay.read(unit)
+        for finding in read.findings:
+            if finding.reason == TXN_STATE:
+                replay.coordinator_fault(finding)
     for pair in read.damaged:
         yield "batch", pair
     for row in R.txn_log_rows(read, key, path):
@@ -200,12 +212,15 @@ def _future(path: str, position: int, timestamp_ms: int) -> Finding:
                    f"a CreateTime in microseconds?): the batch is read, its time is left out of the scan's as-of")
 
 
-def replica_rows(info: R.Row, facts: Iterable[BatchFact]) -> Iterator[tuple[str, R.Row]]:
+def replica_rows(info: R.Row, facts: Iterable, *, placed: bool = False) -> Iterator[tuple[str, R.Row]]:
     """The replay of one replica whose batches were decoded elsewhere (byte ranges of a split
-    file, or another task): its listing row and its checksum-valid batch facts in log order."""
+    file, or another task): its listing row and its checksum-valid batch facts in log order;
+    with ``placed``, (fact, segment base offset, byte position) triples, which the
+    offset-order rules need (Replay.feed)."""
     replay = Replay(info)
-    for fact in facts:
-        closed = replay.feed(fact)
+    feed = replay.feed
+    for item in facts:
+        closed = feed(*item) if placed else feed(item)
         if closed:
             yield from closed
     yield from replay.finish()

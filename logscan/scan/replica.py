@@ -15,6 +15,7 @@ the union of the kept tasks' rows is what one walk of the whole file yields.
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,7 +33,7 @@ from logscan.format.legacy import LegacyBatch, iter_legacy_records
 from logscan.format.logfile import WINDOW_BYTES, find_entry, walk_batches, walk_windows
 from logscan.format.metadata import decode_metadata_record
 from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decode_producer_snapshot
-from logscan.format.txnlog import decode_txnlog_entry
+from logscan.format.txnlog import TRANSACTION_STATES, decode_txnlog_entry
 from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
 from logscan.state.facts import NO_TIMESTAMP, BatchFact
@@ -50,6 +51,10 @@ TRANSACTION_STATE_TOPIC = "__transaction_state"
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: A finding's reason when the broker's own files name data the copy does not hold.
 INCOMPLETE = "incomplete"
+#: The bounds of a batch's last offset where its segment is not known.
+_NO_LOW, _NO_HIGH = -(1 << 63), (1 << 63) - 1
+#: The control record types a producer-owned control batch may have (None: emptied by the cleaner).
+_MARKER_TYPES = frozenset({"COMMIT", "ABORT", None})
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,8 @@ def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base
                 marker_ts = record.timestamp
                 if key.is_transaction_marker:
                     coordinator_epoch = decode_end_txn_marker(key, record.value, batch.position).coordinator_epoch
+                elif producer_id >= 0 or control_type == "UNKNOWN":
+                    findings.append(control_type_finding(path, batch, key.label, producer_id))
         except DecodeError as e:
             findings.append(Finding.from_error(path, e))
             control_type = "UNREADABLE"
@@ -139,6 +146,33 @@ def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base
 
 
 _new_tuple = tuple.__new__  # skips a NamedTuple's Python-level __new__
+
+#: Reasons of the findings for batches Kafka's log recovery refuses, or that break the offset
+#: order Kafka writes a log in (ReplicaAnalyser stops its replay at the first one).
+OFFSET_ORDER = "offset-order"
+OVERLAP = "overlap"
+SEGMENT_BASE = "segment-base"
+CONTROL_TYPE = "control-type"
+TXN_STATE = "txn-state"
+
+
+def control_type_finding(path: str, batch: RecordBatch, label: str, producer_id: int) -> Finding:
+    """A control batch whose record type is not a transaction marker (kafka-dump-log's label:
+    ``UNKNOWN(id)`` for an id ControlRecordType does not define), where Kafka does not take it:
+    in a batch with a producer id (ProducerAppendInfo.append reads every such control batch
+    with EndTransactionMarker.deserialize, which throws IllegalArgumentException for a type
+    other than ABORT/COMMIT; LogSegment.recover catches only CorruptRecordException and
+    InvalidRecordException, so the log does not load), or of a type Kafka does not know."""
+    if producer_id >= 0:
+        what = (f"control batch of producer {producer_id} at offset {batch.base_offset} has record type {label}, not "
+                f"ABORT(0) or COMMIT(1): Kafka's ProducerAppendInfo.append reads it as an end transaction marker "
+                f"(EndTransactionMarker.deserialize throws IllegalArgumentException) and LogSegment.recover does not "
+                f"catch that, so the broker cannot load this log; the scan's replay of the replica stops here")
+    else:
+        what = (f"control batch at offset {batch.base_offset} has record type {label}, which ControlRecordType of "
+                f"Kafka 4.1.1 does not define (ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, "
+                f"KRAFT_VERSION, KRAFT_VOTERS): consumers and producer state skip it (no producer id)")
+    return Finding(path, batch.position, CONTROL_TYPE, what, batch.size_in_bytes)
 
 
 def legacy_fact(entry: LegacyBatch, path: str, findings: list[Finding]) -> BatchFact:
@@ -176,6 +210,13 @@ def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
             if e.is_tombstone:
                 yield TxnLogRecord(partition, rec.offset, e.transactional_id)
             else:
+                if e.state_id not in TRANSACTION_STATES:
+                    findings.append(Finding(
+                        path, batch.position, TXN_STATE,
+                        f"offset {rec.offset}: transactional id {e.transactional_id!r} has transactionStatus "
+                        f"{e.state_id}, no TransactionState of Kafka 4.1.1 (TransactionState.fromId throws); "
+                        f"TransactionStateManager.loadTransactionMetadata stops loading __transaction_state-{partition} "
+                        f"at this record and keeps only the records before it, so no verdict rests on this partition"))
                 yield _new_tuple(TxnLogRecord, (partition, rec.offset, e.transactional_id, e.state, e.producer_id,
                                                 e.previous_producer_id, e.next_producer_id, e.producer_epoch,
                                                 e.transaction_timeout_ms, e.partitions or (),
@@ -580,12 +621,115 @@ class ReplicaAnalyser:
         self._replay: Optional[Replay] = None
         self._at_newest: Optional[dict[int, tuple]] = None  # the rebuild at the newest snapshot
         self.max_timestamp = -1
+        # The offset-order rules (check_order): the segments by base offset, the bounds a batch's
+        # last offset must keep within its segment, the previous batch's last offset and place.
+        self._files = {base: str(path) for base, path in replica.segments}
+        bases = [base for base, _ in replica.segments]
+        self._next_base = dict(zip(bases, bases[1:]))
+        self._segment: Optional[int] = None
+        self._low, self._high = _NO_LOW, _NO_HIGH
+        self._prev_last, self._prev_segment, self._prev_position = -1, None, None
+        self.fault: Optional[Finding] = None  # the first batch the replay refused: it stopped there
+        self._copy_end = 0  # past the fault: where the copy's batches end
+        self._coordinator_faults: list[str] = []
 
     def _capture_at_newest(self) -> None:
         self._at_newest = _describe(self._replay.producers)
         self._newest_offset = None
 
-    def feed(self, fact: BatchFact) -> None:
+    def _enter_segment(self, base: Optional[int]) -> None:
+        self._segment = base
+        if base is None:
+            self._low, self._high = _NO_LOW, _NO_HIGH
+            return
+        # OffsetIndex.canAppendOffset: a batch's last offset relative to its segment's base is in
+        # [0, Int.MAX]; and no batch reaches the next segment's base offset (LocalLog.roll starts a
+        # segment at the log end offset, so the batches of a segment end below the next one's base).
+        nxt = self._next_base.get(base)
+        self._low = base
+        self._high = min(base + INT32_MAX, _NO_HIGH if nxt is None else nxt - 1)
+
+    def check_order(self, fact: BatchFact, segment: Optional[int], position: int) -> Optional[Finding]:
+        """The finding for a batch that breaks the offset order of a Kafka log (None: it keeps
+        it), run only when the two chained comparisons of feed fail: what rule, and what Kafka
+        does with such a batch."""
+        base, last = fact.base_offset, fact.last_offset
+        path = self._files.get(segment, str(self.replica.path))
+        here = f"batch at offsets {base} to {last}"
+        prev_path = self._files.get(self._prev_segment, str(self.replica.path))
+        prev = (f"the previous batch, at byte {self._prev_position} of {Path(prev_path).name}, ends at offset "
+                f"{self._prev_last}")
+        truncate = ("Kafka's log recovery (LogLoader.recoverLog) truncates the log at the first batch it refuses "
+                    "and deletes the segments after it; the scan's replay of the replica stops here, nothing from "
+                    "this batch on counts, and no verdict nor abort plan rests on this replica")
+        if base < 0 or last < base:
+            what = (f"negative base offset {base}" if base < 0
+                    else f"{here}: its lastOffsetDelta {last - base} is negative")
+            return Finding(path, position, OFFSET_ORDER, f"{what}, which Kafka never writes; {truncate}")
+        if segment is not None and last < self._low:
+            return Finding(path, position, SEGMENT_BASE,
+                           f"{here} lies below its segment's base offset {segment}: LogSegment.recover refuses it "
+                           f"(ensureOffsetInRange: OffsetIndex.canAppendOffset needs the last offset minus the base "
+                           f"offset in [0, Int.MAX]; the LogSegmentOffsetOverflowException leads to "
+                           f"LocalLog.splitOverflowedSegment, which refuses a segment without an overflow past its "
+                           f"base, so the broker cannot load the log), and a broker that loads it without recovery "
+                           f"never reads it (LogSegment.read finds no batch at or past the base offset); the scan's "
+                           f"replay of the replica stops here, nothing from this batch on counts, and no verdict nor "
+                           f"abort plan rests on this replica")
+        if base <= self._prev_last:
+            if self._prev_segment != segment:
+                return Finding(path, position, OVERLAP,
+                               f"segment {Path(path).name}'s {here} starts at or below the last offset of the "
+                               f"segment before it ({prev}): the segments overlap; {truncate}")
+            return Finding(path, position, OFFSET_ORDER,
+                           f"{here} starts at or below the last offset of the batch before it ({prev}): the offsets "
+                           f"go backwards, or the previous batch's lastOffsetDelta runs past this base offset. "
+                           f"OffsetIndex.append throws InvalidOffsetException on such a batch where recovery writes "
+                           f"an index entry; {truncate}")
+        if segment is not None and last > self._high:
+            nxt = self._next_base.get(segment)
+            if nxt is not None and last >= nxt:
+                return Finding(path, position, OVERLAP,
+                               f"{here} reaches the next segment's base offset {nxt}: the segments overlap "
+                               f"(LocalLog.roll starts a segment at the log end offset, so Kafka never writes "
+                               f"this); {truncate}")
+            return Finding(path, position, SEGMENT_BASE,
+                           f"{here} is more than Int.MAX past its segment's base offset {segment}: LogSegment.recover "
+                           f"throws LogSegmentOffsetOverflowException (ensureOffsetInRange) and LogLoader splits the "
+                           f"segment (LocalLog.splitOverflowedSegment); a broker since KAFKA-5413 never writes one; "
+                           f"{truncate}")
+        if fact.is_control and fact.producer_id >= 0 and fact.control_type not in _MARKER_TYPES:
+            # The decode located it already (control_type_finding, or the record's decode error).
+            return Finding(path, position, CONTROL_TYPE,
+                           f"control batch of producer {fact.producer_id} at offset {base} has record type "
+                           f"{fact.control_type}, not ABORT or COMMIT: ProducerAppendInfo.append throws "
+                           f"(EndTransactionMarker.deserialize) and LogSegment.recover does not catch it, so the "
+                           f"broker cannot load the log; the replay stopped here")
+        return None
+
+    def feed(self, fact: BatchFact, segment: Optional[int] = None, position: int = -1) -> None:
+        """The next batch of the replica in log order; ``segment``: the base offset of the
+        segment holding it and ``position`` its byte there (None, -1: not known; the rules
+        that need the segment are then not checked)."""
+        if self.fault is not None:
+            if fact.last_offset >= self._copy_end:
+                self._copy_end = fact.last_offset + 1
+            return
+        if segment != self._segment:
+            self._enter_segment(segment)
+        # Every rule of check_order in two chained comparisons of integers at hand (a producer-owned
+        # control batch of another type than a marker is the only one they do not cover).
+        if (not (self._prev_last < fact.base_offset <= fact.last_offset and self._low <= fact.last_offset <= self._high)
+                or (fact.is_control and fact.producer_id >= 0 and fact.control_type not in _MARKER_TYPES)):
+            fault = self.check_order(fact, segment, position)
+            if fault is not None:
+                self.fault = fault
+                if fault.reason != CONTROL_TYPE:  # (the decode's finding locates that one)
+                    self.findings.append(fault)
+                self._copy_end = fact.last_offset + 1
+                return
+        self._prev_last = fact.last_offset
+        self._prev_segment, self._prev_position = segment, position
         if self._replay is None:
             # The snapshot to start from depends on the first offset the log still has.
             self._seed = snapshot_seed(self.snapshots, fact.base_offset)
@@ -597,27 +741,48 @@ class ReplicaAnalyser:
         if self._load_from is not None and fact.last_offset >= self._load_from:
             self._load.feed(fact)
 
+    def coordinator_fault(self, finding: Finding) -> None:
+        """A `__transaction_state` record of this replica the coordinator's load stops at (a
+        'txn-state' finding, from the decode): it goes into the replica's copy_gap, which makes
+        coordinator_copy withhold the verdicts resting on this partition."""
+        self._coordinator_faults.append(f"{finding.message.split(':', 1)[0]} (byte {finding.position} of "
+                                        f"{Path(finding.path).name}): an unknown transactionStatus ends the "
+                                        f"coordinator's load of this partition")
+
     def finish(self) -> ReplicaAnalysis:
         replica = self.replica
+        fault = self.fault
         if self._replay is None:
             self._replay = Replay(None, self._on_close, high_watermark_floor=self._hw_floor)
         if self._newest_offset is not None:  # every batch is below the newest snapshot
-            self._at_newest = _describe(self._replay.producers)
+            # (with a fault, only those before it were replayed: nothing to compare)
+            self._at_newest = None if fault is not None else _describe(self._replay.producers)
         rep = self._replay.result()
-        last_base = replica.segments[-1][0] if replica.segments else None
+        # With a fault the log ends where the replay stopped (LogLoader.recoverLog truncates there).
+        last_base = (replica.segments[-1][0] if replica.segments else None) if fault is None else None
         loaded = self._load.finish(max(rep.producers.map_end_offset, last_base or 0, self._log_start))
         if loaded is not None:
             rep.producers.take_producers(loaded)
+        log_fault = None if fault is None else f"{fault.reason} at byte {fault.position} of {fault.path}: {fault.message}"
         state = replica_state(replica.broker, replica.topic, replica.partition, rep,
                               first_segment_base=replica.segments[0][0] if replica.segments else None,
                               last_segment_base=replica.segments[-1][0] if replica.segments else None,
                               hw_checkpoint=self._hw_checkpoint, log_start_checkpoint=self._log_start_checkpoint,
                               snapshot_offsets=[b for b, _ in replica.snapshots],
                               segment_bases=[b for b, _ in replica.segments],
-                              named_bases=[(b, Path(p).name) for b, p in replica.indexes + replica.txn_indexes])
+                              named_bases=[(b, Path(p).name) for b, p in replica.indexes + replica.txn_indexes],
+                              log_fault=log_fault, copy_end=None if fault is None else self._copy_end)
         if state.copy_gap is not None:
             # Kafka would load what is here; the copy is short of what the broker had.
             self.findings.append(Finding(str(replica.path), -1, INCOMPLETE, f"incomplete copy: {state.copy_gap}"))
+        if replica.topic == TRANSACTION_STATE_TOPIC:
+            # The coordinator loads what this replica holds: a fault in its log, or a record its
+            # load stops at, leaves it short of what it says (coordinator_copy reads copy_gap).
+            lacking = [g for g in (state.copy_gap, *self._coordinator_faults,
+                                   None if fault is None else f"the log breaks Kafka's offset rules: {log_fault}")
+                       if g is not None]
+            if lacking:
+                state = dataclasses.replace(state, copy_gap="; ".join(lacking))
         check = check_newest_snapshot(self.snapshots, self._at_newest, self._seed)
         return ReplicaAnalysis(state, rep, self.max_timestamp, self.snapshots, check,
                                latest_leader_epoch(replica, self.findings), self.findings)

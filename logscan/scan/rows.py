@@ -227,6 +227,11 @@ PARTITION_STATE = _schema(
     _f("copy_gap", pa.string(), "what the broker's own files (replication-offset-checkpoint, producer snapshots, "
                                 "a segment's index files) say it held that the copy lacks (an 'incomplete' "
                                 "finding); null when the copy holds all they name"),
+    _f("log_fault", pa.string(), "why Kafka's rules cannot be trusted on this replica's log: the first batch "
+                                 "Kafka's log recovery refuses (an 'offset-order', 'overlap', 'segment-base' or "
+                                 "'control-type' finding); the replay stopped there (offsets, LSO and producers "
+                                 "are those of the log before it) and no verdict nor abort plan rests on this "
+                                 "replica; null when the log keeps the rules"),
 )
 
 #: find-hanging's candidates (open longer than the max transaction timeout) with a verdict.
@@ -239,7 +244,8 @@ HANGING_CANDIDATES = _schema(
     _f("age_ms", pa.int64(), "as_of - last_timestamp"),
     _f("hanging", pa.bool_(), "true: abort it; false: the coordinator will finish it; null: cannot tell"),
     _f("reason", pa.string(), "no_coordinator_record, coordinator_moved_on, partition_not_in_transaction, "
-                              "markers_pending, coordinator_ongoing, coordinator_not_in_copy"),
+                              "markers_pending, coordinator_ongoing, coordinator_not_in_copy, replicas_disagree, "
+                              "log_fault"),
     _f("evidence", pa.string(), "the coordinator record (or its absence) the verdict rests on"),
     _f("transactional_id", pa.string(), "transactional id of the coordinator record, when one matched"),
 )
@@ -431,7 +437,8 @@ def closed_txn(s: TxnSpan) -> ClosedTxn:
 
 
 _STATE_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "checkpointed_high_watermark",
-                 "first_unstable_offset", "last_stable_offset", "open_transactions", "producers", "copy_gap")
+                 "first_unstable_offset", "last_stable_offset", "open_transactions", "producers", "copy_gap",
+                 "log_fault")
 _ASSESSMENT_FIELDS = ("leader", "leader_source", "is_leader", "replicas", "replicas_agree", "replica_differences",
                       "oldest_txn_last_timestamp", "has_late_transaction")
 

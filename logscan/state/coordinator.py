@@ -12,6 +12,10 @@ from typing import Iterable, NamedTuple, Optional
 
 PREPARING = frozenset({"PrepareCommit", "PrepareAbort"})
 COMPLETE = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
+#: The TransactionState names Kafka 4.1.1 loads (TransactionState.fromId: ids 0 to 7). A record
+#: of another id reads as "Unknown(<id>)" (logscan.format.txnlog).
+KNOWN_STATES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
+                          "Dead", "PrepareEpochFence"})
 NO_PRODUCER_ID = -1
 
 
@@ -43,10 +47,23 @@ def latest_states(records: Iterable[TxnLogRecord]) -> dict[str, TxnLogRecord]:
     Records must come in log order per coordinator partition; partitions may be
     interleaved freely. Each partition is loaded on its own (last record wins, a tombstone
     removes the id), then the partitions are merged by :func:`merge_partitions`.
+
+    A record whose transactionStatus is no TransactionState (KNOWN_STATES) ends its partition's
+    load: Kafka's TransactionState.fromId throws on it, and
+    TransactionStateManager.loadTransactionMetadata catches the error ("Error loading
+    transactions from transaction log"), keeping what it loaded before that record and none
+    after it. The scan's 'txn-state' finding locates the record, and the replica's copy_gap
+    withholds every verdict that rests on that partition.
     """
     per_partition: dict[tuple[int, str], TxnLogRecord] = {}
+    stopped: set[int] = set()
     for rec in records:
+        if rec.coordinator_partition in stopped:
+            continue
         key = (rec.coordinator_partition, rec.transactional_id)
+        if rec.state is not None and rec.state not in KNOWN_STATES:
+            stopped.add(rec.coordinator_partition)
+            continue
         if rec.state is None:
             per_partition.pop(key, None)
         else:

@@ -27,6 +27,7 @@ MARKERS_PENDING = "markers_pending"
 COORDINATOR_ONGOING = "coordinator_ongoing"
 COORDINATOR_NOT_IN_COPY = "coordinator_not_in_copy"
 REPLICAS_DISAGREE = "replicas_disagree"
+LOG_FAULT = "log_fault"
 
 HANGING_REASONS = frozenset({NO_COORDINATOR_RECORD, COORDINATOR_MOVED_ON, PARTITION_NOT_IN_TRANSACTION})
 
@@ -85,6 +86,13 @@ def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator: Coordina
                            f"{verdict.evidence}; but a newer record may be missing from the copy: {gap}",
                            verdict.transactional_id)
     return verdict
+
+
+def log_fault(fault: str) -> Verdict:
+    """The verdict on an open transaction of a replica whose log breaks a rule Kafka's recovery
+    enforces (partition_state.log_fault): the copy cannot tell, and no abort is planned."""
+    return Verdict(LOG_FAULT, None, f"this replica's log cannot be trusted: {fault}; the transaction may be "
+                                    f"closed past that batch, or be the faulty data itself")
 
 
 def _without_record(txn: OpenTxn, matches: list[ProducerIdMatch]) -> Verdict:

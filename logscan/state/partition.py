@@ -28,6 +28,10 @@ class ReplicaState:
     open_transactions: int
     producers: int
     copy_gap: Optional[str] = None  # what the broker's own files say it held that the copy lacks
+    # Why Kafka's rules cannot be trusted on this replica's log (an offset-order, overlap,
+    # segment-base or control-type finding): the replay stopped at that batch, and no verdict
+    # nor abort plan rests on this replica. None: the log keeps Kafka's rules.
+    log_fault: Optional[str] = None
 
     @property
     def lso_lag(self) -> int:
@@ -81,19 +85,28 @@ def replica_state(broker: int, topic: str, partition: int, replay: ReplicaReplay
                   first_segment_base: Optional[int], last_segment_base: Optional[int],
                   hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int],
                   snapshot_offsets: Iterable[int] = (), segment_bases: Iterable[int] = (),
-                  named_bases: Iterable[tuple[int, str]] = ()) -> ReplicaState:
-    """The replica's offsets as UnifiedLog loads them, and what the copy lacks (copy_gaps)."""
+                  named_bases: Iterable[tuple[int, str]] = (), log_fault: Optional[str] = None,
+                  copy_end: Optional[int] = None) -> ReplicaState:
+    """The replica's offsets as UnifiedLog loads them, and what the copy lacks (copy_gaps).
+
+    With ``log_fault`` the replay stopped at a batch Kafka's recovery refuses: the log ends
+    where the replay stopped (LogLoader.recoverLog truncates the segment there and deletes the
+    segments after it), not at the last segment's base offset; ``copy_end`` is where the
+    copy's batches end, which copy_gaps compares the checkpoints with (the batches past the
+    fault are in the copy, only not counted)."""
     log_start = log_start_offset(first_segment_base, log_start_checkpoint)
     psm = replay.producers
-    log_end = max(psm.map_end_offset, last_segment_base or 0, log_start)
+    log_end = max(psm.map_end_offset, log_start) if log_fault else max(psm.map_end_offset, last_segment_base or 0,
+                                                                       log_start)
     hw = high_watermark(hw_checkpoint, log_start, log_end)
     ongoing = psm.ongoing()
     fuo = first_unstable_offset(ongoing.values(), psm.completed, hw, log_start)
-    gaps = copy_gaps(log_end, hw_checkpoint=hw_checkpoint, snapshot_offsets=snapshot_offsets,
+    held = log_end if copy_end is None else max(log_end, copy_end, last_segment_base or 0)
+    gaps = copy_gaps(held, hw_checkpoint=hw_checkpoint, snapshot_offsets=snapshot_offsets,
                      segment_bases=segment_bases, named_bases=named_bases)
     return ReplicaState(broker, topic, partition, log_start, log_end, hw, hw_checkpoint,
                         fuo, last_stable_offset(fuo, hw), len(ongoing), len(psm.producers),
-                        "; ".join(gaps) or None)
+                        "; ".join(gaps) or None, log_fault)
 
 
 # --- across the replicas of one partition ----------------------------------------------------
@@ -403,6 +416,12 @@ def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[i
         behind = any(p.state.log_end_offset > st.log_end_offset for p in peers)
         for txn in view.open_txns:
             if not hanging.is_candidate(txn, as_of_ms, max_timeout_ms):
+                continue
+            if st.log_fault is not None:
+                # The replay stopped at a batch Kafka's recovery refuses: what it left open may
+                # be closed past that batch, or be the lie itself. Never a plan from it.
+                out.append(HangingCandidate(st.broker, st.topic, st.partition, txn, as_of_ms - txn.last_timestamp,
+                                            hanging.log_fault(st.log_fault)))
                 continue
             verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator)
             closed = [hanging.ClosedElsewhere(p.state.broker, c.end_marker_offset, c.outcome)

@@ -3,6 +3,7 @@ batches Spark would hand them: the per-replica stream cut anywhere, the partitio
 the order scan.py sorts it, cut anywhere, and the decode's streamed walk."""
 
 import gc
+from bisect import bisect_right
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -45,7 +46,11 @@ def _stream_rows(listed):
     for info, facts in listed:
         key = {k: info[k] for k in ("broker", "topic", "partition")}
         rows.append({**key, "kind": tasks.STREAM_INFO, "info": info})
-        rows.extend({**key, "kind": tasks.STREAM_BATCH, "segment_base_offset": 0, "position": i, **f._asdict()}
+        # each batch's segment: the last one based at or below it (the offset-order rules check the
+        # batches of a segment against its base offset and the next one's)
+        bases = [s["base_offset"] for s in info["segments"]]
+        rows.extend({**key, "kind": tasks.STREAM_BATCH, "position": i, **f._asdict(),
+                     "segment_base_offset": bases[max(bisect_right(bases, f.base_offset) - 1, 0)] if bases else 0}
                     for i, f in enumerate(facts))
     return rows
 
