@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENV_STAMP := $(VENV)/.installed
 
-.PHONY: chromium venv test test-fast demo bench bench-data fuzz clean
+.PHONY: chromium venv test test-fast demo bench bench-data fuzz clean objectstore
 
 DEMO_CLUSTER ?= fixtures/hanging/brokers
 
@@ -27,6 +27,12 @@ chromium:
 	  { apt-get install -y -q chromium >/dev/null 2>&1 || \
 	    { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }; }; } || \
 	  echo "chromium not installed: the report's browser test will be skipped"
+
+# SeaweedFS's weed, built once from its Go module source into .work/objectstore (tools/objectstore;
+# ~10 min cold on 2 cores, seconds when Go's caches are warm). The object-store tests use it and
+# skip, saying why, without it or without Go.
+objectstore:
+	$(PYTHON) -m tools.objectstore.build
 
 -include tools/kafka/kafka.mk
 -include tools/spark/spark.mk
