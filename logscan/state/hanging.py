@@ -26,6 +26,7 @@ PARTITION_NOT_IN_TRANSACTION = "partition_not_in_transaction"
 MARKERS_PENDING = "markers_pending"
 COORDINATOR_ONGOING = "coordinator_ongoing"
 COORDINATOR_NOT_IN_COPY = "coordinator_not_in_copy"
+PARTITION_NOT_IN_COPY = "partition_not_in_copy"
 REPLICAS_DISAGREE = "replicas_disagree"
 LOG_FAULT = "log_fault"
 
@@ -86,6 +87,18 @@ def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator: Coordina
                            f"{verdict.evidence}; but a newer record may be missing from the copy: {gap}",
                            verdict.transactional_id)
     return verdict
+
+
+def with_copy(verdict: Verdict, copy_gap: Optional[str]) -> Verdict:
+    """Withhold a hanging verdict on a replica the copy holds only in part
+    (partition_state.copy_gap: the broker's own checkpoint or snapshot says its log went past
+    the copy's end): the transaction's end marker may be in what was not copied, and an abort
+    written for a transaction Kafka closed aborts whatever that producer has open now."""
+    if verdict.hanging is not True or copy_gap is None:
+        return verdict
+    return Verdict(PARTITION_NOT_IN_COPY, None,
+                   f"{verdict.evidence}; but this replica's copy is incomplete ({copy_gap}): its end marker may be "
+                   f"in what was not copied", verdict.transactional_id)
 
 
 def log_fault(fault: str) -> Verdict:

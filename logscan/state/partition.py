@@ -427,7 +427,7 @@ def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[i
             closed = [hanging.ClosedElsewhere(p.state.broker, c.end_marker_offset, c.outcome)
                       for p in peers
                       for c in [markers.closed(p.state.broker, txn.producer_id, txn.start_offset)] if c is not None]
-            verdict = hanging.with_replicas(verdict, txn, closed, behind)
+            verdict = hanging.with_copy(hanging.with_replicas(verdict, txn, closed, behind), st.copy_gap)
             out.append(HangingCandidate(st.broker, st.topic, st.partition, txn, as_of_ms - txn.last_timestamp, verdict))
     return out
 

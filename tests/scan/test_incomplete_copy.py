@@ -136,3 +136,50 @@ def test_a_whole_replica_beside_a_cut_one_is_read(tmp_path, whole):
         ("broker-1", "__transaction_state-0", "incomplete")]
     assert _verdicts(result) == _verdicts(whole)
     assert _planned(result) == _planned(whole)
+
+
+def _cut_log(copy: Path, folder: str, batches: int, brokers=("broker-0", "broker-1", "broker-2")) -> None:
+    """The log of ``folder`` cut after its first ``batches`` batches on ``brokers``, the
+    broker's checkpoints and snapshots left as it wrote them."""
+    for broker in brokers:
+        log = next((copy / broker / folder).glob("*.log"))
+        data, end = log.read_bytes(), 0
+        for _ in range(batches):
+            end += 12 + _OFFSET_AND_LENGTH.unpack_from(data, end)[1]
+        assert end < len(data)
+        log.write_bytes(data[:end])
+
+
+def test_a_partition_cut_past_its_open_transaction_plans_no_abort(tmp_path, whole):
+    """hang-0 cut after producer 0's open batch (offsets 0-1) on every broker, while each
+    broker's replication-offset-checkpoint says 4: the end marker may be among the missing
+    offsets 2-3. Aborting a transaction Kafka closed aborts whatever that producer has open
+    now (the explicit --producer-id form writes its marker unconditionally): the copy cannot
+    tell, so no plan; before, `no_coordinator_record` and a plan rated risk low."""
+    copy = _copy(tmp_path)
+    _cut_log(copy, "hang-0", 1)
+    result = scan([copy], as_of_ms=_truth()["recorded_at_ms"])
+    assert {(Path(f.path).name, f.reason) for f in result.findings if "/hang-0" in f.path} == {("hang-0", "incomplete")}
+    verdicts = _verdicts(result)
+    assert verdicts[("hang", 0)] == {(hanging.PARTITION_NOT_IN_COPY, None)}
+    (evidence,) = {c["evidence"] for c in result.tables["hanging_candidates"] if (c["topic"], c["partition"]) == ("hang", 0)}
+    assert "no transactional id has producer id 0" in evidence and "high watermark 4" in evidence, evidence
+    assert {k: v for k, v in verdicts.items() if k != ("hang", 0)} == {
+        k: v for k, v in _verdicts(whole).items() if k != ("hang", 0)}
+    assert _planned(result) == _planned(whole) - {("hang", 0)}
+    planned = CliRunner().invoke(main, ["plan", str(copy), "--as-of", str(_truth()["recorded_at_ms"]), "--format", "json"])
+    assert ("hang", 0) not in {(p["topic"], p["partition"]) for p in map(json.loads, planned.output.splitlines())}
+
+
+def test_a_whole_replica_beside_a_cut_one_still_plans(tmp_path, whole):
+    """Only broker 2's hang-0 is cut: its own candidate is withheld, the whole replicas' verdict
+    stands and the plan is read from one of them."""
+    copy = _copy(tmp_path)
+    _cut_log(copy, "hang-0", 1, brokers=("broker-2",))
+    result = scan([copy], as_of_ms=_truth()["recorded_at_ms"])
+    by_broker = {c["broker"]: (c["reason"], c["hanging"]) for c in result.tables["hanging_candidates"]
+                 if (c["topic"], c["partition"]) == ("hang", 0)}
+    assert by_broker[2] == (hanging.PARTITION_NOT_IN_COPY, None)
+    assert {v for b, v in by_broker.items() if b != 2} == {(hanging.NO_COORDINATOR_RECORD, True)}
+    assert _planned(result) == _planned(whole)
+    assert {p["broker"] for p in result.tables["abort_plans"] if (p["topic"], p["partition"]) == ("hang", 0)} <= {0, 1}
