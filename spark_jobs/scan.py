@@ -70,7 +70,6 @@ from pyspark import Broadcast, cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from logscan.logdir.tree import NoLogDirs, find_log_dirs
 from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan import summary as summary_text
@@ -109,13 +108,20 @@ MAX_SHUFFLE_PARTITIONS = 2000
 #: 40 tasks and 40 files each, ~2 s of task time per table (2026-11-24). At ~15 us a batches
 #: row, a full task writes for ~2 s, and a copy of 1 TB in 16 KiB batches is ~500 files.
 ROWS_PER_WRITE_TASK = 1 << 17
-_SCAN_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_SCAN_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
 #: Every table, in rows.TABLES's order; the default of --tables leaves out batches (a row per
 #: batch of the copy: most of a scan's output, and of its decode's work when written).
 TABLES = tuple(R.TABLES)
 DEFAULT_TABLES = tuple(t for t in TABLES if t != "batches")
 #: What the summary (figures) reads: written whatever --tables says.
 SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates")
+
+
+def check_scan_id(scan_id: str) -> None:
+    """Raises ValueError (one sentence) for a scan id that cannot name a table partition: it is
+    a folder name (scan_id=ID) and sits quoted in replaceWhere's predicate."""
+    if not _SCAN_ID.fullmatch(scan_id):
+        raise ValueError(f"scan id {scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
 
 
 def parse_tables(text: str) -> tuple[str, ...]:
@@ -427,8 +433,7 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     exactly at its previous version; files its unfinished write left in the folder belong to
     no version (Delta's VACUUM deletes them). The scan is complete when this returns."""
     scan_id = scan_id or default_scan_id(roots)
-    if not _SCAN_ID.match(scan_id):
-        raise ValueError(f"scan id {scan_id!r}: use letters, digits, '.', '_' or '-'")
+    check_scan_id(scan_id)
     check_output(roots, output)
     frames = build_tables(spark, roots, **kw)
     try:
@@ -510,15 +515,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
-    if args.scan_id is not None and not _SCAN_ID.match(args.scan_id):
-        sys.exit(f"scan id {args.scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
+    from spark_jobs.scan_cli import BadRequest, check_request
+
     try:
-        check_output(args.inputs, args.output)
-    except ValueError as e:
-        sys.exit(str(e))
-    try:
-        find_log_dirs(args.inputs)   # an INPUT with no log dir: one sentence, before Spark starts
-    except NoLogDirs as e:
+        check_request(args.inputs, args.output, args.scan_id)
+    except BadRequest as e:   # before Spark starts, one sentence, as argparse's usage errors
         print(f"spark_jobs/scan.py: {e}", file=sys.stderr)
         return 2
     spark = build_session(master=args.master)

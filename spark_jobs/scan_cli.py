@@ -25,15 +25,15 @@ def check_request(inputs: list[Path], output: Path, scan_id: Optional[str],
     """Before Spark starts: the tables go outside the copy, the scan id can name a partition,
     and --tables names tables. Returns the tables to write (scan.parse_tables; None: the
     default)."""
-    from .scan import _SCAN_ID, DEFAULT_TABLES, check_output, parse_tables
+    from .scan import DEFAULT_TABLES, check_output, check_scan_id, parse_tables
 
     try:
         check_output(inputs, str(output))
         names = DEFAULT_TABLES if tables is None else parse_tables(tables)
+        if scan_id is not None:
+            check_scan_id(scan_id)
     except ValueError as e:
         raise BadRequest(str(e)) from None
-    if scan_id is not None and not _SCAN_ID.match(scan_id):
-        raise BadRequest(f"scan id {scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
     from logscan.logdir.tree import NoLogDirs, find_log_dirs
 
     try:

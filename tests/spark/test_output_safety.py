@@ -268,10 +268,14 @@ def test_no_run_leaves_files_in_its_working_folder_or_beside_the_tables(work, re
         assert sorted(p.name for p in output.iterdir()) == sorted(TABLES)
 
 
-def test_the_job_refuses_an_output_inside_an_input_before_spark_starts(copy):
+def test_the_job_refuses_an_output_inside_an_input_before_spark_starts(copy, capsys):
+    # A request that cannot run is a usage error (exit 2, one sentence), as logscan scan
+    # --output says it (scan_cli.check_request): exit 1 would say "damage found".
     root, before = copy
     for output in (root, root / "broker-0" / "tables"):
-        with pytest.raises(SystemExit) as refused:
-            spark_scan.main([str(root), "--output", str(output), "--master", "local[1]"])
-        assert "the scan never writes into the copied log dirs" in str(refused.value.code)
+        assert spark_scan.main([str(root), "--output", str(output), "--master", "local[1]"]) == 2
+        assert "the scan never writes into the copied log dirs" in capsys.readouterr().err
+    for scan_id in ("a b", "x'; DROP", "ok\n", "a" * 101):
+        assert spark_scan.main([str(root), "--output", str(root.parent / "t"), "--scan-id", scan_id]) == 2
+        assert f"scan id {scan_id!r}: use 1 to 100 letters" in capsys.readouterr().err
     assert digest(root) == before
