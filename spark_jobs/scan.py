@@ -332,7 +332,7 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
     replica_tables = {kind: sized(S.members(replica_out, kind), kind) for kind in ("snapshot", "producer", "span")}
     step_files, step_findings = [], []
     if shuffled:
-        facts = S.members(kept, "batch").where(F.col("crc_valid")) if with_batches else S.members(kept, "fact")
+        facts = S.members(kept, "batch" if with_batches else "fact")
         stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), facts)
                    .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
         persisted.append(stepped)
@@ -407,8 +407,9 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
         "hanging_candidates": S.members(partition_out, "candidate"),
         "abort_plans": S.members(partition_out, "plan"),
     }
-    if with_batches:
-        frames["batches"] = sized(S.members(kept, "batch"), "batch")
+    if with_batches:   # the decode's batch rows and those of batches failing their CRC (pipeline.DAMAGED)
+        batch_rows = kept.where(F.col("record_type").isin(*pipeline.BATCH_KINDS)).select("batch.*")
+        frames["batches"] = batch_rows.coalesce(write_tasks(sum(counts.get(k, 0) for k in pipeline.BATCH_KINDS)))
     return ScanFrames({t: frames[t] for t in tables}, as_of_ms, [*persisted, metadata_out, partition_out], [index])
 
 

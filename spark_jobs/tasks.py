@@ -21,7 +21,7 @@ from pyspark import Broadcast, TaskContext
 from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan.collector import young_collections_only
-from logscan.scan.pipeline import Replay, decode, replica_rows
+from logscan.scan.pipeline import DAMAGED, Replay, decode, replica_rows
 from logscan.state.coordinator import CoordinatorCopy
 from logscan.state.facts import BatchFact
 
@@ -64,7 +64,9 @@ def _decoded(per_batch: dict[str, pa.Schema]) -> pa.Schema:
 
 #: The decode's rows: each segment's, and the replica rows of the replicas it replays (their
 #: files and findings rows among the segments'), with a ``batch`` row per batch: the batches
-#: table asked for.
+#: table asked for. A batch failing its CRC is a row of record_type ``damaged`` (pipeline.DAMAGED)
+#: in the ``batch`` column: the batches table has both kinds, the per-replica step reads
+#: ``batch`` rows only.
 DECODED = _decoded({"batch": R.BATCHES})
 #: The same without the batches table: a ``fact`` row per batch of a replica the task does
 #: not replay, none for the others. A schema of its own, not a member more of DECODED: every
@@ -190,8 +192,11 @@ def _decode_units(units: Iterable[R.Row], batches: bool) -> Iterator[pa.RecordBa
         extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
         rows = batches or replay is None  # does a batch of this unit leave the task?
         start = len(facts)
+        damaged: list = []
         for kind, item in decode(unit, replay, headers=batches):
-            if kind == "batch":
+            if kind == DAMAGED:   # with batches only: a row of the batches table, rare
+                damaged.append(item)
+            elif kind == "batch":
                 if not rows:
                     continue
                 facts.append(item[0])
@@ -204,6 +209,9 @@ def _decode_units(units: Iterable[R.Row], batches: bool) -> Iterator[pa.RecordBa
                 yield _flush(others, schema, extras=extras)
         if len(facts) > start:
             runs.append((values, len(facts) - start))
+        if damaged:
+            keys = {name: [values[i]] * len(damaged) for i, (name, _) in enumerate(_UNIT_COLUMNS)}
+            yield R.to_member_batch(R.batch_struct(*zip(*damaged), keys), schema, DAMAGED, keys, column="batch")
     if replay is not None:
         yield from finished(replay)
     if facts:

@@ -87,7 +87,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         replay = pipeline.Replay(info)
         for unit in pipeline.work_units(listed):
             for kind, item in pipeline.decode(unit, replay, headers=keep_batches):
-                if kind != "batch":
+                if kind not in pipeline.BATCH_KINDS:
                     _rows(tables, open_txns, [(kind, item)])
                 elif keep_batches:
                     tables["batches"].append(R.batch_row(item[0], item[1], listed.key, unit["file"],

@@ -162,15 +162,23 @@ class Replay:
         yield from (("finding", R.finding_row(f, key)) for f in a.findings)
 
 
+#: The kinds of decode()'s batch items: "batch" (replayed) and DAMAGED (a batch failing its CRC,
+#: only a row of the batches table).
+DAMAGED = "damaged"
+BATCH_KINDS = ("batch", DAMAGED)
+
+
 def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
            ) -> Iterator[tuple[str, object]]:
     """One work unit (a segment file, or a byte range of one) into tagged items, streamed as the
-    walk goes: its batches as ("batch", (BatchFact, header)) pairs (header None unless
-    ``headers``), then `__transaction_state` records, findings, a split file's hand-offs and
-    its `files` row, as rows (the files row last, once the counts are known; a split file's
+    walk goes: its checksum-valid batches as ("batch", (BatchFact, header)) pairs (header None
+    unless ``headers``), then `__transaction_state` records, findings, a split file's hand-offs
+    and its `files` row, as rows (the files row last, once the counts are known; a split file's
     rows are summed over its kept ranges). With ``replay`` (the unit's replica, read whole in
-    log order) each checksum-valid batch is replayed as it is read, and the spans it closes
-    come out as they close. Batches that fail their CRC come last, never replayed."""
+    log order) each "batch" is replayed as it is read, and the spans it closes come out as they
+    close. With ``headers``, the batches that fail their CRC come after them as ("damaged",
+    pair): rows of the batches table, never replayed by either executor (Kafka's recovery
+    truncates the log there), which only "batch" items are."""
     key = R.replica_key(unit["broker"], unit["topic"], unit["partition"])
     path = unit["file"]
     split = unit["ranges"] > 1
@@ -193,7 +201,7 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
             if finding.reason == TXN_STATE:
                 replay.coordinator_fault(finding)
     for pair in read.damaged:
-        yield "batch", pair
+        yield DAMAGED, pair
     for row in R.txn_log_rows(read, key, path):
         yield "txn_log", row
     for finding in read.findings:

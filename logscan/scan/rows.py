@@ -569,9 +569,12 @@ def to_tagged_batch(rows: list[tuple[str, Row]], schema: pa.Schema, extra: Optio
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def to_member_batch(member: pa.Array, schema: pa.Schema, kind: str, keys: dict[str, list]) -> pa.RecordBatch:
+def to_member_batch(member: pa.Array, schema: pa.Schema, kind: str, keys: dict[str, list],
+                    column: Optional[str] = None) -> pa.RecordBatch:
     """Rows all of member ``kind`` (``member``: its struct column, e.g. from batch_struct) as
     one tagged batch: the other members are null and ``keys`` holds each key column's values.
+    ``column``: the member's struct column when it is not named ``kind`` (a second record_type
+    of one member's rows).
     What to_tagged_batch gives for such rows, without a second dict per row (the decode's
     batch rows: one per batch of the copy)."""
     n = len(member)
@@ -579,7 +582,7 @@ def to_member_batch(member: pa.Array, schema: pa.Schema, kind: str, keys: dict[s
     for field in schema:
         if field.name == "record_type":
             arrays.append(pa.array([kind] * n, field.type))
-        elif field.name == kind:
+        elif field.name == (column or kind):
             arrays.append(member)
         elif pa.types.is_struct(field.type):
             arrays.append(pa.nulls(n, field.type))

@@ -300,7 +300,9 @@ def test_a_corrupt_file_only_adds_corruptions(spark, tmp_path):
 def test_a_batch_failing_its_crc_is_listed_but_never_replayed(spark, tmp_path):
     """A transactional batch whose producer id is damaged (so its CRC fails): both drivers
     list it in `batches` with crc_valid false and a `crc` corruption at its position, no
-    producer of that damaged id appears, and every table still equals the local driver's."""
+    producer of that damaged id appears, and every table still equals the local driver's;
+    in Spark whether its replica is replayed in its decode task or by the per-replica step
+    (the decode tells a damaged batch by its record_type: neither path filters on crc_valid)."""
     from logscan.format.batch import RecordBatch
     from logscan.format.logfile import walk_batches
 
@@ -325,6 +327,11 @@ def test_a_batch_failing_its_crc_is_listed_but_never_replayed(spark, tmp_path):
     assert table(spark, out, "producer_state", "crc").where(F.col("producer_id") == phantom).count() == 0
     assert all(r["producer_id"] != phantom for r in result.tables["producer_state"])
     assert_tables_equal(spark, out, "crc", result.tables)
+    shuffled = str(tmp_path / "delta-shuffled")
+    spark_scan.run(spark, [tmp_path / "brokers"], shuffled, scan_id="crc", as_of_ms=as_of, tables=spark_scan.TABLES,
+                   replay_in_decode=False)
+    assert table(spark, shuffled, "producer_state", "crc").where(F.col("producer_id") == phantom).count() == 0
+    assert_tables_equal(spark, shuffled, "crc", result.tables)
 
 
 def test_a_cut_coordinator_log_plans_no_abort_in_either_driver(spark, tmp_path):
