@@ -11,9 +11,9 @@ from __future__ import annotations
 import shlex
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Iterator, Optional
 
-from logscan.scan.summary import LAGGING_SQL
+from logscan.scan import summary
 from logscan.sql.delta import TablesError
 from logscan.sql.embedded import EmbeddedEngine
 
@@ -57,14 +57,24 @@ def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> d
         return engine.query(f"WITH t AS (SELECT * FROM {table} WHERE scan_id = ?) {sql}", [scan_id, *params],
                             tables=[table])
 
-    head = rows("partition_state", f"""
-        SELECT epoch_ms(max(as_of)) AS as_of, count(*) AS replicas,
-               count(DISTINCT (topic, partition)) AS partitions, sum(open_transactions) AS open_transactions,
-               count(*) FILTER (WHERE {LAGGING_SQL}) AS lagging_replicas, count(DISTINCT broker) AS brokers
-        FROM t""")[0]
-    if head["replicas"] == 0:
+    as_of = rows("partition_state", "SELECT epoch_ms(max(as_of)) AS as_of FROM t")[0]["as_of"]
+    if as_of is None:
         raise NoScan(f"{tables_dir}: no rows for scan id {scan_id!r}; "
                      "`logscan sql --tables DIR \"SELECT DISTINCT scan_id FROM partition_state\"` lists them")
+
+    def streamed(table: str, columns: Iterable[str]) -> Iterator[dict[str, Any]]:
+        """The scan's rows of ``table``, ``columns`` only, streamed (none if there is no such table)."""
+        if table in engine.paths:
+            yield from engine.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE scan_id = ?", [scan_id],
+                                     tables=[table])
+
+    # The figures `logscan scan` prints (logscan.scan.summary, the same reduce over the same rows).
+    fig = summary.figures(as_of_ms=as_of, states=streamed("partition_state", summary.STATE_COLUMNS),
+                          candidates=streamed("hanging_candidates", summary.CANDIDATE_COLUMNS),
+                          findings=streamed("corruptions", summary.FINDING_COLUMNS),
+                          files=streamed("files", ("kind", "size")))
+    head = {"as_of": as_of, "replicas": fig.replicas, "partitions": fig.partitions,
+            "open_transactions": fig.open_transactions, "lagging_replicas": fig.lagging, "brokers": fig.brokers}
     # One row per partition: the replica furthest ahead speaks for it (ties: lowest broker).
     partitions = rows("partition_state", f"""
         SELECT {', '.join(PARTITION_COLUMNS)} FROM t
@@ -86,8 +96,7 @@ def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> d
                  f"ORDER BY topic, partition, producer_id, start_offset LIMIT {MAX_ROWS}")
     corruptions = rows("corruptions", f"SELECT * FROM t "
                        f"ORDER BY broker, file, position LIMIT {MAX_ROWS}") or []
-    counts = {name: rows(name, "SELECT count(*) AS n FROM t")[0]["n"]
-              for name in ("files", "corruptions", "hanging_candidates") if name in engine.paths}
+    counts = {"corruptions": fig.findings, "hanging_candidates": fig.candidates}
     ends = rows("files", "SELECT min(file) AS first, max(file) AS last FROM t")
     return {"scan_id": scan_id, "tables": str(tables_dir), "input": _input_root(ends[0] if ends else None),
             "head": head, "counts": counts,

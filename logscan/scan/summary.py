@@ -64,13 +64,10 @@ def iso_ms(ms: int) -> str:
     return f"{ms} ms since the epoch"
 
 
-#: The replicas the summary (and `logscan report`) counts as lagging: the LSO is behind the high
-#: watermark, or a transaction is open (holding the LSO once more records follow). As SQL for
-#: the readers of the tables, and as Python for the rows of a local scan.
-LAGGING_SQL = "lso_lag > 0 OR open_transactions > 0"
-
-
 def is_lagging(row: dict[str, Any]) -> bool:
+    """The replicas the summary (and `logscan report`, through figures()) counts as lagging: the
+    LSO is behind the high watermark, or a transaction is open (holding the LSO once more
+    records follow)."""
     return row["lso_lag"] > 0 or row["open_transactions"] > 0
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import sqlparse
 from sqlparse import tokens as T
@@ -91,10 +91,19 @@ class EmbeddedEngine:
     def query(self, sql: str, params: Optional[list] = None, *, tables: Iterable[str] = ()) -> list[dict[str, Any]]:
         """Every row of a query of logscan's own (the report), as dicts; ``tables`` are the
         views it reads."""
+        return list(self.stream(sql, params, tables=tables))
+
+    def stream(self, sql: str, params: Optional[list] = None, *, tables: Iterable[str] = (),
+               rows_per_fetch: int = 8192) -> Iterator[dict[str, Any]]:
+        """query()'s rows, fetched ``rows_per_fetch`` at a time as they are consumed: memory does
+        not grow with the table. The query runs when the first row is asked for; read one
+        stream to its end before starting another (they share the connection)."""
         self._register(tables)
         relation = self._con.execute(sql, params or [])
         columns = [d[0] for d in relation.description]
-        return [{c: _spark_value(v) for c, v in zip(columns, r)} for r in relation.fetchall()]
+        while chunk := relation.fetchmany(rows_per_fetch):
+            for r in chunk:
+                yield {c: _spark_value(v) for c, v in zip(columns, r)}
 
     def _spark_describe(self, statement: str) -> Optional[Result]:
         """SHOW TABLES and DESCRIBE [TABLE] <table> as Spark answers them, else None."""

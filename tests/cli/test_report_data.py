@@ -29,6 +29,7 @@ def _state(scan_id: str, rows: list[tuple[int, str, int, int, int]], as_of: date
     n = len(rows)
     return pa.table({**{k: pa.array(v, pa.int32() if k in ("broker", "partition", "open_transactions")
                                      else pa.string() if k == "topic" else pa.int64()) for k, v in cols.items()},
+                     "has_late_transaction": pa.array([False] * n),
                      "scan_id": pa.array([scan_id] * n), "as_of": pa.array([as_of] * n, pa.timestamp("us", "UTC"))})
 
 
