@@ -92,7 +92,8 @@ def test_plan_repeats_the_smaller_sizes():
 
 def _copies(plan):
     """Made-up copies of the plan's data sets (nothing on disk) and single-process times."""
-    every = [plan.tiny, plan.bench, plan.files_few, plan.files_many, *plan.sizes, *plan.partitions, *plan.memory]
+    every = [plan.tiny, plan.bench, plan.tenth, plan.files_few, plan.files_many, *plan.sizes, *plan.partitions,
+             plan.large, *plan.memory]
     files = {d.name: 3 * d.partitions * max(1, math.ceil(d.size_mb / d.partitions / d.segment_mb)) for d in every}
     copies = {d.name: bench.Copy(d, bench.ROOT / "nowhere", int(d.size_mb * 1e6), files[d.name],
                                  1000 * d.size_mb, 3 * d.partitions) for d in every}
@@ -135,12 +136,12 @@ def _target_sessions(large_low=40.0):
                  "4m-20p": (2.8, 1.0), "100m-100p": (2.9, 0.8), "1000m-1000p": (3.2, 1.9),
                  "4m-20p#2": (2.5, 1.0), "100m-100p#2": (3.0, 0.7), "1000m-1000p#2": (3.3, 1.8),
                  "4m-20p#3": (3.1, 1.0), "100m-100p#3": (3.0, 0.9), "1000m-1000p#3": (3.4, 2.0),
-                 "10000m-100p": (large_low, 30)},
+                 "2000m-20000p": (large_low, 30)},
              2: {bench.FIRST: (30, 9), bench.FIRST_OF_COPY: (15.0, 12),
                  "4m-20p": (3.2, 1.2), "100m-100p": (3.3, 0.8), "1000m-1000p": (3.5, 2.5),
                  "4m-20p#2": (3.3, 1.2), "100m-100p#2": (3.4, 0.8), "1000m-1000p#2": (3.6, 2.5),
                  "4m-20p#3": (3.0, 1.2), "100m-100p#3": (3.4, 0.8), "1000m-1000p#3": (3.5, 2.5),
-                 "10000m-100p": (21.0, 32)}}
+                 "2000m-20000p": (21.0, 32)}}
     return {cores: bench.Session(f"local[{cores}]", {}, 9.0, {k: _cpu_run(k, *v) for k, v in runs.items()})
             for cores, runs in scans.items()}
 
@@ -180,10 +181,11 @@ def test_issue_30s_targets_are_judged_on_the_warm_scans():
     assert text.lstrip().startswith("[    met]") and "= 1.4x slower (medians of 3 and 3 scans" in text, text
     assert "first scan of the copy, 20.0 s: 49.1x beyond the fixed cost" in text, text
     assert "against the single process building the same rows, 0.50 s: 1.0x" in text, text
-    # Cores on the largest size copy: 40 / 21 = 1.90x, the fixed cost 7% of local[1]'s time.
+    # Cores on the cores copy: 40 / 21 = 1.90x, the fixed cost 7% of local[1]'s time.
     text = line("cores: local[2]")
-    assert text.lstrip().startswith("[    met]") and "is 1.90x local[1] on 10000m-100p" in text, text
+    assert text.lstrip().startswith("[    met]") and "is 1.90x local[1] on 2000m-20000p" in text, text
     assert "target >= 1.80x" in text and "the fixed cost is 7% of local[1]'s time" in text, text
+    assert "the single process: 0.4 s" in text, text   # _copies: 0.05 s per GB + 0.3 s
     # A copy where the fixed cost is 10% or more is no figure for that target.
     out = bench.report(plan, copies, local, 0.2, _target_sessions(large_low=25.0), None, 16384, 1 << 30,
                        local_cpu=local_cpu)
@@ -327,6 +329,6 @@ def test_a_whole_run_on_tiny_copies(tmp_path, capsys):
     for name in names:
         (line,) = [t for t in targets if name in t]
         assert re.match(r"\s+\[(    met|NOT met|    n/a)\]", line), line
-    assert "[    n/a] cores: local[2] against local[2] on 4m-10p: one core count in this run" in out
+    assert "[    n/a] cores: local[2] against local[2] on 8m-20p: one core count in this run" in out
     # The memory-limit run needs a file larger than the limit: not at this size, and it says so.
     assert "limit run skipped" in out
