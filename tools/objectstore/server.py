@@ -159,16 +159,27 @@ class ObjectStore:
 
     def request_counts(self) -> dict[tuple[str, str], int]:
         """S3 requests served so far, by (type, HTTP code), from weed's Prometheus counter
-        ``SeaweedFS_s3_request_total`` (type: GET, PUT, LIST, HEAD, POST, DELETE, ...)."""
-        with urllib.request.urlopen(f"http://{self.host}:{self.metrics_port}/metrics",
-                                    timeout=10) as answer:
-            text = answer.read().decode()
+        ``SeaweedFS_s3_request_total`` (type: GET, PUT, LIST, POST, DELETE, ...; weed counts a
+        HEAD as a GET)."""
+        text = self._metrics()
         counts: dict[tuple[str, str], int] = {}
         for m in re.finditer(r'^SeaweedFS_s3_request_total\{([^}]*)\} (\S+)$', text, re.M):
             labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
             key = (labels.get("type", ""), labels.get("code", ""))
             counts[key] = counts.get(key, 0) + int(float(m.group(2)))
         return counts
+
+    def bytes_sent(self, bucket: str) -> int:
+        """Bytes of object data served from ``bucket`` so far (weed's
+        ``SeaweedFS_s3_bucket_traffic_sent_bytes_total``): what a reader really fetched."""
+        return int(sum(float(v) for v in re.findall(
+            r'^SeaweedFS_s3_bucket_traffic_sent_bytes_total\{[^}]*bucket="%s"[^}]*\} (\S+)$'
+            % re.escape(bucket), self._metrics(), re.M)))
+
+    def _metrics(self) -> str:
+        with urllib.request.urlopen(f"http://{self.host}:{self.metrics_port}/metrics",
+                                    timeout=10) as answer:
+            return answer.read().decode()
 
     def requests(self, kind: Optional[str] = None) -> int:
         """How many S3 requests (of type ``kind``, e.g. "LIST", or all) were served so far."""
