@@ -214,6 +214,16 @@ def _environment(access_key: str, secret_key: str) -> dict[str, str]:
     return env
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the process that started it dies (Linux's
+    PR_SET_PDEATHSIG), so a pytest killed outright leaves no server behind."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _s3_answers(url: str) -> bool:
     """True once anything answers HTTP on the S3 port (an unsigned request gets a 403 XML)."""
     try:
@@ -254,7 +264,7 @@ def _start(weed: Path, workdir: Path, host: str, s3_port: Optional[int], access_
         process = subprocess.Popen(_command(weed, data, config, host, ports), cwd=workdir,
                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    env=_environment(access_key, secret_key),
-                                   start_new_session=True)
+                                   start_new_session=True, preexec_fn=_die_with_parent)
     url = f"http://{host}:{ports['s3.port']}/"
     try:
         wait_for(lambda: process.poll() is not None or _s3_answers(url), bool,
