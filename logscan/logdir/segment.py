@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from logscan.format.errors import DecodeError
 from logscan.format.logfile import BufferWindow
-from logscan.render import printable
+from logscan.text import printable
 
 #: Largest non-mappable file we read into memory (a pipe has no size to check against).
 DEFAULT_MAX_READ_BYTES = 256 * 1024 * 1024

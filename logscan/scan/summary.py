@@ -16,7 +16,7 @@ from itertools import count
 from typing import Any, Callable, Iterable, Optional, TextIO
 
 from logscan.logdir.segment import Finding
-from logscan.render import printable
+from logscan.text import printable
 
 #: Rows of each list printed; "... and N more" says what the tables hold besides.
 MAX_ROWS = 50
