@@ -3,7 +3,8 @@
 kafka-dump-log picks one parser for the whole run: the offsets, transaction-log or
 cluster-metadata decoder when asked, else ``--key-decoder-class``/``--value-decoder-class``
 (default ``org.apache.kafka.tools.api.StringDecoder``: ``new String(bytes, UTF_8)``, which
-replaces malformed bytes with U+FFFD, as Python's ``errors="replace"`` does).
+replaces each malformed sequence with one U+FFFD by Java's rule: format.primitives.java_utf8;
+Python's ``errors="replace"`` writes three for an encoded surrogate).
 
 A parser is ``parse(record) -> (key | None, payload | None)``. The internal-topic parsers
 come from ``logscan.format`` (txnlog, offsets, metadata); they never raise for bad record
@@ -18,6 +19,7 @@ import struct
 from typing import Callable
 
 from logscan.format.errors import CorruptRecordError
+from logscan.format.primitives import java_utf8
 
 Parser = Callable[[object], tuple]
 
@@ -26,7 +28,7 @@ _LONG = struct.Struct(">q")
 
 
 def _string(data: bytes) -> str:
-    return bytes(data).decode("utf-8", "replace")
+    return java_utf8(bytes(data))
 
 
 def _hex(data: bytes) -> str:

@@ -18,6 +18,7 @@ from typing import Iterator, NamedTuple
 
 from . import compiled, compression
 from .errors import CorruptRecordError, TruncatedInput, UnknownMagic
+from .primitives import java_utf8
 
 
 def _load_crc32c():
@@ -507,5 +508,5 @@ def _read_headers(data, p: int, end: int, count: int):
             return None, p
         value, p = _read_bytes(data, p, end)
         # RecordHeader decodes keys with Java's UTF-8 decoder, which substitutes bad bytes.
-        headers.append((key.decode("utf-8", "replace"), value))
+        headers.append((java_utf8(key), value))
     return tuple(headers), p

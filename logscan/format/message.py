@@ -38,7 +38,6 @@ non-ASCII; doubles as Java's ``Double.toString`` (``1.0E10``), non-finite ones q
 from __future__ import annotations
 
 import base64
-import codecs
 import functools
 import math
 import re
@@ -50,7 +49,7 @@ from dataclasses import field as dataclass_field
 from typing import NamedTuple
 
 from .errors import CorruptRecordError, DecodeError, TruncatedInput, UnknownVersion
-from .primitives import (FLOAT64, INT8, INT16, INT32, INT64, UINT16, encode_unsigned_varint,
+from .primitives import (FLOAT64, INT8, INT16, INT32, INT64, UINT16, encode_unsigned_varint, java_utf8,
                          read_unsigned_varint)
 
 MAX_VERSION = 0x7FFF
@@ -616,25 +615,6 @@ def _read_one(r: _Reader, f: Field, type: str, version: int, flex: bool, flexibl
     if f.fields is not None:
         return _read_struct(r, _nested_schema(f, flexible, valid), version, False)
     raise _error(CorruptRecordError, f"unsupported type {type}", r.pos, None)
-
-
-def _java_replace(err: UnicodeDecodeError):
-    """Java's UTF-8 decoder takes an encoded surrogate (ED A0..BF [80..BF], i.e. CESU-8) as
-    one malformed sequence, one U+FFFD, where Python replaces each byte; otherwise the two
-    agree (checked against Kafka's output)."""
-    data, start = err.object, err.start
-    if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
-        third = start + 2 < len(data) and 0x80 <= data[start + 2] <= 0xBF
-        return "\ufffd", start + (3 if third else 2)
-    return "\ufffd", err.end
-
-
-codecs.register_error("logscan-java-utf8", _java_replace)
-
-
-def java_utf8(data: bytes) -> str:
-    """``new String(bytes, UTF_8)`` of Java: malformed input becomes U+FFFD."""
-    return data.decode("utf-8", "logscan-java-utf8")
 
 
 def _null(pos: int, f: Field, nullable: bool):

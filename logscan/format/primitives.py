@@ -7,6 +7,7 @@ generated messages (KIP-482) use *unsigned* varints, not zig-zag.
 
 from __future__ import annotations
 
+import codecs
 import struct
 
 from .errors import CorruptRecordError, TruncatedInput
@@ -86,3 +87,22 @@ def need(buf_len: int, pos: int, size: int, what: str) -> None:
     if pos + size > buf_len:
         raise TruncatedInput(f"{what} needs {size} bytes, {max(buf_len - pos, 0)} left", pos,
                              expected=size, found=max(buf_len - pos, 0))
+
+
+def _java_replace(err: UnicodeDecodeError):
+    """Java's UTF-8 decoder takes an encoded surrogate (ED A0..BF [80..BF], i.e. CESU-8) as
+    one malformed sequence, one U+FFFD, where Python replaces each byte; otherwise the two
+    agree (checked against Kafka's output)."""
+    data, start = err.object, err.start
+    if data[start] == 0xED and start + 1 < len(data) and 0xA0 <= data[start + 1] <= 0xBF:
+        third = start + 2 < len(data) and 0x80 <= data[start + 2] <= 0xBF
+        return "\ufffd", start + (3 if third else 2)
+    return "\ufffd", err.end
+
+
+codecs.register_error("logscan-java-utf8", _java_replace)
+
+
+def java_utf8(data: bytes) -> str:
+    """``new String(bytes, UTF_8)`` of Java: malformed input becomes U+FFFD."""
+    return data.decode("utf-8", "logscan-java-utf8")

@@ -31,7 +31,7 @@ class Rec:
     """One record to encode: ``timestamp`` is absolute, ``offset_delta`` defaults to its index."""
     value: bytes | None = b""
     key: bytes | None = None
-    headers: Sequence[tuple[str, bytes | None]] = field(default_factory=tuple)
+    headers: Sequence[tuple[str | bytes, bytes | None]] = field(default_factory=tuple)  # bytes: a key as is
     timestamp: int = 0
     offset_delta: int | None = None
 
@@ -48,7 +48,7 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
     parts = [bytes([attributes & 0xFF]), encode_varint(timestamp_delta), encode_varint(offset_delta),
              _bytes_field(key), _bytes_field(value), encode_varint(len(headers))]
     for hkey, hvalue in headers:
-        parts.append(_bytes_field(hkey.encode()))
+        parts.append(_bytes_field(hkey.encode() if isinstance(hkey, str) else hkey))
         parts.append(_bytes_field(hvalue))
     body = b"".join(parts)
     return encode_varint(len(body)) + body

@@ -11,7 +11,7 @@
 //!
 //! `records_v2` is the same bargain for a batch's records: a well-formed DefaultRecord is
 //! decoded here into a `Record` (its key, value and header values copied out as bytes, header
-//! keys decoded as UTF-8 with replacement), and anything the Python loop would report, or
+//! keys decoded as UTF-8 with Java's replacement), and anything the Python loop would report, or
 //! would compute in a way that needs more than 64 bits, stops the step before that record, so
 //! the Python loop decodes it (and raises what it raises).
 
@@ -290,11 +290,13 @@ fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit:
         for &((a, b), value) in &raw.headers {
             let key = bytes(a, b);
             // RecordHeader decodes keys with Java's UTF-8 decoder, which substitutes bad bytes:
-            // Python's "replace", as the Python loop decodes them.
+            // the error handler logscan.format.primitives registers (one U+FFFD per malformed
+            // sequence, Java's rule), as the Python loop decodes them.
             // SAFETY: the key is read for this call only; the result is a new reference or NULL.
             let key = unsafe {
                 Bound::from_owned_ptr_or_err(py, ffi::PyUnicode_DecodeUTF8(
-                    key.as_ptr() as *const c_char, key.len() as ffi::Py_ssize_t, c"replace".as_ptr()))?
+                    key.as_ptr() as *const c_char, key.len() as ffi::Py_ssize_t,
+                    c"logscan-java-utf8".as_ptr()))?
             };
             headers.push(PyTuple::new(py, [key, byte_string(value)])?);
         }

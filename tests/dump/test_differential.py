@@ -165,3 +165,30 @@ def test_index_entries_disagreeing_with_the_log_are_warnings_as_in_kafka(corpus,
         absolute = ",".join(os.path.join(root, f) for f in chosen)
         newer = run_java_tool("kafka-dump-log", "--files", absolute, *options, libs=libs)
         assert newer.returncode == 0 and "Mismatches in :" in newer.stderr
+
+
+#: Malformed UTF-8 of every kind Java's decoder tells apart from Python's: encoded surrogates
+#: (CESU-8), overlong forms, cut sequences, stray continuation bytes, bytes no UTF-8 has.
+MALFORMED_UTF8 = [b"\xed\xa0\x80", b"\xed\xb0\x80", b"\xed\xa0\x80\xed\xb0\x80", b"\xed\xa0", b"\xed\xa0A",
+                  b"\xed\x9f\xbf", b"\xc0\xaf", b"\xc1\xbf", b"\xe0\x80\xaf", b"\xe0\x9f\xbf", b"\xf0\x80\x80\xaf",
+                  b"\xf0\x8f\xbf\xbf", b"\x80", b"\xbf\xbf", b"\xfe\xff", b"\xf5\x80\x80\x80", b"\xf4\x90\x80\x80",
+                  b"\xe2\x82", b"\xe2\x82A", b"\xe2A", b"\xf0\x9f\x98", b"\xf0\x9f\x98A", b"\xf0\x9fA", b"a\xffb",
+                  b"\xf0\x9f\x98\x80", b"\xe2\x82\xac\xed\xbf\xbf\xc3", b"\xf8\x88\x80\x80\x80", b"\xc3\xa9\xed"]
+
+
+def test_malformed_utf8_in_keys_and_payloads_prints_javas_replacement_characters(tmp_path):
+    """kafka-dump-log's StringDecoder is `new String(bytes, UTF_8)` (and a header key is decoded
+    the same way): Java replaces a malformed sequence with one U+FFFD where Python's "replace"
+    may write several (an encoded surrogate: one against three). Every record line must be
+    Kafka's."""
+    from logscan.testing.encoder import Rec, encode_batch
+
+    segment = tmp_path / "t-0" / "00000000000000000000.log"
+    segment.parent.mkdir()
+    segment.write_bytes(encode_batch([Rec(v, v[::-1], ((v, b"x"), (b"ok" + v[:1], None)), 1_700_000_000_000)
+                                      for v in MALFORMED_UTF8]))
+    args = ["--print-data-log", "--files", str(segment)]
+    kafka = run_kafka_dump_log(args, str(tmp_path))
+    ours = run_logscan_dump(args, str(tmp_path))
+    assert kafka.returncode == 0 and kafka.stdout.count("\ufffd".encode()) > len(MALFORMED_UTF8)
+    assert ours.stdout.decode().splitlines() == kafka.stdout.decode().splitlines()
