@@ -151,6 +151,10 @@ def test_server_stops_cleanly_and_leaves_nothing(weed_binary, tmp_path):
     assert not workdir.exists()
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    # weed's gRPC sockets in /tmp (named by port) and glog files: none left
+    assert not [p for port in store.ports.values()
+                for p in Path("/tmp").glob(f"seaweedfs-*-{port}.sock")]
+    assert not [p for p in Path("/tmp").glob(f"weed.*.{pid}")]
 
 
 def test_a_server_that_does_not_come_up_is_an_error_naming_its_log(weed_binary, tmp_path):

@@ -78,6 +78,7 @@ class ObjectStore:
     workdir: Path
     log_path: Path
     process: subprocess.Popen = field(repr=False)
+    ports: dict = field(repr=False, default_factory=dict)  # weed's flag -> port
     filesystem: object = field(repr=False, default=None)  # pyarrow.fs.S3FileSystem
 
     # -- the forms other code takes ---------------------------------------------------------
@@ -233,6 +234,15 @@ def _s3_answers(url: str) -> bool:
     return True
 
 
+def remove_sockets(ports: dict[str, int]) -> None:
+    """Removes the gRPC sockets weed mini puts in /tmp under the names of our ports
+    (/tmp/seaweedfs-admin-grpc-<port>.sock has a fixed folder and outlives a stop)."""
+    for port in ports.values():
+        for sock in Path("/tmp").glob(f"seaweedfs-*-grpc-{port}.sock"):
+            if sock.is_socket():
+                sock.unlink(missing_ok=True)
+
+
 def stop(process: subprocess.Popen, grace: float = STOP_GRACE) -> None:
     """SIGTERM to the server's process group, SIGKILL after ``grace`` s; waits for the end."""
     if process.poll() is not None:
@@ -274,8 +284,10 @@ def _start(weed: Path, workdir: Path, host: str, s3_port: Optional[int], access_
                  error=ObjectStoreError)
     except BaseException:
         stop(process)
+        remove_sockets(ports)
         raise
     if process.poll() is not None:
+        remove_sockets(ports)
         raise ObjectStoreError(f"weed mini exited with code {process.returncode} before S3 "
                                f"answered (last lines: {_tail(log_path)}); see {log_path}")
     return process, ports, log_path
@@ -301,7 +313,7 @@ def object_store(*, workdir: Optional[Path] = None, host: str = "127.0.0.1",
     own_dir = workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="logscan-objectstore-")) if own_dir else Path(workdir)
     secret_key = secret_key or secrets.token_urlsafe(24)
-    process = None
+    process, ports = None, {}
     try:
         for attempt in range(3):
             try:
@@ -313,7 +325,7 @@ def object_store(*, workdir: Optional[Path] = None, host: str = "127.0.0.1",
                     raise
         store = ObjectStore(host=host, s3_port=ports["s3.port"], metrics_port=ports["metricsPort"],
                             access_key=access_key, secret_key=secret_key, region=region,
-                            workdir=workdir, log_path=log_path, process=process)
+                            workdir=workdir, log_path=log_path, process=process, ports=ports)
         store.filesystem = store.new_filesystem()
         # S3 answering is not yet the filer behind it: wait for a signed ListBuckets to pass.
         wait_for(lambda: store.filesystem.get_file_info(_root_selector()), lambda _: True,
@@ -328,6 +340,7 @@ def object_store(*, workdir: Optional[Path] = None, host: str = "127.0.0.1",
     finally:
         if process is not None:
             stop(process)
+            remove_sockets(ports)
         if own_dir and not keep:
             shutil.rmtree(workdir, ignore_errors=True)
 
