@@ -26,7 +26,7 @@ LAGGING_COLUMNS = ("broker", "topic", "partition", "log_start_offset", "last_sta
 CANDIDATE_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_epoch", "start_offset", "age_ms",
                      "hanging", "reason", "evidence")
 #: What figures() reads of the partition_state and corruptions rows.
-STATE_COLUMNS = (*LAGGING_COLUMNS, "has_late_transaction")
+STATE_COLUMNS = (*LAGGING_COLUMNS, "has_late_transaction", "copy_gap", "log_fault")
 FINDING_COLUMNS = ("file", "position", "reason", "message")
 
 
@@ -50,6 +50,8 @@ class Figures:
     reasons: list[tuple[str, Optional[bool], int]] = field(default_factory=list)  # (reason, hanging, count)
     candidate_rows: list[dict[str, Any]] = field(default_factory=list)
     tables: Optional[str] = None  # where the Delta tables are, for the Spark job
+    incomplete: int = 0   # replicas the copy holds short of what their brokers' files name (copy_gap)
+    faulty: int = 0       # replicas whose log breaks a rule of Kafka's recovery (log_fault)
 
 
 #: The range of epoch-ms times with a calendar date (years 1 to 9999).
@@ -131,7 +133,7 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
             tables: Optional[str] = None) -> Figures:
     """The figures of a scan from its rows (partition_state, hanging_candidates, corruptions,
     files: dicts with at least the columns used), in one pass over each."""
-    replicas, open_transactions = 0, 0
+    replicas, open_transactions, incomplete, faulty = 0, 0, 0, 0
     partitions: set[tuple[str, int]] = set()
     brokers: set[int] = set()
     late: set[tuple[str, int]] = set()
@@ -141,6 +143,8 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
         partitions.add((s["topic"], s["partition"]))
         brokers.add(s["broker"])
         open_transactions += s["open_transactions"]
+        incomplete += s["copy_gap"] is not None
+        faulty += s["log_fault"] is not None
         if s["has_late_transaction"]:
             late.add((s["topic"], s["partition"]))
         if is_lagging(s):
@@ -166,7 +170,7 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
         open_transactions=open_transactions, late_partitions=len(late), lagging=lagging.count,
         lagging_rows=lagging.items(), candidates=shown.count,
         reasons=sorted(((r, h, n) for (r, h), n in reasons.items()), key=reasons_order),
-        candidate_rows=shown.items(), tables=tables)
+        candidate_rows=shown.items(), tables=tables, incomplete=incomplete, faulty=faulty)
 
 
 #: Exit statuses of `logscan scan` (either executor), `logscan plan` (EXIT_HANGING: plans printed).
@@ -196,9 +200,27 @@ def _more(out: TextIO, total: int, shown: int) -> None:
 _VERDICT = {True: "yes", False: "no", None: "unknown"}
 
 
+def copy_line(fig: Figures) -> str:
+    """How complete and sound the copy is, in one line: the replicas whose copy is short of
+    what their brokers' own checkpoints and snapshots name (partition_state.copy_gap), and those
+    whose log breaks a rule Kafka's recovery enforces (partition_state.log_fault). Verdicts on
+    such replicas are withheld (partition_not_in_copy, coordinator_not_in_copy, log_fault)."""
+    if not fig.incomplete and not fig.faulty:
+        return ("Copy: every replica holds what its broker's checkpoints and snapshots name, and every log keeps "
+                "Kafka's offset order")
+    parts = []
+    if fig.incomplete:
+        parts.append(f"{fig.incomplete} of {fig.replicas} replicas are incomplete (the broker's checkpoints or "
+                     f"snapshots name offsets the copy lacks: 'incomplete' findings, partition_state.copy_gap)")
+    if fig.faulty:
+        parts.append(f"{fig.faulty} have a log Kafka's recovery would refuse (partition_state.log_fault)")
+    return "Copy: " + "; ".join(parts) + "; no verdict rests on what they lack"
+
+
 def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int) -> None:
     out.write(f"Scanned {fig.replicas} replicas of {fig.partitions} partitions on {fig.brokers} brokers "
               f"({fig.segment_bytes / 1e6:.1f} MB of segments), as of {iso_ms(fig.as_of_ms)}\n")
+    out.write(copy_line(fig) + "\n")
     if fig.skipped:
         out.write(f"Skipped {fig.skipped} files or folders: superseded ones (--include-superseded reads them) "
                   f"or not Kafka's; the files table (kind 'skipped') gives each one's reason\n")

@@ -30,6 +30,7 @@ def _state(scan_id: str, rows: list[tuple[int, str, int, int, int]], as_of: date
     return pa.table({**{k: pa.array(v, pa.int32() if k in ("broker", "partition", "open_transactions")
                                      else pa.string() if k == "topic" else pa.int64()) for k, v in cols.items()},
                      "has_late_transaction": pa.array([False] * n),
+                     "copy_gap": pa.array([None] * n, pa.string()), "log_fault": pa.array([None] * n, pa.string()),
                      "scan_id": pa.array([scan_id] * n), "as_of": pa.array([as_of] * n, pa.timestamp("us", "UTC"))})
 
 

@@ -183,3 +183,22 @@ def test_a_whole_replica_beside_a_cut_one_still_plans(tmp_path, whole):
     assert {v for b, v in by_broker.items() if b != 2} == {(hanging.NO_COORDINATOR_RECORD, True)}
     assert _planned(result) == _planned(whole)
     assert {p["broker"] for p in result.tables["abort_plans"] if (p["topic"], p["partition"]) == ("hang", 0)} <= {0, 1}
+
+
+def test_the_summary_says_how_complete_the_copy_is(tmp_path, whole):
+    """One line under "Scanned ...": the replicas the copy holds short of their brokers' files
+    (the fixture's own cut follower, then hang-0 cut on all three brokers too)."""
+    replicas = len(whole.tables["partition_state"])
+    as_of = str(_truth()["recorded_at_ms"])
+
+    def copy_line(root) -> str:
+        out = CliRunner().invoke(main, ["scan", str(root), "--as-of", as_of, "--no-progress"])
+        (line,) = [ln for ln in out.output.splitlines() if ln.startswith("Copy: ")]
+        return line
+
+    assert copy_line(HANGING / "brokers").startswith(f"Copy: 1 of {replicas} replicas are incomplete")
+    copy = _copy(tmp_path)
+    _cut_log(copy, "hang-0", 1)
+    line = copy_line(copy)
+    assert line.startswith(f"Copy: 4 of {replicas} replicas are incomplete") and "partition_state.copy_gap" in line
+    assert "no verdict rests on what they lack" in line
