@@ -34,6 +34,9 @@ from logscan.format.errors import DecodeError
 from logscan.format.logfile import BufferWindow
 from logscan.text import printable
 
+from . import store
+from .store import RemoteWindows, is_uri, spool_object
+
 #: Largest non-mappable file we read into memory (a pipe has no size to check against).
 DEFAULT_MAX_READ_BYTES = 256 * 1024 * 1024
 #: LogWindows reads a window this small into memory rather than mapping it: for a small
@@ -142,6 +145,10 @@ class SegmentFile:
         self.unread_bytes = 0
 
     def __enter__(self) -> "SegmentFile":
+        if is_uri(self.path):  # a stored file: spooled to a mapped temporary file (store.py)
+            self._mmap, size = spool_object(self.path)
+            self._view = memoryview(self._mmap if self._mmap is not None else b"")
+            return self
         fh = os.fdopen(open_regular(self.path)[0], "rb") if self.regular_only else open(self.path, "rb")
         with fh:
             st = os.fstat(fh.fileno())
@@ -208,8 +215,14 @@ class LogWindows:
     RLIMIT_AS such as spark.executor.pyspark.memory sets) is read whole all the same. It is
     the scan's reader: a regular file only (open_regular; anything else is NotRegularFile).
 
-    Use as a context manager: ``size``, then ``map(start, stop)`` for each window.
+    Use as a context manager: ``size``, then ``map(start, stop)`` for each window. A URI
+    is read with ranged reads instead (logscan.logdir.store.RemoteWindows, the same API).
     """
+
+    def __new__(cls, path):
+        if cls is LogWindows and is_uri(path):
+            return RemoteWindows(path)
+        return super().__new__(cls)
 
     def __init__(self, path: str):
         self.path = path
@@ -248,7 +261,9 @@ def read_small_file(path: str | os.PathLike) -> bytes | None:
     nothing is there: in five system calls (lstat, open, fstat, read, close), where
     ``Path.is_file()`` then ``read_bytes()`` take ten. A scan reads one per replica. A link,
     FIFO, device or folder of that name is NotRegularFile (open_regular); other OSErrors
-    propagate."""
+    propagate. A URI is read from its store (logscan.logdir.store)."""
+    if is_uri(path):
+        return store.read_small_file(path)
     try:
         fd, st = open_regular(path)
     except (FileNotFoundError, NotADirectoryError):

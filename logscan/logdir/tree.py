@@ -40,7 +40,9 @@ from logscan.format.checkpoint import MetaProperties, parse_meta_properties
 from logscan.format.errors import DecodeError
 
 from .naming import Kind, classify, parse_partition_dir
+from . import store
 from .segment import LINK, Finding, describe_mode, read_small_file, refusal_reason
+from .store import StorePath, location
 
 #: The reason of a finding for a log dir the scan cannot put on a broker.
 NO_BROKER_ID = "no-broker-id"
@@ -115,7 +117,9 @@ class Scope:
 
     @classmethod
     def of(cls, roots: Sequence[str | os.PathLike], follow_links: bool = False) -> "Scope":
-        return cls(tuple(os.path.join(os.path.realpath(r), "") for r in roots), follow_links)
+        # A store's roots hold no links (logscan.logdir.store): only local ones bound them.
+        return cls(tuple(os.path.join(os.path.realpath(r), "") for r in roots if not store.is_uri(r)),
+                   follow_links)
 
     def holds(self, real: str) -> bool:
         return self.follow_links or any((real + os.sep).startswith(r) for r in self.roots)
@@ -147,7 +151,7 @@ def _readlink(entry: os.DirEntry) -> str:
 
 
 def _unreadable(path: str, error: OSError, what: str) -> Finding:
-    return Finding(path, -1, "io", f"not read: {what} ({error.strerror or error})")
+    return Finding(str(path), -1, "io", f"not read: {what} ({error.strerror or error})")
 
 
 def _checked(entry: os.DirEntry, folder: bool, scope: Scope) -> tuple[Optional[str], Optional[Finding]]:
@@ -177,18 +181,21 @@ def _checked(entry: os.DirEntry, folder: bool, scope: Scope) -> tuple[Optional[s
 
 def _not_regular(path: str, mode: int, target: Optional[str] = None) -> Finding:
     via = "" if target is None else f"a symbolic link to {target}, "
-    return Finding(path, -1, refusal_reason(mode), f"not read: {via}{describe_mode(mode)}, not a regular file")
+    return Finding(str(path), -1, refusal_reason(mode), f"not read: {via}{describe_mode(mode)}, not a regular file")
 
 
 def _entries(path: str | os.PathLike, what: str, refused: list[Finding],
              so: Optional[str] = None) -> Optional[list[os.DirEntry]]:
     """A folder's entries by name, or None and a finding when it cannot be listed (``so``:
-    what that costs the scan)."""
+    what that costs the scan). A store's folder (a StorePath) is listed from its root's one
+    recursive listing (logscan.logdir.store)."""
     try:
+        if type(path) is StorePath:
+            return store.list_dir(path)
         with os.scandir(path) as it:
             return sorted(it, key=_name)
     except OSError as e:
-        refused.append(Finding(os.fspath(path), -1, "io", f"{what} cannot be listed "
+        refused.append(Finding(str(path) if type(path) is StorePath else os.fspath(path), -1, "io", f"{what} cannot be listed "
                                                           f"({e.strerror or e}){'' if so is None else '; ' + so}"))
         return None
 
@@ -254,6 +261,7 @@ def find_log_dirs(roots: list[Path], refused: Optional[list[Finding]] = None, *,
     refused nothing (a refused folder may have been a broker's: its finding says so)."""
     refused = [] if refused is None else refused
     skipped = [] if skipped is None else skipped
+    roots = [location(r) for r in roots]
     scope = Scope.of(roots, follow_links)
     found: list[Path] = []
     for root in roots:
@@ -290,7 +298,7 @@ def find_log_dirs(roots: list[Path], refused: Optional[list[Finding]] = None, *,
 
 def _no_log_dir(root: Path, entries: list[os.DirEntry], scope: Scope) -> str:
     """NoLogDirs' sentence for ``root``: what was looked for, and where to look instead."""
-    name = Path(os.path.abspath(root)).name
+    name = root.name if type(root) is StorePath else Path(os.path.abspath(root)).name
     if parse_partition_dir(name) is not None and _is_partition_folder(entries):
         broker, cluster = _up(root), _up(_up(root))
         if _log_dirs_in(cluster, scope):
@@ -314,6 +322,8 @@ def _no_log_dir(root: Path, entries: list[os.DirEntry], scope: Scope) -> str:
 
 def _up(path: Path) -> Path:
     """The folder holding ``path``, as the person wrote it when it has a parent to name."""
+    if type(path) is StorePath:
+        return path.parent
     return path.parent if path.name not in ("", "..") else Path(os.path.abspath(path)).parent
 
 
@@ -393,6 +403,7 @@ def scan_broker(path: Path, *, include_superseded: bool = False, follow_links: b
                 within: Sequence[Path] = ()) -> BrokerDir:
     """A broker's log dir listed: its partition folders and their files. Links may lead
     into ``within`` (the input roots; default: this folder), anywhere with ``follow_links``."""
+    path = location(path)
     scope = Scope.of(within or [path], follow_links)
     refused: list[Finding] = []
     # DirEntry answers is_dir() from the listing's file types where the file system gives
@@ -409,7 +420,7 @@ def scan_broker(path: Path, *, include_superseded: bool = False, follow_links: b
             refused.append(why)  # a bad entry of another name is never read: no loss
         if where is not None:
             if read_here:
-                files[e.name] = Path(where)
+                files[e.name] = _as_path(where)
             else:
                 folders.append(e.name)
     errors: list[str] = []
@@ -436,7 +447,9 @@ def scan_broker(path: Path, *, include_superseded: bool = False, follow_links: b
 
 def _list_replica(broker: BrokerDir, replica: ReplicaDir, entries: list[os.DirEntry],
                   include_superseded: bool, scope: Scope) -> None:
-    """The files of ``entries`` the scan reads, into ``replica``; a Path only for those."""
+    """The files of ``entries`` the scan reads, into ``replica``; a Path (a StorePath in a
+    store) only for those."""
+    as_path = Path if type(replica.path) is not StorePath else _as_path
     for e in entries:
         kind = classify(e.name)
         if kind.state is not None and not include_superseded:
@@ -451,13 +464,13 @@ def _list_replica(broker: BrokerDir, replica: ReplicaDir, entries: list[os.DirEn
         if where is None:
             continue
         if kind.kind is Kind.LOG_SEGMENT:
-            replica.segments.append((kind.base_offset, Path(where)))
+            replica.segments.append((kind.base_offset, as_path(where)))
         elif kind.kind is Kind.PRODUCER_SNAPSHOT:
-            replica.snapshots.append((kind.base_offset, Path(where)))
+            replica.snapshots.append((kind.base_offset, as_path(where)))
         elif kind.kind is Kind.TXN_INDEX:
-            replica.txn_indexes.append((kind.base_offset, Path(where)))
+            replica.txn_indexes.append((kind.base_offset, as_path(where)))
         else:
-            replica.indexes.append((kind.base_offset, Path(where)))
+            replica.indexes.append((kind.base_offset, as_path(where)))
     replica.segments.sort()
     replica.indexes.sort()
     replica.snapshots.sort()
@@ -473,6 +486,7 @@ def iter_brokers(roots: list[Path], *, include_superseded: bool = False, follow_
     ``refused``; a folder beside the log dirs that is none is in ``skipped``. Raises
     NoLogDirs (find_log_dirs) before it yields anything."""
     refused = [] if refused is None else refused
+    roots = [location(r) for r in roots]
     for log_dir in find_log_dirs(roots, refused, follow_links=follow_links, skipped=skipped):
         try:
             broker = scan_broker(log_dir, include_superseded=include_superseded, follow_links=follow_links,
@@ -500,5 +514,14 @@ def read_offset_checkpoint(path: Path, errors: list[str]) -> dict[tuple[str, int
     return {(e.topic, e.partition): e.offset for e in cp.entries}
 
 
-def file_size(path: Path) -> int:
+def file_size(path: Path | StorePath | str) -> int:
+    """The size of a file, local or in a store (from its listing when it has one)."""
+    if store.is_uri(path):
+        return store.file_size(path)
     return os.stat(path).st_size
+
+
+def _as_path(where) -> Path | StorePath:
+    """Where _checked says to read, as the listing holds it: a local file's Path, a store's
+    StorePath as it is."""
+    return where if type(where) is StorePath else Path(where)

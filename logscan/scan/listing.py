@@ -58,8 +58,8 @@ class Listing:
     findings: list[tuple[R.Row, Finding]] = field(default_factory=list)  # (key, finding)
 
 
-def list_copy(roots: list[Path], *, include_superseded: bool = False, follow_links: bool = False) -> Listing:
-    """The copy under ``roots`` listed. A symbolic link is followed only into the copy, or
+def list_copy(roots: list[str | Path], *, include_superseded: bool = False, follow_links: bool = False) -> Listing:
+    """The copy under ``roots`` (local paths or URIs: logscan.logdir.store) listed. A symbolic link is followed only into the copy, or
     anywhere with ``follow_links`` (logscan.logdir.tree.Scope). Raises
     logscan.logdir.tree.NoLogDirs for an input that is and holds no log dir."""
     out = Listing()
@@ -180,7 +180,7 @@ def log_dir_conflicts(brokers: list[BrokerDir]) -> list[tuple[int, Finding]]:
         for d in dirs:
             if d.meta is None:
                 continue
-            meta = Path(d.path) / "meta.properties"
+            meta = d.path / "meta.properties"  # a Path, or a StorePath in a store
             if d.meta.cluster_id is not None:
                 if cluster is None:
                     cluster = d

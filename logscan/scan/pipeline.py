@@ -34,6 +34,7 @@ from typing import Iterable, Iterator, Optional
 
 from logscan.defaults import DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from logscan.logdir.segment import Finding
+from logscan.logdir.store import location
 from logscan.logdir.tree import ReplicaDir, file_size
 from logscan.state import partition as P
 from logscan.state.coordinator import CoordinatorCopy, index_by_producer_id, latest_states, merge_partitions
@@ -64,10 +65,11 @@ def replica_info(listed: ListedReplica) -> R.Row:
 
 
 def replica_dir(info: R.Row) -> ReplicaDir:
+    """A listing row's replica back as the listing held it (a URI's files as StorePaths)."""
     def files(name: str) -> list[tuple[int, Path]]:
-        return [(s["base_offset"], Path(s["file"])) for s in info[name] or ()]
+        return [(s["base_offset"], location(s["file"])) for s in info[name] or ()]
 
-    return ReplicaDir(info["broker"], info["topic"], info["partition"], Path(info["path"]),
+    return ReplicaDir(info["broker"], info["topic"], info["partition"], location(info["path"]),
                       segments=files("segments"), snapshots=files("snapshots"), txn_indexes=files("txn_indexes"),
                       indexes=files("indexes"))
 

@@ -770,7 +770,7 @@ class ReplicaAnalyser:
                               hw_checkpoint=self._hw_checkpoint, log_start_checkpoint=self._log_start_checkpoint,
                               snapshot_offsets=[b for b, _ in replica.snapshots],
                               segment_bases=[b for b, _ in replica.segments],
-                              named_bases=[(b, Path(p).name) for b, p in replica.indexes + replica.txn_indexes],
+                              named_bases=[(b, p.name) for b, p in replica.indexes + replica.txn_indexes],
                               log_fault=log_fault, copy_end=None if fault is None else self._copy_end)
         if state.copy_gap is not None:
             # Kafka would load what is here; the copy is short of what the broker had.

@@ -9,7 +9,6 @@ milliseconds as Kafka writes them. Only pyarrow is needed here, never Spark.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import pyarrow as pa
@@ -412,7 +411,7 @@ def snapshot_file_rows(snapshots: Iterable[SnapshotFile], key: Row) -> Iterable[
 
 def _size(path: str) -> int:
     try:
-        return file_size(Path(path))
+        return file_size(path)  # a local path or a URI (logscan.logdir.store)
     except OSError:
         return -1
 
