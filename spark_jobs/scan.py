@@ -523,15 +523,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     except BadRequest as e:   # before Spark starts, one sentence, as argparse's usage errors
         print(f"spark_jobs/scan.py: {e}", file=sys.stderr)
         return 2
+    from spark_jobs.scan_cli import report_failure
+
     spark = build_session(master=args.master)
-    scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
-                            as_of_ms=args.as_of,
-                            max_transaction_timeout_ms=args.max_transaction_timeout_ms,
-                            include_superseded=args.include_superseded, follow_links=args.follow_links,
-                            split_bytes=args.split_bytes,
-                            bootstrap=args.bootstrap_server, tables=args.tables)
-    print(summary(spark, args.output, scan_id, as_of_ms, time.monotonic() - started,
-                  max_transaction_timeout_ms=args.max_transaction_timeout_ms))
+    try:
+        scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
+                                as_of_ms=args.as_of,
+                                max_transaction_timeout_ms=args.max_transaction_timeout_ms,
+                                include_superseded=args.include_superseded, follow_links=args.follow_links,
+                                split_bytes=args.split_bytes,
+                                bootstrap=args.bootstrap_server, tables=args.tables)
+        print(summary(spark, args.output, scan_id, as_of_ms, time.monotonic() - started,
+                      max_transaction_timeout_ms=args.max_transaction_timeout_ms))
+    except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
+        return report_failure(e, sys.stderr, "spark_jobs/scan.py")
     return 0
 
 

@@ -10,14 +10,49 @@ next, and exits like the single-process scan (summary.exit_status).
 from __future__ import annotations
 
 import json as jsonlib
+import os
 import shlex
 import sys
+import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Optional, TextIO
 
+from logscan.scan.summary import EXIT_FAILED
+from logscan.text import printable
+
 class BadRequest(ValueError):
     """What was asked cannot run (one sentence, with the fix)."""
+
+
+def failure_cause(error: BaseException) -> str:
+    """The cause of a failed Spark job in one line: the innermost Java exception behind a Py4J
+    error (a full disk's IOException under the write's SparkException), else the error's first
+    line. Read while the session is up (the Java objects die with it)."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        try:
+            root = java
+            while root.getCause() is not None:
+                root = root.getCause()
+            return printable(str(root.toString()))[:500]
+        except Exception:   # the JVM already gone: the Python side's text below
+            pass
+    first = next((line for line in str(error).splitlines() if line.strip()), "")
+    return printable(f"{type(error).__name__}: {first.strip()}")[:500]
+
+
+def report_failure(error: BaseException, err: TextIO, program: str) -> int:
+    """A Spark scan that could not finish: one line on ``err`` naming the cause and the log file
+    that holds the whole trace (a JVM's runs to thousands of lines); returns EXIT_FAILED, which
+    says no answer came (1 says damage found, 4 hanging)."""
+    fd, path = tempfile.mkstemp(prefix="logscan-spark-failure-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(traceback.format_exception(error)))
+    err.write(f"{program}: the Spark job failed: {failure_cause(error)}; the whole trace is in "
+              f"{shlex.quote(path)}\n")
+    return EXIT_FAILED
 
 
 def check_request(inputs: list[Path], output: Path, scan_id: Optional[str],
@@ -72,6 +107,8 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
                                     bootstrap=bootstrap, tables=names)
         figures = job.figures(spark, output, scan_id, as_of_ms)
         candidates = _candidates(spark, output, scan_id) if json else []
+    except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
+        return report_failure(e, err, "logscan scan")
     finally:
         spark.stop()
 

@@ -173,9 +173,11 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
         candidate_rows=shown.items(), tables=tables, incomplete=incomplete, faulty=faulty)
 
 
-#: Exit statuses of `logscan scan` (either executor), `logscan plan` (EXIT_HANGING: plans printed).
+#: Exit statuses of `logscan scan` (either executor), `logscan plan` (EXIT_HANGING: plans printed),
+#: and of a Spark scan that could not finish (EXIT_FAILED: no answer, unlike the others).
 EXIT_DAMAGE = 1
 EXIT_HANGING = 4
+EXIT_FAILED = 5
 
 
 def exit_status(fig: Figures) -> int:
