@@ -24,6 +24,7 @@ NO_COORDINATOR_RECORD = "no_coordinator_record"
 COORDINATOR_MOVED_ON = "coordinator_moved_on"
 PARTITION_NOT_IN_TRANSACTION = "partition_not_in_transaction"
 MARKERS_PENDING = "markers_pending"
+COORDINATOR_STUCK_PREPARING = "coordinator_stuck_preparing"
 COORDINATOR_ONGOING = "coordinator_ongoing"
 COORDINATOR_NOT_IN_COPY = "coordinator_not_in_copy"
 PARTITION_NOT_IN_COPY = "partition_not_in_copy"
@@ -63,13 +64,16 @@ def is_late(oldest_txn_last_timestamp: int, as_of_ms: int,
             and as_of_ms - oldest_txn_last_timestamp > max_timeout_ms + LATE_TRANSACTION_BUFFER_MS)
 
 
-def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator: CoordinatorCopy) -> Verdict:
+def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator: CoordinatorCopy, *,
+             as_of_ms: Optional[int] = None, max_prepare_ms: Optional[int] = None) -> Verdict:
     """Judge one candidate against the coordinator records that name its producer id.
 
     A verdict that rests on what the coordinator's log lacks (no record names the producer id,
     or no record newer than the one found) is only given when the coordinator partition that
     would hold it is in the copy whole (``coordinator``); else the copy cannot tell
-    (COORDINATOR_NOT_IN_COPY), and no abort is planned from it.
+    (COORDINATOR_NOT_IN_COPY), and no abort is planned from it. A PrepareCommit/PrepareAbort
+    record last updated more than ``max_prepare_ms`` before ``as_of_ms`` is
+    COORDINATOR_STUCK_PREPARING rather than MARKERS_PENDING (both None: never stuck).
     """
     current = [m for m in matches if m.relation == "current"]
     if not current:
@@ -80,7 +84,7 @@ def classify(txn: OpenTxn, matches: list[ProducerIdMatch], coordinator: Coordina
                            f"it: {lacking}")
         verdict = _without_record(txn, matches)
     else:
-        verdict = _with_record(txn, current[0].record)
+        verdict = _with_record(txn, current[0].record, as_of_ms, max_prepare_ms)
         gap = coordinator.partition_gap(current[0].record.coordinator_partition)
         if verdict.hanging is True and gap is not None:
             return Verdict(COORDINATOR_NOT_IN_COPY, None,
@@ -116,7 +120,8 @@ def _without_record(txn: OpenTxn, matches: list[ProducerIdMatch]) -> Verdict:
                    matches[0].record.transactional_id if matches else None)
 
 
-def _with_record(txn: OpenTxn, rec: TxnLogRecord) -> Verdict:
+def _with_record(txn: OpenTxn, rec: TxnLogRecord, as_of_ms: Optional[int] = None,
+                 max_prepare_ms: Optional[int] = None) -> Verdict:
     """The verdict of the coordinator record whose current producer id is the transaction's."""
     tid = rec.transactional_id
     where = f"coordinator record of {tid!r} at __transaction_state-{rec.coordinator_partition} offset {rec.offset}"
@@ -125,6 +130,19 @@ def _with_record(txn: OpenTxn, rec: TxnLogRecord) -> Verdict:
     if rec.state in PREPARING and listed:
         # The persisted Prepare* record lists every partition of the transaction; which
         # markers are already written is only in the coordinator's memory. Never abort here.
+        age = None if as_of_ms is None or rec.last_update_timestamp_ms < 0 else as_of_ms - rec.last_update_timestamp_ms
+        if age is not None and max_prepare_ms is not None and age > max_prepare_ms:
+            # A coordinator retries its markers until they land (a partition short of its ISR
+            # holds them back), but some have stayed in Prepare* for good (KAFKA-19999,
+            # KAFKA-20322): past the limit the copy cannot say which. The transaction is decided
+            # either way: the remedy is on the coordinator's side, never a partition abort.
+            return Verdict(COORDINATOR_STUCK_PREPARING, None,
+                           f"{where} has been {state} for {age // 60000} min (last updated {age} ms before the "
+                           f"scan's time, more than {max_prepare_ms} ms): the coordinator has not finished writing "
+                           f"its markers. The transaction is decided: never abort this partition by hand; check "
+                           f"the coordinator of __transaction_state-{rec.coordinator_partition} (its leader and ISR, "
+                           f"the partitions its markers go to, its log for marker errors) and move or restart it "
+                           f"so it completes", tid)
         return Verdict(MARKERS_PENDING, False,
                        f"{where} is {state}: the coordinator is writing markers; let it roll forward", tid)
     if rec.state in PREPARING or rec.state == "Ongoing":

@@ -423,7 +423,8 @@ def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[i
                 out.append(HangingCandidate(st.broker, st.topic, st.partition, txn, as_of_ms - txn.last_timestamp,
                                             hanging.log_fault(st.log_fault)))
                 continue
-            verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator)
+            verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator, as_of_ms=as_of_ms,
+                                       max_prepare_ms=max_timeout_ms)
             closed = [hanging.ClosedElsewhere(p.state.broker, c.end_marker_offset, c.outcome)
                       for p in peers
                       for c in [markers.closed(p.state.broker, txn.producer_id, txn.start_offset)] if c is not None]
