@@ -219,6 +219,21 @@ def copy_line(fig: Figures) -> str:
     return "Copy: " + "; ".join(parts) + "; no verdict rests on what they lack"
 
 
+def _by_transaction(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The shown candidates with the replicas that judge one transaction alike on one line
+    (``brokers``), in their order: a hanging partition's three replicas made three rows and
+    three equal evidence sentences. A replica judged otherwise (a lagging follower) keeps its own."""
+    lines: dict[tuple, dict[str, Any]] = {}
+    for c in rows:
+        key = (c["topic"], c["partition"], c["producer_id"], c["producer_epoch"], c["start_offset"], c["hanging"],
+               c["reason"], c["evidence"])
+        if key in lines:
+            lines[key]["brokers"].append(c["broker"])
+        else:
+            lines[key] = {**c, "brokers": [c["broker"]]}
+    return list(lines.values())
+
+
 def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int) -> None:
     out.write(f"Scanned {fig.replicas} replicas of {fig.partitions} partitions on {fig.brokers} brokers "
               f"({fig.segment_bytes / 1e6:.1f} MB of segments), as of {iso_ms(fig.as_of_ms)}\n")
@@ -246,14 +261,16 @@ def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int)
     if fig.reasons:
         out.write("  " + ", ".join(f"{reason} ({_VERDICT[h]}): {n}" for reason, h, n in fig.reasons) + "\n")
     if fig.candidate_rows:
-        _table(out, ["broker", "partition", "producer_id", "epoch", "start_offset", "age_min", "hanging", "reason"],
-               [[str(c["broker"]), f"{c['topic']}-{c['partition']}", str(c["producer_id"]), str(c["producer_epoch"]),
-                 str(c["start_offset"]), str(c["age_ms"] // 60000), _VERDICT[c["hanging"]], c["reason"]]
-                for c in fig.candidate_rows])
+        shown = _by_transaction(fig.candidate_rows)
+        _table(out, ["brokers", "partition", "producer_id", "epoch", "start_offset", "age_min", "hanging", "reason"],
+               [[",".join(map(str, c["brokers"])), f"{c['topic']}-{c['partition']}", str(c["producer_id"]),
+                 str(c["producer_epoch"]), str(c["start_offset"]), str(c["age_ms"] // 60000), _VERDICT[c["hanging"]],
+                 c["reason"]] for c in shown])
         _more(out, fig.candidates, len(fig.candidate_rows))
         out.write("\nEvidence:\n")
-        for c in fig.candidate_rows:
-            out.write(printable(f"  {c['topic']}-{c['partition']} on broker {c['broker']}, producer "
+        for c in shown:
+            brokers = ("broker " if len(c["brokers"]) == 1 else "brokers ") + ",".join(map(str, c["brokers"]))
+            out.write(printable(f"  {c['topic']}-{c['partition']} on {brokers}, producer "
                                 f"{c['producer_id']}: {c['evidence']}") + "\n")
     if fig.tables:
         out.write(f"\nTables: {fig.tables}\n")

@@ -34,6 +34,19 @@ def test_hanging_cluster_exits_4_and_lists_what_find_hanging_listed():
     assert got == want and got
 
 
+def test_the_text_shows_each_transaction_once_with_the_replicas_that_judge_it_alike():
+    # Every replica of a hanging partition has the same verdict and evidence: one row and one
+    # evidence line for the three (they were three of each), the JSON keeping a row per replica.
+    t = truth("hanging")
+    text = run(str(FIXTURES / "hanging" / "brokers"), "--as-of", str(t["recorded_at_ms"]), "--no-progress").output
+    rows = [cells[:5] + cells[6:] for cells in map(str.split, text.splitlines())
+            if cells[1:2] == ["hang-0"] and cells[-1:] == ["no_coordinator_record"]]
+    assert rows == [["0,1,2", "hang-0", "0", "0", "0", "yes", "no_coordinator_record"]], text
+    evidence = [line for line in text.splitlines() if line.startswith("  hang-0 on ")]
+    assert evidence == ["  hang-0 on brokers 0,1,2, producer 0: no transactional id has producer id 0 as its current "
+                        "producer (expired or never known)"], text
+
+
 @pytest.mark.parametrize("cluster", ["tv1", "tv2"])
 def test_clusters_without_hangs_exit_0(cluster):
     t = truth(cluster)
