@@ -9,6 +9,7 @@ coordinator is still writing its markers (PrepareCommit/PrepareAbort).
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Optional
 
@@ -25,6 +26,11 @@ COORDINATOR_MOVED_ON = "coordinator_moved_on"
 PARTITION_NOT_IN_TRANSACTION = "partition_not_in_transaction"
 MARKERS_PENDING = "markers_pending"
 COORDINATOR_STUCK_PREPARING = "coordinator_stuck_preparing"
+TWO_PHASE_COMMIT_IN_DOUBT = "two_phase_commit_in_doubt"
+#: The transaction timeout a coordinator records for a two-phase-commit producer (KIP-939):
+#: TransactionCoordinator.handleInitProducerId resolves it to Int.MaxValue when the producer
+#: asks for 2PC (javap of Kafka 4.4.0's class), so the coordinator never times it out.
+TWO_PHASE_COMMIT_TIMEOUT_MS = 2_147_483_647
 COORDINATOR_ONGOING = "coordinator_ongoing"
 COORDINATOR_NOT_IN_COPY = "coordinator_not_in_copy"
 PARTITION_NOT_IN_COPY = "partition_not_in_copy"
@@ -145,6 +151,18 @@ def _with_record(txn: OpenTxn, rec: TxnLogRecord, as_of_ms: Optional[int] = None
                            f"so it completes", tid)
         return Verdict(MARKERS_PENDING, False,
                        f"{where} is {state}: the coordinator is writing markers; let it roll forward", tid)
+    if rec.state == "Ongoing" and listed and rec.transaction_timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS:
+        # A 2PC participant: prepared on the client's side, decided by an external transaction
+        # manager, however long that takes. Markers written on one partition would break the
+        # external transaction's atomicity.
+        return Verdict(TWO_PHASE_COMMIT_IN_DOUBT, None,
+                       f"{where} is {state} with transactionTimeoutMs {TWO_PHASE_COMMIT_TIMEOUT_MS} and lists "
+                       f"{txn.topic}-{txn.partition}: a two-phase-commit participant (KIP-939), which may hold the "
+                       f"LSO until its external transaction manager decides. Never abort it by partition markers: "
+                       f"that breaks the external transaction's atomicity. Resolve it through that transaction "
+                       f"manager; if it is gone for good, the coordinator-side remedy aborts the transaction on "
+                       f"every partition at once: kafka-transactions.sh --bootstrap-server HOST:PORT "
+                       f"forceTerminateTransaction --transactionalId {shlex.quote(tid)}", tid)
     if rec.state in PREPARING or rec.state == "Ongoing":
         if listed:
             return Verdict(COORDINATOR_ONGOING, False,
