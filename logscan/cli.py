@@ -97,6 +97,55 @@ Exit status:
 """
 
 
+class _PathOrUri(click.ParamType):
+    """An INPUT: a URI (``s3://bucket/copy``, ``file:///abs``: logscan.logdir.store) as given,
+    else a local folder that must exist. Always a str: a Path would make ``s3://x`` ``s3:/x``."""
+
+    name = "path_or_uri"
+    _folder = click.Path(exists=True, file_okay=False)
+
+    def convert(self, value, param, ctx):
+        from logscan.logdir.store import is_uri
+
+        return value if is_uri(value) else self._folder.convert(value, param, ctx)
+
+
+_PATH_OR_URI = _PathOrUri()
+
+
+def _storage_options(ctx, param, values) -> dict:
+    """--storage-option key=value, repeated: given to the stores of the URIs read."""
+    from logscan.logdir import store
+
+    try:
+        options = store.parse_storage_options(values)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    store.configure(options)
+    return options
+
+
+_storage_option = click.option(
+    "--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE", callback=_storage_options,
+    expose_value=False, is_eager=True,
+    help="For s3://, gs://, abfs://, hdfs:// inputs: a keyword argument of pyarrow's filesystem (repeatable; "
+         "e.g. endpoint_override=host:9000, scheme=http, region=..., access_key=..., secret_key=...). "
+         "Credentials otherwise come from the environment, instance profile or config files.")
+
+
+def _check_stores(paths) -> None:
+    """A URI whose store cannot be made (unknown scheme, an option its filesystem does not
+    take) is a usage error, before anything is read."""
+    from logscan.logdir import store
+
+    for p in paths:
+        if store.is_uri(p):
+            try:
+                store.store_of(p)
+            except OSError as e:
+                raise click.UsageError(f"{p}: {e}") from None
+
+
 @main.command("dump", help=DUMP_HELP, context_settings={"max_content_width": 100})
 @click.argument("paths", metavar="[FILE]...", nargs=-1, type=click.Path(readable=False))
 @click.option("--files", "files_opt", multiple=True, metavar="f1,f2,...",
@@ -136,6 +185,7 @@ Exit status:
               "stderr as JSON objects too).")
 @click.option("--no-progress", is_flag=True,
               help="No progress bar on stderr (drawn only when stderr is a terminal and stdout is not).")
+@_storage_option
 @click.option("--remote-log-metadata-decoder", is_flag=True, hidden=True)
 @click.option("--share-group-state-decoder", is_flag=True, hidden=True)
 def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decoder,
@@ -149,6 +199,7 @@ def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decod
     from_files = [f for opt in files_opt for f in opt.split(",")]
     if not paths and not from_files:
         raise click.UsageError("no files given: pass FILE... or --files f1,f2")
+    _check_stores(from_files + list(paths))
     for name in (key_decoder_class, value_decoder_class):
         if name is not None and name not in BYTE_DECODERS:
             raise click.UsageError(f"unknown decoder {name!r}; use one of: "
@@ -254,8 +305,8 @@ def _as_of_ms(text: str | None) -> int | None:
 def _scan_options(fn):
     """The options `scan` and `plan` share: what to read and when 'now' is."""
     for option in reversed([
-        click.argument("inputs", metavar="INPUT...", nargs=-1, required=True,
-                       type=click.Path(exists=True, file_okay=False)),
+        click.argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=_PATH_OR_URI),
+        _storage_option,
         click.option("--as-of", "as_of", metavar="ISO|MS", default=None,
                      help="Reference time for transaction ages (default: newest timestamp in the copy)."),
         click.option("--max-transaction-timeout-ms", type=click.IntRange(0),
@@ -288,12 +339,11 @@ def _bootstrap(ctx, param, value: str | None) -> str | None:
 
 def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress,
                 **options):
-    from pathlib import Path
-
     from logscan import progress
     from logscan.logdir.tree import NoLogDirs
 
-    roots = [Path(p) for p in inputs]
+    _check_stores(inputs)
+    roots = list(inputs)  # str: local paths or URIs (logscan.logdir.store)
     try:
         return progress.scan(roots, enabled=progress.wanted(no_progress), as_of_ms=_as_of_ms(as_of),
                              max_transaction_timeout_ms=max_transaction_timeout_ms,
@@ -320,6 +370,12 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
                  output, master, scan_id, bootstrap_server, tables) -> None:
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
+
+        from logscan.logdir.store import is_uri
+
+        if any(is_uri(p) for p in inputs):
+            raise click.UsageError("--output (the Spark job) reads local folders only for now: scan a URI "
+                                   "without --output (issue 31)")
 
         with _spark_errors():
             sys.exit(scan_to_tables(inputs, output, as_of_ms=_as_of_ms(as_of),

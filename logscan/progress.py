@@ -41,8 +41,13 @@ def _isatty(stream) -> bool:
 
 
 def file_size(path) -> int:
-    """Size for the bar; 0 for what cannot be stat'ed (the command reports that itself)."""
+    """Size for the bar; 0 for what cannot be stat'ed (the command reports that itself). A
+    URI's (a store's file, logscan.logdir.store) from its listing or one stat request."""
     try:
+        if "://" in str(path):
+            from logscan.logdir.tree import file_size as stored_size
+
+            return stored_size(path)
         return os.stat(path).st_size
     except (OSError, ValueError):
         return 0

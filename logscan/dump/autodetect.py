@@ -25,5 +25,8 @@ def decoder_for_path(path: str) -> str | None:
     """The decoder kind for a file inside an internal topic's partition dir, else None."""
     if os.path.basename(path) == "bootstrap.checkpoint":
         return "metadata"  # KRaft bootstrap records, in the log dir's root
-    parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    from logscan.logdir.store import is_uri
+
+    folder = path.rsplit("/", 1)[0] if is_uri(path) else os.path.dirname(os.path.abspath(path))
+    parent = os.path.basename(folder)
     return KINDS.get(decoder_for_partition_dir(parent))

@@ -25,6 +25,7 @@ from logscan.format.errors import DecodeError
 from logscan.format.logfile import MAGIC_OFFSET, kafka_entries
 from logscan.format.snapshot import decode_producer_snapshot
 from logscan.logdir.segment import Finding, open_segment
+from logscan.logdir.store import is_uri
 
 from .javaisms import java_absolute_path, java_file_name
 
@@ -36,7 +37,8 @@ def _base_and_log(d, path: str) -> tuple[int | None, str]:
     from .dumper import _leading_number
     name = java_file_name(path)
     stem = name.split(".")[0]
-    log_path = os.path.join(os.path.dirname(os.path.abspath(path)), stem + ".log")
+    folder = path.rsplit("/", 1)[0] if is_uri(path) else os.path.dirname(os.path.abspath(path))
+    log_path = f"{folder}/{stem}.log" if is_uri(path) else os.path.join(folder, stem + ".log")
     base = _leading_number(name)
     if base is None:
         d.finding(Finding(path, -1, "name", f"file name {name!r} does not start with a base "

@@ -12,10 +12,14 @@ import os
 import re
 
 _SLASHES = re.compile(r"/{2,}")
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # logscan.logdir.store.is_uri's test
 
 
 def java_file_str(path: str) -> str:
-    """``new File(path).toString()``: repeated slashes collapsed, trailing slash dropped."""
+    """``new File(path).toString()``: repeated slashes collapsed, trailing slash dropped. A
+    URI (``s3://bucket/...``, which kafka-dump-log cannot read) is kept as given."""
+    if _URI.match(path):
+        return path
     p = _SLASHES.sub("/", path)
     if len(p) > 1 and p.endswith("/"):
         p = p[:-1]
@@ -25,7 +29,7 @@ def java_file_str(path: str) -> str:
 def java_absolute_path(path: str) -> str:
     """``new File(path).getAbsolutePath()``: cwd + '/' + path, with no '..' resolution."""
     p = java_file_str(path)
-    if p.startswith("/"):
+    if p.startswith("/") or _URI.match(p):
         return p
     cwd = os.getcwd()
     return cwd if p == "" else f"{cwd.rstrip('/')}/{p}"
