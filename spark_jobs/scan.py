@@ -444,6 +444,11 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
             for _ in pool.map(lambda item: write_table(item[1], output, item[0], scan_id, frames.as_of_ms),
                               frames.tables.items()):
                 pass
+        # Last, once every table holds the scan: the row that says it is whole (readers warn of
+        # a scan id without one: logscan.sql.delta.unfinished_scans).
+        finished = {"tables": list(frames.tables), "inputs": [str(r) for r in roots],
+                    "finished_ms": int(time.time() * 1000)}
+        write_table(_frame(spark, [finished], R.SCANS), output, R.SCANS_TABLE, scan_id, frames.as_of_ms)
     finally:
         for df in frames.persisted:
             df.unpersist()

@@ -43,7 +43,7 @@ def comment(field: pa.Field) -> str:
 def with_comments(df: DataFrame, table: str) -> DataFrame:
     """The table's columns in declared order, each carrying its comment (Delta keeps it)."""
     cols: list[Column] = [F.col(f.name).alias(f.name, metadata={"comment": comment(f)})
-                          for f in R.TABLES[table]]
+                          for f in (R.SCANS if table == R.SCANS_TABLE else R.TABLES[table])]
     cols += [F.col(name).alias(name, metadata={"comment": text}) for name, text in TAGS.items()]
     return df.select(*cols)
 

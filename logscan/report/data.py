@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
 from logscan.scan import summary
-from logscan.sql.delta import TablesError
+from logscan.sql.delta import TablesError, unfinished_scans
 from logscan.sql.embedded import EmbeddedEngine
 
 MAX_PARTITIONS = 40
@@ -61,6 +61,11 @@ def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> d
     if as_of is None:
         raise NoScan(f"{tables_dir}: no rows for scan id {scan_id!r}; "
                      "`logscan sql --tables DIR \"SELECT DISTINCT scan_id FROM partition_state\"` lists them")
+    holding = unfinished_scans(engine.paths).get(scan_id)
+    if holding is not None:   # a page that looks whole would be a false all-clear
+        raise NoScan(f"{tables_dir}: scan {scan_id!r} did not finish (killed or failed while its tables were "
+                     f"written: {', '.join(holding)} hold it, the others may not); run the same scan again (it "
+                     f"replaces its own rows), or give --scan-id of a finished one (the scans table lists them)")
 
     def streamed(table: str, columns: Iterable[str]) -> Iterator[dict[str, Any]]:
         """The scan's rows of ``table``, ``columns`` only, streamed (none if there is no such table)."""

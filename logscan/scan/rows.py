@@ -286,6 +286,17 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 
+#: One row per finished scan, committed by the Spark job after every table of the scan: a scan id
+#: whose row is missing was killed or failed mid-write, and some tables may hold it in part
+#: (each table commits on its own). Not one of TABLES: the local executor writes no tables.
+SCANS = _schema(
+    _f("tables", pa.list_(pa.string()), "the tables this scan wrote (its --tables); the others hold earlier scans"),
+    _f("inputs", pa.list_(pa.string()), "the input roots the scan read"),
+    _f("finished_ms", pa.int64(), "when the last table's commit was done, epoch ms"),
+)
+SCANS_TABLE = "scans"
+
+
 def replica_key(broker: int, topic: Optional[str], partition: Optional[int]) -> Row:
     return {"broker": broker, "topic": topic, "partition": partition}
 

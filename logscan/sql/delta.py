@@ -37,6 +37,25 @@ def open_table(path: Path):
     return DeltaTable(str(path.resolve()))
 
 
+def unfinished_scans(paths: dict[str, Path]) -> dict[str, list[str]]:
+    """Scan ids the tables hold that the ``scans`` table does not name, each with the tables
+    holding it: a Spark scan killed or failed mid-write (each table commits on its own, and the
+    job commits a scan's ``scans`` row after all of them). Read from the tables' logs only
+    (their scan_id partitions), no data file. Empty when there is no ``scans`` table (tables
+    written before it existed: nothing to tell)."""
+    if "scans" not in paths:
+        return {}
+    done = {p.get("scan_id") for p in open_table(paths["scans"]).partitions()}
+    out: dict[str, list[str]] = {}
+    for name, path in paths.items():
+        if name == "scans":
+            continue
+        for part in open_table(path).partitions():
+            if part.get("scan_id") not in done:
+                out.setdefault(part.get("scan_id"), []).append(name)
+    return out
+
+
 def arrow_dataset(table):
     """The newest version's rows as a pyarrow dataset: the files Delta's log names, partition
     values as columns, column comments in the fields' metadata."""

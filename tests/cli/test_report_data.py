@@ -74,3 +74,28 @@ def test_no_scan_and_no_tables_are_one_sentence(tmp_path):
     (tmp_path / "other").mkdir()
     with pytest.raises(TablesError, match="no Delta tables"):
         load(tmp_path / "other")
+
+
+def _scans(scan_ids: list[str]) -> pa.Table:
+    """The scans table's rows (R.SCANS plus the tags) for these finished scans."""
+    n = len(scan_ids)
+    return pa.table({"tables": pa.array([["partition_state"]] * n, pa.list_(pa.string())),
+                     "inputs": pa.array([["/copy"]] * n, pa.list_(pa.string())),
+                     "finished_ms": pa.array([1] * n, pa.int64()), "scan_id": pa.array(scan_ids),
+                     "as_of": pa.array([AS_OF] * n, pa.timestamp("us", "UTC"))})
+
+
+def test_a_scan_that_did_not_finish_is_refused_with_the_tables_holding_it(tmp_path):
+    # A Spark scan commits its scans row after every table: a scan id some table holds and the
+    # scans table does not name was killed mid-write; its page would look whole.
+    from logscan.sql.delta import delta_tables, unfinished_scans
+
+    tables = _tables(tmp_path)
+    write_deltalake(str(tables / "scans"), _scans(["s0"]), partition_by=["scan_id"])
+    assert unfinished_scans(delta_tables(tables)) == {"s1": ["partition_state"]}
+    with pytest.raises(NoScan, match=r"scan 's1' did not finish .*partition_state hold it"):
+        load(tables)
+    write_deltalake(str(tables / "scans"), _scans(["s1"]), mode="append", partition_by=["scan_id"])
+    assert unfinished_scans(delta_tables(tables)) == {} and load(tables)["scan_id"] == "s1"
+    # Tables written before the scans table existed: nothing to tell, as before.
+    assert unfinished_scans(delta_tables(_tables(tmp_path / "old"))) == {}

@@ -137,8 +137,11 @@ def rows(spark, output: Path, scan_id: str) -> dict[str, list[str]]:
 
 
 def state(spark, output: Path) -> dict:
+    from logscan.sql.delta import delta_tables, unfinished_scans
+
     return {"versions": {t: version(output / t) for t in TABLES},
-            "a": rows(spark, output, "a"), "b": rows(spark, output, "b")}
+            "a": rows(spark, output, "a"), "b": rows(spark, output, "b"),
+            "unfinished": unfinished_scans(delta_tables(output))}
 
 
 @pytest.fixture(scope="module")
@@ -226,6 +229,8 @@ def test_a_scan_killed_inside_a_table_write_leaves_that_table_at_its_previous_ve
     after, orphans = killed_in_write
     # The write had begun: its data files are in the table's folder, yet no reader sees them.
     assert orphans
+    # The readers can tell: scan b has no row in the scans table, and the tables holding it are named.
+    assert reference["unfinished"] == {} and after["unfinished"] == {"b": sorted(t for t in TABLES if t != "batches")}
     assert after["versions"]["batches"] == reference["versions"]["batches"]
     assert after["b"]["batches"] == []
     assert after["a"] == reference["a"]
@@ -237,6 +242,7 @@ def test_a_scan_killed_inside_a_table_write_leaves_that_table_at_its_previous_ve
 
 def test_rerunning_a_killed_scan_gives_the_rows_of_one_clean_scan(reference, rerun_and_second_output):
     out = rerun_and_second_output["out"]
+    assert out["unfinished"] == {}
     assert out["a"] == reference["a"]
     assert out["b"] == reference["a"]    # the same copy and as-of: the same rows, once
 
@@ -265,7 +271,7 @@ def test_no_run_leaves_files_in_its_working_folder_or_beside_the_tables(work, re
     assert len(cwds) == 5
     assert {c.name: sorted(p.name for p in c.iterdir()) for c in cwds} == {c.name: [] for c in cwds}
     for output in (work / "out", work / "out2"):
-        assert sorted(p.name for p in output.iterdir()) == sorted(TABLES)
+        assert sorted(p.name for p in output.iterdir()) == sorted([*TABLES, R.SCANS_TABLE])
 
 
 def test_the_job_refuses_an_output_inside_an_input_before_spark_starts(copy, capsys):

@@ -187,8 +187,11 @@ def test_the_default_tables_are_every_table_but_batches(spark, tmp_path):
     out = str(tmp_path / "delta")
     as_of = _as_of(root)
     spark_scan.run(spark, [root / "brokers"], out, scan_id="default", as_of_ms=as_of, split_bytes=256)
-    assert sorted(p.name for p in Path(out).iterdir()) == sorted(spark_scan.DEFAULT_TABLES)
+    assert sorted(p.name for p in Path(out).iterdir()) == sorted([*spark_scan.DEFAULT_TABLES, R.SCANS_TABLE])
     assert "batches" not in spark_scan.DEFAULT_TABLES and len(spark_scan.DEFAULT_TABLES) == len(R.TABLES) - 1
+    # The last commit says the scan is whole: its tables and inputs (logscan.sql.delta.unfinished_scans).
+    (done,) = table(spark, out, R.SCANS_TABLE, "default").collect()
+    assert (done.tables, done.inputs) == (list(spark_scan.DEFAULT_TABLES), [str(root / "brokers")])
     assert_tables_equal(spark, out, "default", local_scan([root / "brokers"], as_of_ms=as_of).tables,
                         spark_scan.DEFAULT_TABLES)
 
