@@ -269,6 +269,7 @@ def test_a_tool_alias_is_the_class_its_release_ships(tmp_path):
 
 
 @pytest.mark.parametrize("version,dump_class", [
+    ("3.9.2", "kafka.tools.DumpLogSegments"),
     ("4.1.1", "kafka.tools.DumpLogSegments"),
     ("4.4.0", "org.apache.kafka.tools.DumpLogSegments"),  # KAFKA-14579: ported to Java
 ])
@@ -279,3 +280,27 @@ def test_the_real_releases_tool_classes(version, dump_class):
     assert cluster.tool_class("kafka-dump-log", libs) == dump_class
     for alias in cluster.TOOL_CANDIDATES:
         cluster.tool_class(alias, libs)  # every tool the harness runs is in the release
+
+
+@pytest.mark.parametrize("version,defined", [("3.9.2", False), ("4.1.1", True), ("4.4.0", True)])
+def test_small_segments_use_the_config_the_release_defines(version, defined):
+    """internal.segment.bytes is 4.1+; 3.9.2's CreateTopics refuses it, and its own
+    segment.bytes has no 1 MiB floor (the compacted scenario rolls at 1024 bytes on both)."""
+    libs = cluster.libs_for(version)
+    if not jars_present(libs, version):
+        pytest.skip(f"no Kafka {version} jars: make kafka-jars KAFKA_VERSION={version}")
+    assert cluster.release_defines(libs, "internal.segment.bytes") is defined
+
+
+def test_a_release_with_its_own_slf4j_binding_loses_the_poms():
+    """3.9.2 ships slf4j-reload4j; with the pom's log4j-slf4j-impl beside it SLF4J 1.7 picks
+    one of two bindings by jar order (kafka.mk removes the pom's), and the harness passes a
+    log4j 1 file next to the log4j2 one so the tools' stderr holds no log4j:WARN lines."""
+    libs = cluster.libs_for("3.9.2")
+    if not jars_present(libs, "3.9.2"):
+        pytest.skip("no Kafka 3.9.2 jars: make kafka-jars KAFKA_VERSION=3.9.2")
+    names = {p.name for p in libs.glob("*.jar")}
+    assert any(n.startswith("slf4j-reload4j-") for n in names)
+    assert not any(n.startswith("log4j-slf4j-impl-") for n in names)
+    cp = cluster.run_java_tool("kafka-dump-log", "--help", libs=libs)
+    assert "log4j:WARN" not in cp.stderr and "SLF4J" not in cp.stderr, cp.stderr

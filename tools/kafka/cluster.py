@@ -64,8 +64,10 @@ T = TypeVar("T")
 # Each tool's main class, by release: the first candidate whose class file is in the release's
 # jars. DumpLogSegments is the Scala kafka.tools.DumpLogSegments (kafka_2.13 jar) in 4.1.1 and
 # the Java org.apache.kafka.tools.DumpLogSegments (kafka-tools jar, KAFKA-14579) in 4.4.0,
-# which no longer has the Scala one. Every other tool the harness runs has the same class in
-# both releases.
+# which no longer has the Scala one; 3.9.2 has the Scala one. Every other tool the harness runs
+# has the same class in all three releases (3.9.2: TransactionsCommand with describe-producers
+# and find-hanging, TopicCommand, GetOffsetShell, FeatureCommand, MetadataQuorumCommand,
+# LogDirsCommand and JmxTool in org.apache.kafka.tools, StorageTool in kafka.tools).
 TOOL_CANDIDATES = {
     "kafka-dump-log": ("org.apache.kafka.tools.DumpLogSegments", "kafka.tools.DumpLogSegments"),
     "kafka-transactions": ("org.apache.kafka.tools.TransactionsCommand",),
@@ -142,6 +144,28 @@ rootLogger.appenderRef.err.ref = err
 """
 
 
+# Kafka 3.x logs through SLF4J to reload4j (log4j 1's API: kafka.utils.Log4jController,
+# slf4j-reload4j in the release's own jars), which reads -Dlog4j.configuration and ignores the
+# log4j2 file; 4.x logs to log4j2 and ignores this one. Both are passed, each release reads its
+# own: the same server.log for the broker, errors only on stderr for the tools (else reload4j
+# prints its "log4j:WARN No appenders" lines into every recorded stderr).
+LOG4J1 = """\
+log4j.rootLogger={level}, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={logfile}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+TOOL_LOG4J1 = """\
+log4j.rootLogger=ERROR, err
+log4j.appender.err=org.apache.log4j.ConsoleAppender
+log4j.appender.err.Target=System.err
+log4j.appender.err.layout=org.apache.log4j.PatternLayout
+log4j.appender.err.layout.ConversionPattern=%p %m (%c)%n
+"""
+
+
 class KafkaHarnessError(RuntimeError):
     """The cluster could not be formatted, started or queried."""
 
@@ -193,6 +217,20 @@ def _kafka_classes(libs: Path) -> frozenset[str]:
             names.update(n[:-len(".class")].replace("/", ".") for n in z.namelist()
                          if n.endswith(".class"))
     return frozenset(names)
+
+
+@lru_cache(maxsize=None)
+def release_defines(libs: Path, name: str) -> bool:
+    """Whether the release's storage jar (LogConfig) names the config ``name``: 4.1+'s topic
+    config ``internal.segment.bytes`` (segment.bytes has a 1 MiB floor there, KIP-1030) is
+    unknown to 3.9.2, whose CreateTopics refuses an unknown config and whose segment.bytes
+    itself goes down to 14 bytes (LegacyRecord.RECORD_OVERHEAD_V0)."""
+    needle = name.encode()
+    for jar in sorted(Path(libs).glob("kafka-storage-*.jar")):
+        with zipfile.ZipFile(jar) as z:
+            if any(needle in z.read(n) for n in z.namelist() if n.endswith("LogConfig.class")):
+                return True
+    return False
 
 
 def tool_class(main_or_alias: str, libs: Path = LIBS) -> str:
@@ -249,9 +287,17 @@ def random_cluster_id() -> str:
 
 
 def _java(main: str, args, *, jvm_opts, log4j: Path, libs: Path = LIBS) -> list[str]:
+    """``log4j`` is the log4j2 file; its log4j 1 twin (``*.log4j1.properties`` beside it, for
+    3.x releases) is passed too when it exists."""
+    log4j1 = _log4j1_twin(Path(log4j))
     cmd = ["java", *jvm_opts, "-Dfile.encoding=UTF-8", f"-Dlog4j2.configurationFile={log4j}",
+           *([f"-Dlog4j.configuration=file:{log4j1}"] if log4j1.exists() else []),
            "-cp", str(libs / "*"), main, *map(str, args)]
     return cmd
+
+
+def _log4j1_twin(log4j2: Path) -> Path:
+    return log4j2.with_name(log4j2.name.replace("log4j2", "log4j1"))
 
 
 def run_java_tool(main_or_alias: str, *args, libs: Path = LIBS, timeout: float = 300,
@@ -299,8 +345,9 @@ def run_java_tools(jobs, libs: Path = LIBS, timeout: float = 1800) -> list[subpr
 
 def _tool_log4j() -> Path:
     cfg = Path(os.environ.get("TMPDIR", "/tmp")) / "logscan-tool-log4j2.properties"
-    if not cfg.exists() or cfg.read_text() != TOOL_LOG4J2:
-        cfg.write_text(TOOL_LOG4J2)
+    for path, text in ((cfg, TOOL_LOG4J2), (_log4j1_twin(cfg), TOOL_LOG4J1)):
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
     return cfg
 
 
@@ -372,6 +419,8 @@ class Cluster:
             (d / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
             (d / "log4j2.properties").write_text(
                 LOG4J2.format(logfile=d / "server.log", level=self.log_level))
+            (d / "log4j1.properties").write_text(
+                LOG4J1.format(logfile=d / "server.log", level=self.log_level))
 
     def format(self) -> None:
         """Format every node's storage (all nodes in parallel: one StorageTool JVM each)."""

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from tools.kafka.cluster import REPO, Cluster, libs_for, run_java_tool, wait_for
 from tools.kafka.rawclient import CONCURRENT_TRANSACTIONS, RawClient
-from tools.kafka.scenarios import (CLUSTERS, KAFKA_44_CLUSTER, ClusterSpec, ScenarioContext,
+from tools.kafka.scenarios import (CLUSTERS, KAFKA_39_CLUSTER, KAFKA_44_CLUSTER, ClusterSpec, ScenarioContext,
                                    _wait_cleaned, scenario, send)
 from tools.kafka.truth import _drop_slf4j_noise, parse_table
 
@@ -390,7 +390,7 @@ def run_txn_producer(cluster: Cluster, *args, timeout: float = 120) -> list[list
 
 # ---- scenarios -------------------------------------------------------------------------
 
-@scenario("hanging_txns", clusters=(HANGING_CLUSTER, KAFKA_44_CLUSTER))
+@scenario("hanging_txns", clusters=(HANGING_CLUSTER, KAFKA_44_CLUSTER, KAFKA_39_CLUSTER))
 def hanging_txns(ctx: ScenarioContext) -> None:
     """Topic ``hang`` (3 partitions, RF 3) on the ``hanging`` cluster (TV2, partition
     verification off) gets three GENUINELY hanging transactions written by the raw client
@@ -446,7 +446,7 @@ def replica_missed_marker(ctx: ScenarioContext) -> None:
     ctx.post_copy.append(_truncation_hook(ctx.notes["replica_missed_marker"]))
 
 
-@scenario("java_tv2", clusters=("tv1", "tv2", KAFKA_44_CLUSTER))
+@scenario("java_tv2", clusters=("tv1", "tv2", KAFKA_44_CLUSTER, KAFKA_39_CLUSTER))
 def java_tv2(ctx: ScenarioContext) -> None:
     """Topic ``java-txn`` (2 partitions) written by the Java client of the same jars
     (tools/kafka/java/TxnProducer.java): ``java-txn`` commits two transactions on both
@@ -496,7 +496,7 @@ def compacted_tv2(ctx: ScenarioContext) -> None:
     ABORT marker kept as an empty batch (``count: 0``). The producer state describe-producers
     reports for that producer is in the broker's memory and its snapshots, not in the log."""
     topic = COMPACTED_TV2_TOPIC
-    ctx.create_topic(topic, 1, {"cleanup.policy": "compact", "internal.segment.bytes": 1024,
+    ctx.create_topic(topic, 1, {"cleanup.policy": "compact", **ctx.small_segments(1024),
                                 "min.cleanable.dirty.ratio": 0.01,
                                 "min.compaction.lag.ms": 0, "delete.retention.ms": 100,
                                 "segment.ms": 600000, "file.delete.delay.ms": 3600000})

@@ -21,7 +21,7 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from tools.kafka.cluster import DEFAULT_KAFKA_VERSION, Cluster, _quiet_logger, wait_for
+from tools.kafka.cluster import DEFAULT_KAFKA_VERSION, Cluster, _quiet_logger, release_defines, wait_for
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,16 @@ KAFKA_44_CLUSTER = "kafka-4.4"
 CLUSTERS[KAFKA_44_CLUSTER] = ClusterSpec(
     transaction_version=2, kafka_version="4.4.0",
     broker_config={"transaction.partition.verification.enable": "false"})
+# The newest 3.x line (3.9.2): files and tools of a release before KIP-890 part 2 and the 4.0
+# clean-ups. Its transaction.version levels 1 and 2 need metadata version 4.0-IV0
+# (TransactionVersion's bootstrapMetadataVersion; 3.9.2's StorageTool format refuses them: "No
+# feature:transaction.version with feature level 2"), so it is formatted at level 0, where
+# __transaction_state values are written at version 0 (not flexible) and every marker carries
+# the data's epoch. Verification off, for the hanging scenarios, as on kafka-4.4.
+KAFKA_39_CLUSTER = "kafka-3.9"
+CLUSTERS[KAFKA_39_CLUSTER] = ClusterSpec(
+    transaction_version=0, kafka_version="3.9.2",
+    broker_config={"transaction.partition.verification.enable": "false"})
 SCENARIOS: dict[str, Scenario] = {}
 SCENARIO_MODULES = ["tools.kafka.scenarios", "tools.kafka.hanging"]
 
@@ -78,6 +88,13 @@ class ScenarioContext:
     # show (e.g. a follower copy cut before a marker); each result lands in truth.json
     # ``post_copy[fn.__name__]``.
     post_copy: list = field(default_factory=list)
+
+    def small_segments(self, segment_bytes: int) -> dict[str, int]:
+        """The topic config rolling segments at ``segment_bytes``: ``internal.segment.bytes``
+        where the release defines it (4.1+), else ``segment.bytes`` (3.x)."""
+        name = ("internal.segment.bytes" if release_defines(self.cluster.libs, "internal.segment.bytes")
+                else "segment.bytes")
+        return {name: segment_bytes}
 
     def create_topic(self, name: str, partitions: int = 1, config: dict | None = None) -> None:
         fut = self.cluster.admin().create_topics(
@@ -132,7 +149,7 @@ def send(p: Producer, topic: str, partition: int, n: int, prefix: str, key: bool
 
 # ---- scenarios ------------------------------------------------------------------------------
 
-@scenario("txn_basic", clusters=("tv1", "tv2", KAFKA_44_CLUSTER))
+@scenario("txn_basic", clusters=("tv1", "tv2", KAFKA_44_CLUSTER, KAFKA_39_CLUSTER))
 def txn_basic(ctx: ScenarioContext) -> None:
     """One transactional producer (``txn-basic``) over topics ``txn-a`` (3 partitions) and
     ``txn-b`` (2 partitions): a committed transaction on txn-a/0, txn-a/1, txn-b/0; an aborted
@@ -166,7 +183,7 @@ def txn_basic(ctx: ScenarioContext) -> None:
              offsets_committed={"txn-a-0": 3, "txn-a-1": 3})
 
 
-@scenario("txn_open", clusters=("tv1", "tv2", KAFKA_44_CLUSTER))
+@scenario("txn_open", clusters=("tv1", "tv2", KAFKA_44_CLUSTER, KAFKA_39_CLUSTER))
 def txn_open(ctx: ScenarioContext) -> None:
     """Transactional id ``txn-open`` (transaction.timeout.ms = 15 min) begins a transaction,
     writes to ``txn-a``/2 and ``txn-b``/0 and never ends it; the producer stays alive until the
@@ -182,7 +199,7 @@ def txn_open(ctx: ScenarioContext) -> None:
     ctx.note("txn_open", transactional_id="txn-open", open_on=[["txn-a", 2], ["txn-b", 0]])
 
 
-@scenario("idempotent", clusters=("tv2",))
+@scenario("idempotent", clusters=("tv2", KAFKA_39_CLUSTER))
 def idempotent(ctx: ScenarioContext) -> None:
     """A non-transactional idempotent producer (enable.idempotence) writes three batches to
     each partition of ``idem`` (2 partitions). On disk: batches with a producer id, epoch 0 and
@@ -220,7 +237,7 @@ def fenced(ctx: ScenarioContext) -> None:
     ctx.note("fenced", transactional_id="txn-fenced", topic="fence", zombie_commit_error=error)
 
 
-@scenario("timeout_abort", clusters=("tv1", "tv2", KAFKA_44_CLUSTER))
+@scenario("timeout_abort", clusters=("tv1", "tv2", KAFKA_44_CLUSTER, KAFKA_39_CLUSTER))
 def timeout_abort(ctx: ScenarioContext) -> None:
     """Transactional id ``txn-timeout`` with transaction.timeout.ms = 2000 writes to
     ``timeout``/0 and goes silent; the coordinator's timed-out-transaction sweep (every 1 s
@@ -255,9 +272,9 @@ def codecs(ctx: ScenarioContext) -> None:
     ctx.note("codecs", topic="codecs", order=["none", "gzip", "snappy", "lz4", "zstd", "zstd-txn"])
 
 
-@scenario("compacted", clusters=("tv2", KAFKA_44_CLUSTER))
+@scenario("compacted", clusters=("tv2", KAFKA_44_CLUSTER, KAFKA_39_CLUSTER))
 def compacted(ctx: ScenarioContext) -> None:
-    """Topic ``compacted`` (cleanup.policy=compact, internal.segment.bytes=1024,
+    """Topic ``compacted`` (cleanup.policy=compact, internal.segment.bytes=1024 (3.x: segment.bytes),
     min.cleanable.dirty.ratio=0.01, min.compaction.lag.ms=0, file.delete.delay.ms=1 h)
     receives five rounds of keys
     k0..k4, a committed and an aborted transaction (``txn-compact``) on the same keys, then
@@ -267,7 +284,7 @@ def compacted(ctx: ScenarioContext) -> None:
     by the cleaner, markers kept or removed per the cleaner's rules, and the replaced
     segments still beside them as ``*.log.deleted``/``*.index.deleted``/... files (their
     asynchronous delete is an hour away), which an analyzer must not count twice."""
-    ctx.create_topic("compacted", 1, {"cleanup.policy": "compact", "internal.segment.bytes": 1024,
+    ctx.create_topic("compacted", 1, {"cleanup.policy": "compact", **ctx.small_segments(1024),
                                       "min.cleanable.dirty.ratio": 0.01,
                                       "min.compaction.lag.ms": 0, "delete.retention.ms": 100,
                                       "segment.ms": 600000, "file.delete.delay.ms": 3600000})
@@ -290,12 +307,12 @@ def compacted(ctx: ScenarioContext) -> None:
 
 @scenario("segment_roll", clusters=("tv2",))
 def segment_roll(ctx: ScenarioContext) -> None:
-    """Topic ``straddle`` (internal.segment.bytes=1024) gets a committed transaction of ten
+    """Topic ``straddle`` (internal.segment.bytes=1024, 3.x: segment.bytes) gets a committed transaction of ten
     ~200-byte batches from ``txn-straddle``, then an aborted transaction of ten more, so both
     span several segments. On disk: a transaction whose first data batch is in an earlier
     segment than its marker, and a ``.txnindex`` entry in the ABORT marker's segment whose
     firstOffset is below that segment's base offset."""
-    ctx.create_topic("straddle", 1, {"internal.segment.bytes": 1024})
+    ctx.create_topic("straddle", 1, ctx.small_segments(1024))
     t = ctx.txn_producer("txn-straddle", **{"linger.ms": 0})
     for outcome in ("commit", "abort"):
         t.begin_transaction()
