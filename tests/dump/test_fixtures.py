@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,75 @@ def _snapshot_without_trailing_space(line: str) -> str:
 
 _TXN_STATUS = re.compile(r'"transactionStatus":(\d+)')
 
+
+def _java_hash(text: str) -> int:
+    """java.lang.String.hashCode over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    for unit in struct.unpack(f"<{len(text.encode('utf-16-le')) // 2}H", text.encode("utf-16-le")):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h
+
+
+def _scala_hash_set_order(partitions: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The iteration order of a Scala 2.13 ``mutable.HashSet[TopicPartition]`` holding
+    ``partitions``: the table (16 slots, doubled when an add reaches 3/4 of it) is walked
+    slot by slot, each slot's nodes sorted by their improved hash (``h ^ (h >>> 16)`` of
+    TopicPartition.hashCode, ``31 * (31 + partition) + topic.hashCode()``)."""
+    size = 16
+    for count in range(len(partitions)):
+        if count + 1 >= size * 3 // 4:
+            size *= 2
+
+    def improved(tp):
+        h = (31 * (31 + tp[1]) + _java_hash(tp[0])) & 0xFFFFFFFF
+        return h ^ (h >> 16)
+
+    return sorted(partitions, key=lambda tp: (improved(tp) & (size - 1), improved(tp)))
+
+
+_TXN_KEY = re.compile(r" key: (?=\{)")
+
+
+def _scala_transaction_log_text(line: str) -> str:
+    """--transaction-log-decoder: 3.9.2 prints the Scala TransactionLog.formatRecordKeyAndValue
+    text (``key: transaction_metadata::transactionalId=ID payload: producerId:P,producerEpoch:E,
+    state=NAME,partitions=[t-p,...],txnLastUpdateTimestamp=T,txnTimeoutMs=M``, the partitions in
+    the order of the mutable.HashSet the value is read into, no start timestamp) where 4.1.1
+    prints the key and value as JSON."""
+    m = _TXN_KEY.search(line)
+    if not m or not line.startswith("| offset: "):
+        return line
+    decoder = json.JSONDecoder()
+    key, end = decoder.raw_decode(line, m.end())
+    if key.get("type") != "0":
+        return line
+    out = f"{line[:m.start()]} key: transaction_metadata::transactionalId={key['data']['transactionalId']}"
+    rest = line[end:]
+    if not rest.startswith(" payload: {"):
+        return out + rest
+    value, vend = decoder.raw_decode(rest, len(" payload: "))
+    d = value["data"]
+    parts = [(t["topic"], p) for t in d["transactionPartitions"] or () for p in t["partitionIds"]]
+    listed = ",".join(f"{t}-{p}" for t, p in _scala_hash_set_order(parts))
+    return (f"{out} payload: producerId:{d['producerId']},producerEpoch:{d['producerEpoch']},"
+            f"state={TRANSACTION_STATES[d['transactionStatus']]},partitions=[{listed}],"
+            f"txnLastUpdateTimestamp={d['transactionLastUpdateTimestampMs']},"
+            f"txnTimeoutMs={d['transactionTimeoutMs']}{rest[vend:]}")
+
+
+_LEADER_CHANGE = re.compile(r" LeaderChange: \{.*\}$")
+
+
+def _leader_change_by_type_only(line: str) -> str:
+    """A LEADER_CHANGE control record: 3.9.2's DumpLogSegments decodes only ABORT/COMMIT,
+    SnapshotHeader/Footer, KRaftVersion and KRaftVoters control records and prints any other
+    as ``controlType: NAME(id)``; 4.1.1 prints ``LeaderChange: {json}``."""
+    return _LEADER_CHANGE.sub(" controlType: LEADER_CHANGE(2)", line)
+
+
 #: {kafka_version: rewrites of logscan's (4.1.1) stdout lines into that release's text}.
-TEXT_CHANGES = {"4.4.0": (_state_names, _snapshot_without_trailing_space)}
+TEXT_CHANGES = {"4.4.0": (_state_names, _snapshot_without_trailing_space),
+                "3.9.2": (_scala_transaction_log_text, _leader_change_by_type_only)}
 
 _FIRST_OFFSET_GAP = re.compile(r"^  -1 is followed by \d+$")
 _NOT_FOUND_IN = re.compile(r"^The following indexed offsets are not found in :.*$")

@@ -169,6 +169,11 @@ Because the copy follows a clean stop, active segments' indexes are trimmed (but
 leaves `__cluster_metadata-0`'s at their preallocated 10 MiB, zeros after the entries), every
 partition has the producer snapshot written at shutdown and each log dir has
 `.kafka_cleanshutdown`.
+Kafka 3.9.2 (`kafka-3.9`) runs at transaction.version 0: its levels 1 and 2 need metadata
+version 4.0-IV0, which 3.9.2's `kafka-storage format` refuses, so every marker there carries
+the data's epoch and `__transaction_state` values are version 0; its kafka-dump-log is the
+Scala one, whose `--transaction-log-decoder` prints `transaction_metadata::transactionalId=`
+text (not 4.x's JSON) and which prints LEADER_CHANGE control records as `controlType:` only.
 Only the Java client negotiates KIP-890 (transaction.version 2) transactions: the
 confluent-kafka (librdkafka) scenarios end their transactions the TV1 way on both clusters
 (COMMIT/ABORT markers carry the data's producer epoch); `java_tv2` shows the difference.
