@@ -1,4 +1,5 @@
-"""Every reason code of logscan.state.hanging, proven on files a real Kafka 4.1.1 broker wrote.
+"""Every reason code of logscan.state.hanging, proven on files a real Kafka 4.1.1 broker wrote
+(the three genuinely hanging kinds also on Kafka 4.4.0's and 3.9.2's: kafka-4.4, kafka-3.9).
 
 Each case was made on a live cluster by tools/kafka (fixtures/README.md describes the
 scenarios) and what Kafka's own tools said about it then is in truth.json: find-hanging's
@@ -112,13 +113,18 @@ def _without(tmp_path: Path, cluster: str, pattern: str) -> Path:
 
 # ---- genuinely hanging: the three reasons that mean "abort" ---------------------------
 
+# The clusters that ran the hanging_txns scenario: Kafka 4.1.1 (TV2), 4.4.0 (TV2), 3.9.2 (TV0).
+HANGING_TXNS_CLUSTERS = ("hanging", "kafka-4.4", "kafka-3.9")
+
+
+@pytest.mark.parametrize("cluster", HANGING_TXNS_CLUSTERS)
 @pytest.mark.parametrize("kind, reason, risk", [
     ("unknown_producer", hanging.NO_COORDINATOR_RECORD, "low"),
     ("never_added", hanging.PARTITION_NOT_IN_TRANSACTION, "medium"),
     ("missed_marker", hanging.COORDINATOR_MOVED_ON, "low"),
 ])
-def test_hanging_kinds_get_their_reason_and_a_plan(kind, reason, risk):
-    truth, result = _scanned("hanging")
+def test_hanging_kinds_get_their_reason_and_a_plan(kind, reason, risk, cluster):
+    truth, result = _scanned(cluster)
     txn = next(t for t in truth["scenario_notes"]["hanging_txns"]["hanging"] if t["kind"] == kind)
     # Kafka listed it on every broker, with both max timeouts.
     assert all(_listed(truth, txn).values()), kind
@@ -134,8 +140,9 @@ def test_hanging_kinds_get_their_reason_and_a_plan(kind, reason, risk):
                                  f"--start-offset {txn['start_offset']}")
 
 
-def test_coordinator_state_behind_each_hanging_kind_is_what_describe_showed():
-    truth, result = _scanned("hanging")
+@pytest.mark.parametrize("cluster", HANGING_TXNS_CLUSTERS)
+def test_coordinator_state_behind_each_hanging_kind_is_what_describe_showed(cluster):
+    truth, result = _scanned(cluster)
     states = {"never_added": "Empty", "missed_marker": "CompleteCommit"}
     for txn in truth["scenario_notes"]["hanging_txns"]["hanging"]:
         if txn["transactional_id"] is None:
