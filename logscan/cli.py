@@ -16,7 +16,24 @@ from logscan.defaults import DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_
 STRING_DECODER = "org.apache.kafka.tools.api.StringDecoder"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+#: Exit status after Ctrl-C (SIGINT), as shells give a process the signal ends: 128 + 2.
+EXIT_INTERRUPTED = 130
+
+
+class _Logscan(click.Group):
+    """The command group, with Ctrl-C as a status of its own: click prints "Aborted!" and exits
+    1, which every command documents as "damage found" (or a failed statement)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\nlogscan: interrupted (Ctrl-C); nothing it would have printed after this is valid",
+                       err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=_Logscan, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="logscan")
 def main() -> None:
     """Offline forensic analyzer for Apache Kafka log dirs and transactions.
@@ -36,6 +53,8 @@ def main() -> None:
       2    bad command line, or a missing set-up or input (no tables, no Delta jars)
       3    a file could not be read (dump)
       4    hanging transactions found (scan), abort plans printed (plan)
+      5    the Spark job failed, no answer (scan --output): one line names the cause
+      130  interrupted (Ctrl-C)
       141  stdout closed early (dump ... | head)
 
     `logscan COMMAND --help` shows each command's options, examples and exit status.
@@ -290,7 +309,9 @@ turns it off, and piped or redirected output never has one.
 
 \b
 Exit status (also with --output): 0 nothing hanging, 1 damage found in the files,
-2 bad command line or missing set-up (e.g. Delta's jars), 4 hanging transactions found.
+2 bad command line or missing set-up (e.g. Delta's jars), 4 hanging transactions found,
+5 (--output) the Spark job failed: no answer, one line names the cause and the log file
+holding its whole trace, 130 interrupted (Ctrl-C).
 """
 
 def _as_of_ms(text: str | None) -> int | None:
@@ -516,7 +537,6 @@ line, no tables in DIR or (--engine spark) Delta's jars missing (`make delta-jar
 interrupted (Ctrl-C).
 """
 
-EXIT_INTERRUPTED = 130
 
 
 @main.command("sql", help=SQL_HELP, context_settings={"max_content_width": 100})
