@@ -572,6 +572,7 @@ def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> 
             from logscan.sql.embedded import EmbeddedEngine
 
             runner = EmbeddedEngine(Path(tables_dir))
+    _warn_unfinished(Path(tables_dir))
     failed = False
     try:
         if todo is None:
@@ -595,6 +596,18 @@ def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> 
     finally:
         runner.close()
     sys.exit(1 if failed else 0)
+
+
+def _warn_unfinished(tables_dir) -> None:
+    """A line on stderr for each scan a killed or failed Spark job left in part (it has no row in
+    the scans table): its rows answer queries, but the other tables may lack them."""
+    from logscan.sql.delta import delta_tables, unfinished_scans
+    from logscan.text import printable
+
+    for scan_id, holding in unfinished_scans(delta_tables(tables_dir)).items():
+        print(printable(f"warning: scan {scan_id!r} did not finish (killed or failed while its tables were written): "
+                        f"{', '.join(holding)} hold it, the others may not; run it again to make it whole"),
+              file=sys.stderr)
 
 
 REPORT_HELP = """Write an HTML report of a scan's Delta tables (one file, no network needed).

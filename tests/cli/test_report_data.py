@@ -99,3 +99,19 @@ def test_a_scan_that_did_not_finish_is_refused_with_the_tables_holding_it(tmp_pa
     assert unfinished_scans(delta_tables(tables)) == {} and load(tables)["scan_id"] == "s1"
     # Tables written before the scans table existed: nothing to tell, as before.
     assert unfinished_scans(delta_tables(_tables(tmp_path / "old"))) == {}
+
+
+def test_logscan_sql_warns_of_a_scan_that_did_not_finish_and_still_answers(tmp_path):
+    from click.testing import CliRunner
+
+    from logscan.cli import main
+
+    tables = _tables(tmp_path)
+    write_deltalake(str(tables / "scans"), _scans(["s0"]), partition_by=["scan_id"])
+    result = CliRunner().invoke(main, ["sql", "--tables", str(tables), "SELECT count(*) AS n FROM partition_state"])
+    assert result.exit_code == 0, result.output
+    assert "warning: scan 's1' did not finish" in result.stderr and "partition_state hold it" in result.stderr
+    assert "3" in result.stdout
+    write_deltalake(str(tables / "scans"), _scans(["s1"]), mode="append", partition_by=["scan_id"])
+    result = CliRunner().invoke(main, ["sql", "--tables", str(tables), "SELECT 1 AS one"])
+    assert result.exit_code == 0 and "warning" not in result.stderr
