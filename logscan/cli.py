@@ -418,7 +418,7 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
         for c in sorted(result.tables["hanging_candidates"], key=summary.candidate_order):
             print(jsonlib.dumps(c))
     else:
-        summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms)
+        summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs)
     sys.exit(summary.exit_status(fig))
 
 

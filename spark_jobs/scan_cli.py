@@ -114,7 +114,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
 
     text = out if not json else err
     text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
-    summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms)
+    summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs)
     tables = sorted(p.name for p in Path(output).iterdir() if (p / "_delta_log").is_dir())
     where = shlex.quote(output)
     text.write(f"  {', '.join(tables)} (Delta tables, one folder each)\n"

@@ -10,6 +10,7 @@ The exit status and the order of the candidates printed are decided here too, on
 from __future__ import annotations
 
 import heapq
+import shlex
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from itertools import count
@@ -234,7 +235,10 @@ def _by_transaction(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(lines.values())
 
 
-def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int) -> None:
+def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int,
+                  inputs: Optional[list[str]] = None) -> None:
+    """The summary as text; with the scan's ``inputs``, the `logscan plan` command to run next
+    when a transaction hangs (shell-quoted: a path is anybody's bytes)."""
     out.write(f"Scanned {fig.replicas} replicas of {fig.partitions} partitions on {fig.brokers} brokers "
               f"({fig.segment_bytes / 1e6:.1f} MB of segments), as of {iso_ms(fig.as_of_ms)}\n")
     out.write(copy_line(fig) + "\n")
@@ -272,6 +276,9 @@ def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int)
             brokers = ("broker " if len(c["brokers"]) == 1 else "brokers ") + ",".join(map(str, c["brokers"]))
             out.write(printable(f"  {c['topic']}-{c['partition']} on {brokers}, producer "
                                 f"{c['producer_id']}: {c['evidence']}") + "\n")
+    if inputs and any(hanging is True for _, hanging, _ in fig.reasons):
+        out.write(f"\nNext: {shlex.join(['logscan', 'plan', *map(str, inputs)])} --bootstrap-server HOST:PORT "
+                  f"prints the abort command of each hanging transaction, with what to check first\n")
     if fig.tables:
         out.write(f"\nTables: {fig.tables}\n")
 

@@ -1,6 +1,7 @@
 """`logscan scan` as an operator runs it, on the real-broker fixture clusters."""
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,9 @@ def test_the_text_shows_each_transaction_once_with_the_replicas_that_judge_it_al
     evidence = [line for line in text.splitlines() if line.startswith("  hang-0 on ")]
     assert evidence == ["  hang-0 on brokers 0,1,2, producer 0: no transactional id has producer id 0 as its current "
                         "producer (expired or never known)"], text
+    # What to run next, the input shell-quoted (a copy's path is anybody's bytes).
+    brokers = str(FIXTURES / "hanging" / "brokers")
+    assert f"Next: logscan plan {shlex.quote(brokers)} --bootstrap-server HOST:PORT prints the abort" in text, text
 
 
 @pytest.mark.parametrize("cluster", ["tv1", "tv2"])
@@ -52,7 +56,7 @@ def test_clusters_without_hangs_exit_0(cluster):
     t = truth(cluster)
     result = run(str(FIXTURES / cluster / "brokers"), "--as-of", str(t["recorded_at_ms"]))
     assert result.exit_code == 0, result.output
-    assert "judged against __transaction_state: 0" in result.output
+    assert "judged against __transaction_state: 0" in result.output and "Next: logscan plan" not in result.output
 
 
 def test_as_of_accepts_iso_and_a_later_time_turns_open_transactions_into_candidates():
