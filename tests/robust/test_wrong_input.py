@@ -16,6 +16,7 @@ from logscan.cli import main
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 BROKERS = FIXTURES / "hanging" / "brokers"
+CLUSTERS = sorted(p.parent for p in FIXTURES.glob("*/brokers/broker-0"))
 
 
 def _inputs(tmp_path: Path) -> dict[str, tuple[Path, list[str]]]:
@@ -31,7 +32,8 @@ def _inputs(tmp_path: Path) -> dict[str, tuple[Path, list[str]]]:
         "empty": (tmp_path / "empty", ["the folder is empty"]),
         "non-kafka files": (junk, []),
         "one partition folder": (partition, [f"{tmp_path / 'copy'}, or this broker's, {partition.parent}"]),
-        "the fixtures folder": (FIXTURES, [str(BROKERS), str(FIXTURES / "tv2" / "brokers")]),
+        # the first five log-dir parents, in order, then "..." when there are more clusters
+        "the fixtures folder": (FIXTURES, [", ".join(map(str, CLUSTERS[:5])) + (", ..." if len(CLUSTERS) > 5 else "")]),
         "two levels above": (FIXTURES / "hanging", [f"the log dirs are deeper, in {BROKERS}: give that folder"]),
     }
 
