@@ -275,7 +275,7 @@ def test_readme_queries_give_spark_sqls_rows(spark_engine, tables, index):
 
 
 TABLES = ["abort_plans", "batches", "coordinator_state", "corruptions", "files", "hanging_candidates",
-          "partition_state", "producer_snapshots", "producer_state", "txn_log", "txn_spans"]
+          "partition_state", "producer_snapshots", "producer_state", "scans", "txn_log", "txn_spans"]
 
 
 @pytest.mark.spark
