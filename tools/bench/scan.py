@@ -876,6 +876,12 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
             out.append(verdict(None, f"{name}: no figure"))
             continue
         margin = (median(sb) - median(st)) / gb
+        noise = max(spread(sb), spread(st))
+        if median(sb) - median(st) <= noise:   # no margin measured: never "met" on noise
+            out.append(verdict(None, f"{name}: no figure: the bench copy's scan used {median(sb) - median(st):.2f} "
+                                     f"CPU-s more than its tenth's, within the scans' spread ({noise:.2f} s); the "
+                                     f"copies are too small for a margin (a quick run?)"))
+            continue
         by_group = {k: statistics.median([r.cpu.get(k, 0.0) for r in sessions[cores].samples(bench.ds.name)])
                     - statistics.median([r.cpu.get(k, 0.0) for r in sessions[cores].samples(tenth.ds.name)])
                     for k in sessions[cores].samples(bench.ds.name)[0].cpu}
@@ -895,7 +901,12 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
     # c. local[low] beyond its fixed cost against the local executor's wall time: what grows
     #    with the data (a copy of terabytes pays the fixed cost once).
     warm_low, fixed_low = times(low, bench.ds.name), times(low, plan.tiny.name)
-    if warm_low and fixed_low:
+    if warm_low and fixed_low and median(warm_low) - median(fixed_low) <= max(spread(warm_low), spread(fixed_low)):
+        out.append(verdict(None, f"Spark local[{low}] within {TARGET_SPARK_VS_LOCAL}x of the single-process scan "
+                                 f"beyond the fixed cost: no figure: the warm scan of the bench copy "
+                                 f"({median(warm_low):.2f} s) is within the spread of the fixed cost's scans "
+                                 f"({median(fixed_low):.2f} s); the copy is too small (a quick run?)"))
+    elif warm_low and fixed_low:
         r1, fixed = median(warm_low), median(fixed_low)
         marginal = max(r1 - fixed, 1e-9)
         ratio, whole = marginal * low / t_local, r1 * low / t_local
