@@ -9,11 +9,11 @@ logscan.logdir.tree), come from here, once.
 
 A broker with several ``log.dirs`` (JBOD) is several log dirs of one node id: one broker, its
 replicas from all its dirs, each with its own dir's checkpoints (Kafka keeps
-replication-offset-checkpoint and log-start-offset-checkpoint per log dir). Kafka refuses to
-start a broker whose dirs disagree (MetaPropertiesEnsemble.verify: a duplicate directory.id,
-another cluster.id) or hold one partition twice (LogManager.loadLog: "Duplicate log
-directories for T-P are found in both A and B ... Recover broker from this failure by manually
-deleting one of the two directories"). Each is a located finding here, and the scan goes on
+replication-offset-checkpoint, log-start-offset-checkpoint and recovery-point-offset-checkpoint
+per log dir). Kafka refuses to start a broker whose dirs disagree (MetaPropertiesEnsemble.verify:
+a duplicate directory.id, another cluster.id) or hold one partition twice (LogManager.loadLog:
+"Duplicate log directories for T-P are found in both A and B ... Recover broker from this
+failure by manually deleting one of the two directories"). Each is a located finding here, and the scan goes on
 with one copy of such a partition, so every replica key stays one replica (duplicate_copy
 says which is read and why).
 """
@@ -32,7 +32,11 @@ from logscan.logdir.tree import (BrokerDir, ReplicaDir, Skipped, file_size, iter
 
 from . import rows as R
 
-CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint")
+#: The checkpoints of a log dir read for each of its partitions: its high watermark
+#: (ReplicaManager.checkpointHighWatermarks), log start offset and recovery point
+#: (LogManager.checkpointLogStartOffsets, checkpointLogRecoveryOffsets). What they say the
+#: broker held is compared with the copy (logscan.state.partition.copy_gaps).
+CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint")
 ILLEGAL_NAME = "illegal-name"
 #: The reason of a finding for what Kafka refuses in a broker's log dirs: one partition in two
 #: of them, two dirs with one directory.id or with different cluster.ids.
@@ -44,6 +48,7 @@ class ListedReplica:
     replica: ReplicaDir
     hw_checkpoint: Optional[int]
     log_start_checkpoint: Optional[int]
+    recovery_point_checkpoint: Optional[int] = None
 
     @property
     def key(self) -> R.Row:
@@ -86,12 +91,13 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
         out.findings.extend((bkey, f) for f in broker.refused)
         for r in broker.unlisted:
             out.findings.extend((R.replica_key(r.broker, r.topic, r.partition), f) for f in r.refused)
-        hws, starts = checkpoints[CHECKPOINTS[0]], checkpoints[CHECKPOINTS[1]]
+        hws, starts, recovery = (checkpoints[name] for name in CHECKPOINTS)
         for r in broker.replicas:
             key = R.replica_key(r.broker, r.topic, r.partition)
             out.findings.extend((key, f) for f in r.refused)
             tp = (r.topic, r.partition)
-            copies[(r.broker, r.topic, r.partition)].append(ListedReplica(r, hws.get(tp), starts.get(tp)))
+            copies[(r.broker, r.topic, r.partition)].append(
+                ListedReplica(r, hws.get(tp), starts.get(tp), recovery.get(tp)))
     out.findings.extend((R.replica_key(b, None, None), f) for b, f in log_dir_conflicts(out.brokers))
     for same in copies.values():
         listed = same[0]

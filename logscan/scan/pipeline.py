@@ -61,7 +61,8 @@ def replica_info(listed: ListedReplica) -> R.Row:
     return {**listed.key, "path": str(r.path),
             **{name: [{"base_offset": b, "file": str(p)} for b, p in getattr(r, name)]
                for name in ("segments", "snapshots", "indexes", "txn_indexes")},
-            "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint}
+            "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint,
+            "recovery_point_checkpoint": listed.recovery_point_checkpoint}
 
 
 def replica_dir(info: R.Row) -> ReplicaDir:
@@ -120,7 +121,8 @@ class Replay:
         self.ident = (replica.broker, replica.topic, replica.partition)
         self._closed: list[TxnSpan] = []
         self._analyser = ReplicaAnalyser(replica, on_close=self._closed.append, hw_checkpoint=info["hw_checkpoint"],
-                                         log_start_checkpoint=info["log_start_checkpoint"])
+                                         log_start_checkpoint=info["log_start_checkpoint"],
+                                         recovery_point_checkpoint=info["recovery_point_checkpoint"])
         self._listed = [base for base, _ in replica.segments]
         self._segments: list[int] = []  # the base offsets of the segments read by decode
         self._ceiling = timestamp_ceiling()

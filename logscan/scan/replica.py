@@ -596,13 +596,17 @@ class ReplicaAnalyser:
     ``on_close`` as its end marker closes it. Both drivers use it.
 
     The replica's checkpointed high watermark and log start offset are given up front: with
-    them the replay keeps only the completed transactions that can still hold back the LSO."""
+    them the replay keeps only the completed transactions that can still hold back the LSO.
+    Those and its checkpointed recovery point say what the broker held that the copy may lack
+    (logscan.state.partition.copy_gaps)."""
 
     def __init__(self, replica: ReplicaDir, on_close: Optional[OnClose] = None, *,
-                 hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int]) -> None:
+                 hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int],
+                 recovery_point_checkpoint: Optional[int] = None) -> None:
         self.replica = replica
         self._on_close = on_close
         self._hw_checkpoint, self._log_start_checkpoint = hw_checkpoint, log_start_checkpoint
+        self._recovery_point_checkpoint = recovery_point_checkpoint
         first_base = replica.segments[0][0] if replica.segments else None
         self._hw_floor = max(P.log_start_offset(first_base, log_start_checkpoint), hw_checkpoint or 0)
         self.findings: list[Finding] = []
@@ -768,6 +772,7 @@ class ReplicaAnalyser:
                               first_segment_base=replica.segments[0][0] if replica.segments else None,
                               last_segment_base=replica.segments[-1][0] if replica.segments else None,
                               hw_checkpoint=self._hw_checkpoint, log_start_checkpoint=self._log_start_checkpoint,
+                              recovery_point_checkpoint=self._recovery_point_checkpoint,
                               snapshot_offsets=[b for b, _ in replica.snapshots],
                               segment_bases=[b for b, _ in replica.segments],
                               named_bases=[(b, p.name) for b, p in replica.indexes + replica.txn_indexes],
@@ -789,12 +794,14 @@ class ReplicaAnalyser:
 
 
 def analyse_replica(replica: ReplicaDir, facts: Iterable[BatchFact], *, hw_checkpoint: Optional[int],
-                    log_start_checkpoint: Optional[int], on_close: Optional[OnClose] = None) -> ReplicaAnalysis:
+                    log_start_checkpoint: Optional[int], recovery_point_checkpoint: Optional[int] = None,
+                    on_close: Optional[OnClose] = None) -> ReplicaAnalysis:
     """One replica's batches (log order, streamed) and its snapshot and epoch files, through
     Kafka's per-replica rules; what both drivers compute for every replica. Closed spans go
     to ``on_close``; the analysis keeps the open ones."""
     analyser = ReplicaAnalyser(replica, on_close, hw_checkpoint=hw_checkpoint,
-                               log_start_checkpoint=log_start_checkpoint)
+                               log_start_checkpoint=log_start_checkpoint,
+                               recovery_point_checkpoint=recovery_point_checkpoint)
     for fact in facts:
         analyser.feed(fact)
     return analyser.finish()

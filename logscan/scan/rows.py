@@ -223,9 +223,10 @@ PARTITION_STATE = _schema(
                                                 "first (oldestTxnLastTimestamp), epoch ms; -1 when none is open"),
     _f("has_late_transaction", pa.bool_(), "as_of - oldest_txn_last_timestamp exceeds the max transaction "
                                            "timeout + 5 min: counted by PartitionsWithLateTransactionsCount"),
-    _f("copy_gap", pa.string(), "what the broker's own files (replication-offset-checkpoint, producer snapshots, "
-                                "a segment's index files) say it held that the copy lacks (an 'incomplete' "
-                                "finding); null when the copy holds all they name"),
+    _f("copy_gap", pa.string(), "what the broker's own files (its log dir's replication-offset-, recovery-point-"
+                                "offset- and log-start-offset-checkpoint, producer snapshots, a segment's index "
+                                "files) say it held that the copy lacks (an 'incomplete' finding); null when the "
+                                "copy holds all they name"),
     _f("log_fault", pa.string(), "why Kafka's rules cannot be trusted on this replica's log: the first batch "
                                  "Kafka's log recovery refuses (an 'offset-order', 'overlap', 'segment-base' or "
                                  "'control-type' finding); the replay stopped there (offsets, LSO and producers "

@@ -53,25 +53,66 @@ def high_watermark(checkpointed: Optional[int], log_start: int, log_end: int) ->
 
 
 def copy_gaps(log_end: int, *, hw_checkpoint: Optional[int], snapshot_offsets: Iterable[int] = (),
-              segment_bases: Iterable[int] = (), named_bases: Iterable[tuple[int, str]] = ()) -> list[str]:
-    """What the broker's own files say its log held that the copy does not: a checkpointed high
-    watermark past the copy's log end (the broker had replicated those offsets), a producer
-    snapshot past it (Kafka writes one at each segment roll and at shutdown, and deletes those
-    past the log end when it truncates), and a segment whose other files (``named_bases``:
-    (base offset, file name) of its .index, .timeindex, .txnindex) are in the copy without its
-    .log. Empty when nothing says the copy lacks anything: a copy can still lack what no file
-    of the broker names (a cut with its checkpoints cut too)."""
+              segment_bases: Iterable[int] = (), named_bases: Iterable[tuple[int, str]] = (),
+              recovery_point: Optional[int] = None, log_start_checkpoint: Optional[int] = None,
+              batches_end: Optional[int] = None) -> list[str]:
+    """What the broker's own files say its log held that the copy does not, one sentence each:
+
+    - a checkpointed high watermark past the copy's log end (the broker had replicated those
+      offsets);
+    - a checkpointed recovery point past it (the broker had flushed those offsets to disk);
+    - a producer snapshot past it (Kafka writes one at each segment roll and at shutdown, and
+      deletes those past the log end when it truncates);
+    - a checkpointed log start offset past the end of the copy's batches (``batches_end``,
+      default ``log_end``), or below the copy's first segment (``segment_bases``): segments
+      missing at the end or at the front;
+    - a segment whose other files (``named_bases``: (base offset, file name) of its .index,
+      .timeindex, .txnindex) are in the copy without its .log.
+
+    Empty when nothing says the copy lacks anything: a copy can still lack what no file of the
+    broker names (a cut with its checkpoints cut too)."""
     gaps = []
     if hw_checkpoint is not None and hw_checkpoint > log_end:
-        missing = (f"offset {log_end} is" if hw_checkpoint == log_end + 1
-                   else f"offsets {log_end} to {hw_checkpoint - 1} are")
         gaps.append(f"replication-offset-checkpoint has high watermark {hw_checkpoint} but the copy's log ends at "
-                    f"{log_end}: {missing} not in the copy")
+                    f"{log_end}: {_missing(log_end, hw_checkpoint)} not in the copy")
+    if recovery_point is not None and recovery_point > log_end:
+        # UnifiedLog.flush moves the recovery point (LocalLog.markFlushed) only once the segments
+        # below it are fsynced; LogManager.checkpointLogRecoveryOffsets writes it every
+        # log.flush.offset.checkpoint.interval.ms and at shutdown, and LogManager.truncateTo
+        # rewrites it after a truncation, so a truncated log is no gap. LogLoader.recoverLog
+        # loads min(recovery point, log end): the broker itself would not notice.
+        gaps.append(f"recovery-point-offset-checkpoint has recovery point {recovery_point} but the copy's log ends "
+                    f"at {log_end}: the broker had flushed {_offsets(log_end, recovery_point)} to disk "
+                    f"(UnifiedLog.flush moves the recovery point after the fsync), which the copy lacks")
     beyond = max((o for o in snapshot_offsets if o > log_end), default=None)
     if beyond is not None:
         gaps.append(f"a producer snapshot at offset {beyond} says the log reached {beyond}, but the copy's log "
                     f"ends at {log_end}")
-    logs = set(segment_bases)
+    bases = sorted(set(segment_bases))
+    ends = log_end if batches_end is None else batches_end
+    if log_start_checkpoint is not None:
+        if log_start_checkpoint > ends:
+            # UnifiedLog.maybeIncrementLogStartOffset refuses a log start past the high watermark,
+            # so the broker's log reached it; LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd
+            # deletes every segment of such a log on load ("This could happen if segment files
+            # were deleted from the file system").
+            gaps.append(f"log-start-offset-checkpoint has log start offset {log_start_checkpoint} but the copy's "
+                        f"log ends at {ends}: the broker's log reached at least {log_start_checkpoint} (a log start "
+                        f"never passes the high watermark), and {_missing(ends, log_start_checkpoint)} not in the "
+                        f"copy; Kafka would delete every segment of this copy on load "
+                        f"(LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd)")
+        elif bases and bases[0] > log_start_checkpoint:
+            # LogManager.checkpointLogStartOffsetsInDir writes a partition's log start only while it
+            # is past the first segment's base offset (or the topic keeps tiered storage), and a
+            # segment deletion moves the log start to the next segment's base
+            # (UnifiedLog.deleteSegments): the log held the segments from the log start on.
+            gaps.append(f"log-start-offset-checkpoint has log start offset {log_start_checkpoint} but the copy's "
+                        f"first segment starts at {bases[0]}: {_missing(log_start_checkpoint, bases[0])} missing at "
+                        f"the front (unless the topic keeps tiered storage, remote.storage.enable, whose log start "
+                        f"is below the local segments, or the broker deleted them less than "
+                        f"log.flush.start.offset.checkpoint.interval.ms before the copy: their .deleted files "
+                        f"are then in it)")
+    logs = set(bases)
     orphans: dict[int, list[str]] = {}
     for base, name in named_bases:
         if base not in logs:
@@ -81,9 +122,20 @@ def copy_gaps(log_end: int, *, hw_checkpoint: Optional[int], snapshot_offsets: I
     return gaps
 
 
+def _offsets(start: int, end: int) -> str:
+    """The offsets from ``start`` below ``end``, in words."""
+    return f"offset {start}" if end == start + 1 else f"offsets {start} to {end - 1}"
+
+
+def _missing(start: int, end: int) -> str:
+    """The offsets from ``start`` below ``end``, as a sentence's subject."""
+    return f"{_offsets(start, end)} {'is' if end == start + 1 else 'are'}"
+
+
 def replica_state(broker: int, topic: str, partition: int, replay: ReplicaReplay, *,
                   first_segment_base: Optional[int], last_segment_base: Optional[int],
                   hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int],
+                  recovery_point_checkpoint: Optional[int] = None,
                   snapshot_offsets: Iterable[int] = (), segment_bases: Iterable[int] = (),
                   named_bases: Iterable[tuple[int, str]] = (), log_fault: Optional[str] = None,
                   copy_end: Optional[int] = None) -> ReplicaState:
@@ -101,9 +153,14 @@ def replica_state(broker: int, topic: str, partition: int, replay: ReplicaReplay
     hw = high_watermark(hw_checkpoint, log_start, log_end)
     ongoing = psm.ongoing()
     fuo = first_unstable_offset(ongoing.values(), psm.completed, hw, log_start)
-    held = log_end if copy_end is None else max(log_end, copy_end, last_segment_base or 0)
+    # Where the copy's own files end (a log start checkpointed past them raises log_end to it,
+    # as LogLoader does after deleting every segment), and that with the log start.
+    batches_end = max(psm.map_end_offset, last_segment_base or 0, copy_end or 0)
+    held = log_end if copy_end is None else max(log_end, batches_end)
     gaps = copy_gaps(held, hw_checkpoint=hw_checkpoint, snapshot_offsets=snapshot_offsets,
-                     segment_bases=segment_bases, named_bases=named_bases)
+                     segment_bases=segment_bases, named_bases=named_bases,
+                     recovery_point=recovery_point_checkpoint, log_start_checkpoint=log_start_checkpoint,
+                     batches_end=batches_end)
     return ReplicaState(broker, topic, partition, log_start, log_end, hw, hw_checkpoint,
                         fuo, last_stable_offset(fuo, hw), len(ongoing), len(psm.producers),
                         "; ".join(gaps) or None, log_fault)

@@ -49,7 +49,8 @@ REAL_INDEX = BROKER / "__cluster_metadata-0" / "00000000000000000000.index"
 REAL_TIMEINDEX = BROKER / "__cluster_metadata-0" / "00000000000000000000.timeindex"
 REAL_TXNINDEX = BROKER / "straddle-0" / "00000000000000000019.txnindex"
 #: The broker-level files the scan reads beside the partition folders.
-BROKER_FILES = ("meta.properties", "replication-offset-checkpoint", "log-start-offset-checkpoint")
+BROKER_FILES = ("meta.properties", "replication-offset-checkpoint", "log-start-offset-checkpoint",
+                "recovery-point-offset-checkpoint")
 
 #: Where a v2 batch keeps its fields (DefaultRecordBatch); the CRC covers [21, end).
 LENGTH_AT, MAGIC_AT, CRC_AT, ATTRIBUTES_AT, COUNT_AT, RECORDS_AT = 8, 16, 17, 21, 57, 61

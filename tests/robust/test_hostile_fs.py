@@ -274,7 +274,8 @@ def test_a_chmod_000_folder(tmp_path, reference, which):
         folder.chmod(stat.S_IRWXU)
 
 
-@pytest.mark.parametrize("name", ["replication-offset-checkpoint", "log-start-offset-checkpoint", "meta.properties"])
+@pytest.mark.parametrize("name", ["replication-offset-checkpoint", "log-start-offset-checkpoint",
+                                  "recovery-point-offset-checkpoint", "meta.properties"])
 @pytest.mark.parametrize("make", ["fifo", "folder", "link-out", "dangling"])
 def test_a_broker_level_file_that_is_no_regular_file(tmp_path, name, make):
     """The broker-level files the listing reads by name: never waited on, never followed out
@@ -299,4 +300,5 @@ def test_a_broker_level_file_that_is_no_regular_file(tmp_path, name, make):
     mine = [f for _, f in listing.findings if f.path == str(path)]
     assert [f.reason for f in mine] == [{"fifo": "not-regular", "folder": "io"}.get(make, "link")]
     assert len([r for r in listing.replicas if r.replica.broker == BROKER]) == 10
-    assert 99 not in {r.hw_checkpoint for r in listing.replicas} | {r.log_start_checkpoint for r in listing.replicas}
+    assert 99 not in {c for r in listing.replicas
+                      for c in (r.hw_checkpoint, r.log_start_checkpoint, r.recovery_point_checkpoint)}

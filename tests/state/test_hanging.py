@@ -122,6 +122,34 @@ def test_copy_gaps_name_what_the_brokers_files_say_was_there():
     assert orphan == "segment 50: b.index, b.timeindex in the copy without its .log"
 
 
+def test_copy_gaps_read_the_recovery_point_and_log_start_checkpoints():
+    # as the brokers leave them after a clean stop: the recovery point at the log end, no log
+    # start entry (written only while it is past the first segment) or one inside the log
+    assert copy_gaps(16, hw_checkpoint=16, recovery_point=16, segment_bases=[0]) == []
+    assert copy_gaps(16, hw_checkpoint=16, recovery_point=9, log_start_checkpoint=5, segment_bases=[0, 9]) == []
+    assert copy_gaps(16, hw_checkpoint=16, log_start_checkpoint=16, segment_bases=[9]) == []  # deleted up to the end
+    # flushed past the copy's end (beyond the high watermark too: a leader flushes before replication)
+    [rp] = copy_gaps(10, hw_checkpoint=10, recovery_point=12)
+    assert rp.startswith("recovery-point-offset-checkpoint has recovery point 12") and "offsets 10 to 11" in rp
+    assert "ends at 10" in rp and "UnifiedLog.flush" in rp
+    [rp] = copy_gaps(11, hw_checkpoint=None, recovery_point=12)
+    assert "flushed offset 11 to disk" in rp
+    # a log start past where the copy's batches end (log_end is already raised to it, as LogLoader does)
+    [ls] = copy_gaps(20, hw_checkpoint=None, log_start_checkpoint=20, segment_bases=[0], batches_end=7)
+    assert ls.startswith("log-start-offset-checkpoint has log start offset 20") and "ends at 7" in ls
+    assert "offsets 7 to 19 are not in the copy" in ls and "deleteSegmentsIfLogStartGreaterThanLogEnd" in ls
+    # segments missing at the front: the first segment starts past the checkpointed log start
+    [front] = copy_gaps(30, hw_checkpoint=30, log_start_checkpoint=4, segment_bases=[20, 10])
+    assert front.startswith("log-start-offset-checkpoint has log start offset 4 but the copy's first segment "
+                            "starts at 10: offsets 4 to 9 are missing at the front")
+    assert "remote.storage.enable" in front
+    # every gap a sentence of its own, in a fixed order
+    gaps = copy_gaps(5, hw_checkpoint=8, recovery_point=9, snapshot_offsets=[7], log_start_checkpoint=1,
+                     segment_bases=[3], named_bases=[(0, "0.index")])
+    assert [g.split(" ", 1)[0] for g in gaps] == ["replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                                                  "a", "log-start-offset-checkpoint", "segment"]
+
+
 @pytest.mark.parametrize("state", ["CompleteCommit", "CompleteAbort", "Empty"])
 def test_coordinator_moved_on_is_hanging(state):
     v = verdict([rec(0, "Ongoing"), rec(1, state, epoch=3)])
