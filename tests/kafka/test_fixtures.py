@@ -40,8 +40,16 @@ def _partition(truth: dict, topic: str, partition: int) -> dict:
                 if p["topic"] == topic and p["partition"] == partition)
 
 
+def _log_dir(cluster_dir: Path, broker, part_dir: str) -> str:
+    """The copied log dir of ``broker`` holding ``part_dir``, relative to brokers/: broker-<id>,
+    or for a JBOD node (truth.json copied_log_dirs) broker-<id>-disk<k> when it is there."""
+    dirs = [f"broker-{broker}", *sorted(d.name for d in (cluster_dir / "brokers").glob(f"broker-{broker}-disk*"))]
+    held = [d for d in dirs if (cluster_dir / "brokers" / d / part_dir).is_dir()]
+    return held[0] if held else dirs[0]
+
+
 def _segments(cluster_dir: Path, broker: str, part_dir: str, suffix: str) -> list[Path]:
-    return sorted((cluster_dir / "brokers" / f"broker-{broker}" / part_dir).glob(f"*{suffix}"))
+    return sorted((cluster_dir / "brokers" / _log_dir(cluster_dir, broker, part_dir) / part_dir).glob(f"*{suffix}"))
 
 
 def test_both_transaction_versions_are_committed():
@@ -93,8 +101,10 @@ def test_every_replica_of_every_partition_was_copied(fixture_cluster):
         # the ISR is every replica but the stopped nodes, and a stopped node's folder is copied too
         assert sorted(p["isr"]) == sorted(set(p["replicas"]) - stopped), p
         for b in p["replicas"]:
-            d = cluster_dir / "brokers" / f"broker-{b}" / f"{p['topic']}-{p['partition']}"
-            assert (d / "partition.metadata").exists(), d
+            # in one of the node's copied log dirs (several for a JBOD node), exactly one
+            dirs = truth.get("copied_log_dirs", {}).get(str(b), [f"brokers/broker-{b}"])
+            found = [cluster_dir / d / f"{p['topic']}-{p['partition']}" for d in dirs]
+            assert [(d / "partition.metadata").exists() for d in found].count(True) == 1, found
 
 
 def test_offsets_are_ordered(fixture_cluster):
@@ -112,7 +122,8 @@ def test_clean_stop_recovery_points_are_the_recorded_log_end_offsets(fixture_clu
     assert truth["copy"]["mode"] == "after_clean_stop"
     for p in truth["partitions"]:
         for b, leo in p["log_end_offsets"].items():
-            ckpt = (cluster_dir / "brokers" / f"broker-{b}" / "recovery-point-offset-checkpoint")
+            part_dir = f"{p['topic']}-{p['partition']}"
+            ckpt = cluster_dir / "brokers" / _log_dir(cluster_dir, b, part_dir) / "recovery-point-offset-checkpoint"
             lines = ckpt.read_text().splitlines()[2:]
             points = {(t, int(n)): int(o) for t, n, o in (ln.split() for ln in lines)}
             assert points[(p["topic"], p["partition"])] == leo, (p["topic"], p["partition"], b)
@@ -161,7 +172,8 @@ def test_aborted_partitions_carry_txnindex_entries(fixture_cluster):
     for t, part in notes["aborted"]:
         for b in _partition(truth, t, part)["replicas"]:
             idx = _segments(cluster_dir, b, f"{t}-{part}", ".txnindex")
-            text = "".join(_dump(cluster_dir, f"broker-{b}/{t}-{part}/{f.name}") for f in idx)
+            text = "".join(_dump(cluster_dir, f"{_log_dir(cluster_dir, b, f'{t}-{part}')}/{t}-{part}/{f.name}")
+                           for f in idx)
             assert f"producerId: {pid} " in text, (t, part, b)
     committed_only = {tuple(x) for x in notes["committed"]} - {tuple(x) for x in notes["aborted"]}
     for t, part in committed_only:

@@ -304,3 +304,18 @@ def test_a_release_with_its_own_slf4j_binding_loses_the_poms():
     assert not any(n.startswith("log4j-slf4j-impl-") for n in names)
     cp = cluster.run_java_tool("kafka-dump-log", "--help", libs=libs)
     assert "log4j:WARN" not in cp.stderr and "SLF4J" not in cp.stderr, cp.stderr
+
+
+def test_a_jbod_cluster_has_two_log_dirs_per_node_copied_apart(tmp_path):
+    from tools.kafka.fixtures import copied_dirs
+    from tools.kafka.scenarios import CLUSTERS, JBOD_CLUSTER
+
+    c = Cluster(tmp_path / "c", log_dirs_per_node=CLUSTERS[JBOD_CLUSTER].log_dirs)
+    c.broker_ports = {0: 1000, 1: 1001, 2: 1002}
+    c.controller_ports = {0: 2000, 1: 2001, 2: 2002}
+    node = tmp_path.resolve() / "c" / "node-1"
+    assert c.server_properties(1)["log.dirs"] == f"{node / 'data'},{node / 'data-2'}"
+    assert c.log_dirs[1] == node / "data"   # the metadata log's dir
+    assert copied_dirs(c) == {tmp_path.resolve() / "c" / f"node-{n}" / d: f"brokers/broker-{n}{suffix}"
+                              for n in range(3) for d, suffix in (("data", ""), ("data-2", "-disk2"))}
+    assert Cluster(tmp_path / "one").node_log_dirs[0] == [tmp_path.resolve() / "one" / "node-0" / "data"]

@@ -355,15 +355,18 @@ class Cluster:
     """N combined broker+controller nodes (node ids 0..N-1) under ``workdir``.
 
     ``workdir/node-<id>/`` holds ``server.properties``, ``log4j2.properties``, ``server.log``
-    and the log dir ``data/``; ``workdir/cluster.json`` records ports and pids so that the CLI
-    (another process) can report status and stop the cluster.
+    and the log dir ``data/`` (with ``log_dirs_per_node`` > 1, a JBOD broker: also ``data-2/``
+    ...); ``workdir/cluster.json`` records ports and pids so that the CLI (another process) can
+    report status and stop the cluster.
     """
 
     def __init__(self, workdir, nodes: int = 3, transaction_version: int = 2,
                  broker_config: dict | None = None, libs: Path | None = None,
-                 log_level: str = "INFO", kafka_version: str = DEFAULT_KAFKA_VERSION):
+                 log_level: str = "INFO", kafka_version: str = DEFAULT_KAFKA_VERSION,
+                 log_dirs_per_node: int = 1):
         self.workdir = Path(workdir).resolve()
         self.nodes = nodes
+        self.log_dirs_per_node = log_dirs_per_node
         self.transaction_version = transaction_version
         self.broker_config = dict(broker_config or {})
         self.kafka_version = kafka_version
@@ -383,7 +386,16 @@ class Cluster:
     # ---- layout -------------------------------------------------------------------------
     @property
     def log_dirs(self) -> dict[int, Path]:
-        return {i: self.workdir / f"node-{i}" / "data" for i in range(self.nodes)}
+        """Each node's first log dir (the one holding ``__cluster_metadata``)."""
+        return {i: dirs[0] for i, dirs in self.node_log_dirs.items()}
+
+    @property
+    def node_log_dirs(self) -> dict[int, list[Path]]:
+        """Each node's ``log.dirs``, in order: ``data``, then ``data-2``... for a JBOD broker
+        (KIP-858: the metadata log stays in the first; StorageTool formats each with its own
+        directory.id, and the broker places a new partition in the dir holding fewest)."""
+        return {i: [self.workdir / f"node-{i}" / ("data" if k == 1 else f"data-{k}")
+                    for k in range(1, self.log_dirs_per_node + 1)] for i in range(self.nodes)}
 
     @property
     def bootstrap(self) -> str:
@@ -404,7 +416,7 @@ class Cluster:
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.log_dirs[node_id]),
+            "log.dirs": ",".join(map(str, self.node_log_dirs[node_id])),
         }
         props.update(BASE_BROKER_CONFIG)
         props.update({k: str(v) for k, v in self.broker_config.items()})

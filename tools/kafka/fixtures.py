@@ -80,6 +80,13 @@ def dump_all(brokers_dir: Path, dump_dir: Path, libs: Path = LIBS) -> dict:
     return result
 
 
+def copied_dirs(cluster: Cluster) -> dict[Path, str]:
+    """Where each log dir of each node is copied, relative to the fixture: ``brokers/broker-<id>``,
+    and for a JBOD node's further dirs ``brokers/broker-<id>-disk<k>`` (k = 2...)."""
+    return {d: f"brokers/broker-{node}" + ("" if k == 1 else f"-disk{k}")
+            for node, dirs in cluster.node_log_dirs.items() for k, d in enumerate(dirs, 1)}
+
+
 def build_cluster(name: str, out_root: Path, work_root: Path,
                   only: set[str] | None = None, kafka_version: str | None = None) -> dict:
     load_scenario_modules()
@@ -92,7 +99,8 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
     timings = {}
     t0 = time.monotonic()
     cluster = Cluster(work_root / name, transaction_version=spec.transaction_version,
-                      broker_config=spec.broker_config, kafka_version=kafka_version)
+                      broker_config=spec.broker_config, kafka_version=kafka_version,
+                      log_dirs_per_node=spec.log_dirs)
     cluster.start()
     timings["start_s"] = round(cluster.start_seconds, 1)
     ctx = ScenarioContext(cluster)
@@ -113,8 +121,9 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
         timings["stop_s"] = round(time.monotonic() - t, 1)
         ctx.keep_alive.clear()
     brokers = out / "brokers"
-    for node, d in cluster.log_dirs.items():
-        copy_live_log_dir(d, brokers / f"broker-{node}")
+    copied = copied_dirs(cluster)
+    for d, rel in copied.items():
+        copy_live_log_dir(d, out / rel)
     post_copy = {fn.__name__: fn(out) for fn in ctx.post_copy}
     t = time.monotonic()
     dumps = dump_all(brokers, truth_dir / "dump", cluster.libs)
@@ -127,6 +136,8 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
         "scenarios": ran,
         "copy": {"mode": "after_clean_stop", "method": "recursive copy of each node's log dir"},
         "brokers": {str(n): f"brokers/broker-{n}" for n in cluster.log_dirs},
+        # every copied log dir by node (a JBOD node has several)
+        "copied_log_dirs": {str(n): [copied[d] for d in dirs] for n, dirs in cluster.node_log_dirs.items()},
         "dumps": dumps,
         "post_copy": post_copy,
         "timings": timings,
@@ -157,7 +168,10 @@ describe-producers` (every replica of every partition, `--broker-id`), `find-han
 log start offset, high watermark and read_committed end offset (LSO) of every partition
 (ListOffsets) and the scenarios' own notes. Then the cluster was stopped cleanly (SIGTERM) and
 each node's log dir copied with a plain recursive copy to `brokers/broker-<id>/`
-(`truth.json` `copy.mode`); a node a scenario stopped earlier (`truth.json` `stopped_brokers`)
+(`truth.json` `copy.mode`; a cluster whose nodes have several `log.dirs`, a JBOD broker, has
+its further dirs copied to `brokers/broker-<id>-disk2/`..., `truth.json` `copied_log_dirs`,
+and `kafka-log-dirs --describe` in `truth.json` `log_dirs` names the dir of each replica); a
+node a scenario stopped earlier (`truth.json` `stopped_brokers`)
 was not asked by the per-broker tools and its log dir is copied as it was left.
 `truth/dump/<same path>.txt` is kafka-dump-log's stdout for every
 copied segment, index, time index, txn index, producer snapshot and metadata checkpoint

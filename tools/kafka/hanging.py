@@ -54,8 +54,8 @@ from pathlib import Path
 
 from tools.kafka.cluster import REPO, Cluster, libs_for, run_java_tool, wait_for
 from tools.kafka.rawclient import CONCURRENT_TRANSACTIONS, RawClient
-from tools.kafka.scenarios import (CLUSTERS, KAFKA_39_CLUSTER, KAFKA_44_CLUSTER, ClusterSpec, ScenarioContext,
-                                   _wait_cleaned, scenario, send)
+from tools.kafka.scenarios import (CLUSTERS, JBOD_CLUSTER, KAFKA_39_CLUSTER, KAFKA_44_CLUSTER, ClusterSpec,
+                                   ScenarioContext, _wait_cleaned, scenario, send)
 from tools.kafka.truth import _drop_slf4j_noise, parse_table
 
 if __name__ == "__main__":
@@ -390,7 +390,7 @@ def run_txn_producer(cluster: Cluster, *args, timeout: float = 120) -> list[list
 
 # ---- scenarios -------------------------------------------------------------------------
 
-@scenario("hanging_txns", clusters=(HANGING_CLUSTER, KAFKA_44_CLUSTER, KAFKA_39_CLUSTER))
+@scenario("hanging_txns", clusters=(HANGING_CLUSTER, KAFKA_44_CLUSTER, KAFKA_39_CLUSTER, JBOD_CLUSTER))
 def hanging_txns(ctx: ScenarioContext) -> None:
     """Topic ``hang`` (3 partitions, RF 3) on the ``hanging`` cluster (TV2, partition
     verification off) gets three GENUINELY hanging transactions written by the raw client

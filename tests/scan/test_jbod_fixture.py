@@ -1,0 +1,103 @@
+"""The real JBOD cluster (fixtures/jbod, issue 36 item 5): three Kafka 4.1.1 nodes with two
+``log.dirs`` each, recorded by the harness (tools/kafka: ClusterSpec.log_dirs), every node's
+second dir copied to ``brokers/broker-<id>-disk2``. Kafka placed the partitions, wrote each
+dir's meta.properties (its own directory.id) and checkpoints; ``kafka-log-dirs --describe``
+(truth.json ``log_dirs``) names the dir of every replica. The scan against Kafka's own answers
+(describe-producers, offsets, find-hanging) is tests/scan/test_local_vs_kafka.py, run on
+every fixture cluster; here: the dirs are one broker each, read with their own checkpoints,
+and copies an operator makes of such a broker.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from logscan.scan.listing import list_copy
+from logscan.scan.local import scan
+from logscan.state import hanging
+
+from .copy_shapes import add_compose_folders
+
+JBOD = Path(__file__).resolve().parents[2] / "fixtures" / "jbod"
+
+
+def _truth() -> dict:
+    return json.loads((JBOD / "truth" / "truth.json").read_text())
+
+
+def _copied_dir(log_dir: str, node: int) -> str:
+    """kafka-log-dirs' (absolute, live) log dir as the fixture's copy of it."""
+    copied = _truth()["copied_log_dirs"][str(node)]
+    (rel,) = [c for c in copied if Path(log_dir).name == ("data" if c.endswith(f"broker-{node}")
+                                                           else "data-" + c.rsplit("disk", 1)[1])]
+    return rel
+
+
+def _verdicts(result) -> set[tuple[str, int, str, object]]:
+    return {(c["topic"], c["partition"], c["reason"], c["hanging"]) for c in result.tables["hanging_candidates"]}
+
+
+def test_each_replica_is_read_from_the_dir_kafka_names_with_that_dir_s_checkpoints():
+    truth = _truth()
+    where = {(b["broker"], p["partition"]): _copied_dir(d["logDir"], b["broker"])
+             for b in truth["log_dirs"]["brokers"] for d in b["logDirs"] for p in d["partitions"]}
+    assert {rel.endswith("-disk2") for rel in where.values()} == {True, False}  # both dirs hold replicas
+    listing = list_copy([JBOD / "brokers"])
+    assert sorted({b.broker for b in listing.brokers}) == [0, 1, 2] and len(listing.brokers) == 6
+    assert listing.findings == []
+    listed = {(r.replica.broker, f"{r.replica.topic}-{r.replica.partition}"): r for r in listing.replicas
+              if r.replica.topic != "__cluster_metadata"}
+    assert {k: str(r.replica.path.parent.relative_to(JBOD)) for k, r in listed.items()} == where
+    hw = {(p["topic"], p["partition"]): p["high_watermark"] for p in truth["partitions"]}
+    for (broker, _), r in listed.items():
+        # a clean stop: every replica in sync, each dir's checkpoints at the log end
+        expected = hw[(r.replica.topic, r.replica.partition)]
+        assert (r.hw_checkpoint or 0, r.recovery_point_checkpoint, r.log_start_checkpoint) == (
+            expected, expected, None), (broker, r.replica.path)
+
+
+def test_the_whole_copy_is_complete_and_judged_as_find_hanging():
+    truth = _truth()
+    result = scan([JBOD / "brokers"], as_of_ms=truth["recorded_at_ms"])
+    assert result.findings == []
+    assert {s["copy_gap"] for s in result.tables["partition_state"]} == {None}
+    assert {(t, p) for t, p, _, h in _verdicts(result) if h} == {
+        (h["topic"], h["partition"]) for h in truth["scenario_notes"]["hanging_txns"]["hanging"]}
+
+
+def test_a_copy_of_one_log_dir_of_a_broker(tmp_path):
+    """Broker 0's first log dir only (its second disk forgotten, beside a docker-compose
+    copy's zookeeper/ and logs/): two of the three coordinator partitions are not in the copy.
+    The transaction whose producer no coordinator record names may be known there:
+    coordinator_not_in_copy, no plan; hang-1's coordinator partition (2) is in the copy."""
+    truth = _truth()
+    copy = tmp_path / "copy"
+    shutil.copytree(JBOD / "brokers" / "broker-0", copy / "broker-0")
+    beside = add_compose_folders(copy)
+    result = scan([copy], as_of_ms=truth["recorded_at_ms"])
+    assert result.findings == []
+    assert {r["file"] for r in result.tables["files"] if r["status"] == "skipped"} >= set(map(str, beside))
+    assert _verdicts(result) == {("hang", 0, hanging.COORDINATOR_NOT_IN_COPY, None),
+                                 ("hang", 1, hanging.PARTITION_NOT_IN_TRANSACTION, True)}
+    assert {(p["topic"], p["partition"]) for p in result.tables["abort_plans"]} == {("hang", 1)}
+
+
+def test_a_coordinator_partition_cut_on_the_second_disk(tmp_path):
+    """Broker 0's copy of __transaction_state-1 (on its second disk) emptied: the gap comes
+    from that dir's own checkpoints, and the coordinator's view from a whole replica on
+    another broker, so every verdict stands."""
+    truth = _truth()
+    copy = tmp_path / "brokers"
+    shutil.copytree(JBOD / "brokers", copy)
+    (log,) = (copy / "broker-0-disk2" / "__transaction_state-1").glob("*.log")
+    assert log.stat().st_size > 0
+    log.write_bytes(b"")
+    result = scan([copy], as_of_ms=truth["recorded_at_ms"])
+    (finding,) = result.findings
+    assert (finding.reason, finding.path) == ("incomplete", str(log.parent))
+    assert "replication-offset-checkpoint has high watermark" in finding.message
+    assert "recovery-point-offset-checkpoint has recovery point" in finding.message
+    whole = scan([JBOD / "brokers"], as_of_ms=truth["recorded_at_ms"])
+    assert _verdicts(result) == _verdicts(whole)
