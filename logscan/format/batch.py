@@ -249,30 +249,31 @@ class Record(NamedTuple):
 
 
 def iter_records(buf, batch: RecordBatch, *, max_decompressed: int = compression.DEFAULT_MAX_OUTPUT,
-                 base: int = 0) -> Iterator[Record]:
+                 base: int = 0, budget: compression.DecompressionBudget | None = None) -> Iterator[Record]:
     """The batch's records, decoded one by one; decompression happens on first ``next()``.
 
     ``buf`` may be a window of a larger log: ``buf[0]`` is byte ``base`` of the log, in which
     ``batch.position`` is. Errors are located in the log: absolute positions for uncompressed
     batches; for compressed ones the position of the compressed payload, with the offset
-    inside the decompressed stream in the message.
+    inside the decompressed stream in the message. ``budget``: the file's decompression
+    budget (compression.DecompressionBudget), charged for this batch.
     """
-    return _decode_records(buf, batch, base, max_decompressed)
+    return _decode_records(buf, batch, base, max_decompressed, budget=budget)
 
 
 def first_record(buf, batch: RecordBatch, *, max_decompressed: int = compression.DEFAULT_MAX_OUTPUT,
-                 base: int = 0) -> Record | None:
+                 base: int = 0, budget: compression.DecompressionBudget | None = None) -> Record | None:
     """``next(iter_records(buf, batch, ...), None)``: the first record as Kafka's
     ``batch.iterator().next()`` reads a control batch's, the bytes after it unread. Without a
     suspended generator to close: closing one cost more than decoding a marker's record, and
     the scan reads one per COMMIT/ABORT marker."""
     if batch.records_count == 0:
         return None
-    (record,) = _decode_records(buf, batch, base, max_decompressed, whole=False)
+    (record,) = _decode_records(buf, batch, base, max_decompressed, whole=False, budget=budget)
     return record
 
 
-def _record_bytes(buf, batch: RecordBatch, count: int, base: int, max_decompressed: int
+def _record_bytes(buf, batch: RecordBatch, count: int, base: int, max_decompressed: int, budget=None
                   ) -> tuple[bytes, int, bool]:
     """(the batch's record bytes, decompressed; where they are located; compressed or not)."""
     if count < 0:
@@ -291,7 +292,7 @@ def _record_bytes(buf, batch: RecordBatch, count: int, base: int, max_decompress
         # times cheaper than going through a memoryview, and the batch is already in memory.
         return bytes(mv[start:end]), start + base, False
     payload = compression.decompress(codec, mv[start:end], magic=batch.magic,
-                                     max_output=max_decompressed, position=start + base)
+                                     max_output=max_decompressed, position=start + base, budget=budget)
     return payload, start + base, True
 
 
@@ -330,7 +331,7 @@ _ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(1 << 14))
 
 
 def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
-                    whole: bool = True) -> Iterator[Record]:
+                    whole: bool = True, budget=None) -> Iterator[Record]:
     """The batch's records (``whole``: all of them, the bytes after them checked; else the
     first only), read from its record bytes in ``buf`` (see iter_records), decompressed on
     first ``next()``. An empty batch's bytes are not looked at (DefaultRecordBatch.iterator).
@@ -345,7 +346,7 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
     count = batch.records_count
     if count == 0:
         return
-    data, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed)
+    data, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed, budget)
     base_offset = batch.base_offset
     base_timestamp = batch.base_timestamp
     base_sequence = batch.base_sequence

@@ -11,19 +11,65 @@ Kafka does not use the plain formats every library speaks:
 
 Every decompressor stops at ``max_output`` bytes and raises DecompressionLimitExceeded rather
 than allocating past it: one batch header can claim a tiny payload that inflates to gigabytes.
+A file's batches share a DecompressionBudget too: a segment of many small bombs, each under
+that cap (a few hundred bytes of zstd inflating to tens of MiB), would otherwise cost minutes
+per MB of file; once the budget is spent, decompress raises DecompressionBudgetSpent at once.
 """
 
 from __future__ import annotations
 
 import struct
+import time
 import zlib
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import cramjam
 
-from .errors import CompressionError, DecompressionLimitExceeded
+from .errors import CompressionError, DecompressionBudgetSpent, DecompressionLimitExceeded
 
 DEFAULT_MAX_OUTPUT = 256 * 1024 * 1024
+#: A file's decompression budget (DecompressionBudget): output bytes per byte of the file,
+#: with a floor for small files, and seconds. Real batches inflate some 2-20 times (zstd's
+#: best case on repetitive text is a few hundred); a bomb, thousands of times.
+DEFAULT_BUDGET_RATIO = 1000
+DEFAULT_BUDGET_MIN_BYTES = 1 << 30
+DEFAULT_BUDGET_SECONDS = 60.0
+
+
+class DecompressionBudget:
+    """What decompressing the batches of one file may cost: at most ``max(min_bytes, ratio *
+    file_bytes)`` bytes of output in all and ``seconds`` of decompression time. Every
+    decompress call given it is charged its output (a payload stopped at its cap, the bytes
+    produced) and its time; the call that goes past the budget raises
+    DecompressionBudgetSpent, and so does every later one, at once. ``clock`` is a
+    monotonic clock in seconds (tests pass their own)."""
+
+    __slots__ = ("max_output", "max_seconds", "output", "seconds", "spent_at", "_clock")
+
+    def __init__(self, file_bytes: int, *, ratio: int = DEFAULT_BUDGET_RATIO,
+                 min_bytes: int = DEFAULT_BUDGET_MIN_BYTES, seconds: float = DEFAULT_BUDGET_SECONDS,
+                 clock: Callable[[], float] = time.monotonic):
+        self.max_output = max(min_bytes, ratio * file_bytes)
+        self.max_seconds = seconds
+        self.output = 0
+        self.seconds = 0.0
+        self.spent_at: int | None = None  # the position of the payload that spent it
+        self._clock = clock
+
+    @property
+    def spent(self) -> bool:
+        return self.spent_at is not None
+
+    def describe(self) -> str:
+        return (f"{self.output} bytes inflated in {self.seconds:.1f} s; the file's budget is "
+                f"{self.max_output} bytes and {self.max_seconds:g} s")
+
+    def _error(self, position: int) -> DecompressionBudgetSpent:
+        return DecompressionBudgetSpent(
+            f"the file's decompression budget is spent ({self.describe()}; first spent by the payload at "
+            f"byte {self.spent_at}): a file of decompression bombs? its later compressed payloads are not "
+            f"decompressed", position, expected=f"<= {self.max_output} bytes, <= {self.max_seconds:g} s",
+            found=f"{self.output} bytes, {self.seconds:.1f} s")
 
 
 class Codec(NamedTuple):
@@ -62,14 +108,36 @@ def check_codec(codec_id: int, magic: int, position: int) -> Codec:
 
 
 def decompress(codec_id: int, data, *, magic: int, max_output: int = DEFAULT_MAX_OUTPUT,
-               position: int = 0) -> bytes:
-    """Decompress one batch/wrapper payload; ``position`` is where ``data`` starts in the file."""
+               position: int = 0, budget: DecompressionBudget | None = None) -> bytes:
+    """Decompress one batch/wrapper payload; ``position`` is where ``data`` starts in the file.
+    With a ``budget`` (the file's), the call is charged to it (see DecompressionBudget)."""
     check_codec(codec_id, magic, position)
     if codec_id == NONE:
         if len(data) > max_output:
             raise _limit(max_output, position)
         return bytes(data)
-    return _DECOMPRESSORS[codec_id](memoryview(data), max_output, position, magic)
+    if budget is None:
+        return _DECOMPRESSORS[codec_id](memoryview(data), max_output, position, magic)
+    if budget.spent:
+        raise budget._error(position)
+    room = budget.max_output - budget.output
+    cap = min(max_output, room)
+    started = budget._clock()
+    try:
+        out = _DECOMPRESSORS[codec_id](memoryview(data), cap, position, magic)
+    except DecompressionLimitExceeded:
+        budget.output += cap + 1  # what the decompressor produced before it stopped
+        budget.seconds += budget._clock() - started
+        if cap < max_output or budget.seconds > budget.max_seconds:
+            budget.spent_at = position
+            raise budget._error(position) from None
+        raise
+    budget.output += len(out)
+    budget.seconds += budget._clock() - started
+    if budget.seconds > budget.max_seconds:
+        budget.spent_at = position
+        raise budget._error(position)
+    return out
 
 
 def compress(codec_id: int, data, *, magic: int = 2) -> bytes:

@@ -70,3 +70,10 @@ class DecompressionLimitExceeded(CompressionError):
     """Decompressed output would exceed the configured cap (a decompression bomb)."""
 
     reason = "bomb"
+
+
+class DecompressionBudgetSpent(DecompressionLimitExceeded):
+    """One file's decompression budget (DecompressionBudget: output bytes per byte of the
+    file, seconds) is spent: a file of many small bombs, each under the per-batch cap."""
+
+    reason = "bomb-budget"

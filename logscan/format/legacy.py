@@ -146,7 +146,8 @@ def _sized_bytes(buf, p: int, end: int, what: str) -> tuple[bytes | None, int]:
 
 
 def iter_legacy_records(entry: LegacyBatch, *, max_decompressed: int = compression.DEFAULT_MAX_OUTPUT,
-                        max_message_size: int = MAX_MESSAGE_SIZE) -> Iterator[LegacyBatch]:
+                        max_message_size: int = MAX_MESSAGE_SIZE,
+                        budget: compression.DecompressionBudget | None = None) -> Iterator[LegacyBatch]:
     """The messages of an entry: itself if uncompressed, else the inner messages with Kafka's
     absolute offsets and inherited timestamps (AbstractLegacyRecordBatch.DeepRecordsIterator).
 
@@ -155,12 +156,12 @@ def iter_legacy_records(entry: LegacyBatch, *, max_decompressed: int = compressi
     and a bad inner message fails the entry before any is shown); the messages are then made
     one at a time as they are asked for, so memory holds the decompressed bytes (capped at
     ``max_decompressed``) and one message, never a list of them: a wrapper of a million empty
-    inner messages costs its decompressed size.
+    inner messages costs its decompressed size. ``budget``: the file's (compression.decompress).
     """
     if not entry.is_compressed:
         yield entry
         return
-    nested = _nested(entry, max_decompressed)
+    nested = _nested(entry, max_decompressed, budget)
     last = None
     for message in _inner_messages(entry, nested, max_message_size):
         last = message
@@ -182,7 +183,7 @@ def iter_legacy_records(entry: LegacyBatch, *, max_decompressed: int = compressi
         yield replace(message, offset=base + message.offset) if base else message
 
 
-def _nested(entry: LegacyBatch, max_decompressed: int) -> bytes:
+def _nested(entry: LegacyBatch, max_decompressed: int, budget=None) -> bytes:
     """A compressed wrapper's value, decompressed (at most ``max_decompressed`` bytes)."""
     if entry.compression == compression.ZSTD:
         raise CorruptRecordError(
@@ -196,7 +197,7 @@ def _nested(entry: LegacyBatch, max_decompressed: int) -> bytes:
     # that the error names a byte of this entry rather than the first byte of the next.
     value_at = entry.next_position - len(entry.value) - (0 if entry.value else 4)
     return compression.decompress(entry.compression, entry.value, magic=entry.magic,
-                                  max_output=max_decompressed, position=value_at)
+                                  max_output=max_decompressed, position=value_at, budget=budget)
 
 
 def _inner_messages(entry: LegacyBatch, nested: bytes, max_message_size: int) -> Iterator[LegacyBatch]:
