@@ -275,14 +275,15 @@ class WindowUnmappable(DecodeError):
         self.length = length
 
 
-def walk_windows(source, start: int = 0, *, window: int = WINDOW_BYTES, verify_crc: bool = True
-                 ) -> Iterator[tuple[Entry | DecodeError, object]]:
+def walk_windows(source, start: int = 0, *, window: int = WINDOW_BYTES, verify_crc: bool = True,
+                 cut: bool = False) -> Iterator[tuple[Entry | DecodeError, object]]:
     """walk_batches over a whole log read through windows of ``source`` (``source.size``;
     ``source.map(start, stop)`` gives a window covering those log bytes, with ``buf``,
     ``base`` and ``close()``): yields each item with the window it was read from, the items
     exactly those of one walk of the whole log. Address space stays at about ``window``
     bytes (or the largest entry); only after damage is the rest of the log mapped at once,
-    as resynchronising may search it all."""
+    as resynchronising may search it all. ``cut``: ``source.size`` is a cut through the log
+    (walk_batches' ``cut``), not its end."""
     size = source.size
     pos, needed, rest = start, 0, False
     while pos < size:
@@ -296,7 +297,8 @@ def walk_windows(source, start: int = 0, *, window: int = WINDOW_BYTES, verify_c
                                    f"the {size - pos} bytes from here are not read{hint}", pos, size - pos), None
             return
         final = win.base + len(win.buf) >= size
-        walk = walk_batches(win.buf, pos - win.base, base=win.base, more=not final, verify_crc=verify_crc)
+        walk = walk_batches(win.buf, pos - win.base, base=win.base, more=not final, verify_crc=verify_crc,
+                            cut=cut and final)
         stopped = None
         try:
             for item in walk:

@@ -43,6 +43,9 @@ DEFAULT_MAX_READ_BYTES = 256 * 1024 * 1024
 #: segment one read costs less than a mapping and its page faults (~15% of the walk of 3,000
 #: segments of 360 KB, `make bench`'s copy, 2026-11-24), and the memory it holds is small.
 READ_WINDOW_BYTES = 1 << 20
+#: LogWindows(copy=True) reads windows up to this size (the dump's, 4 MiB, and any entry up
+#: to twice that) and maps larger ones: memory stays a few MiB whatever the file's size.
+COPY_WINDOW_BYTES = 8 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,14 +112,16 @@ class NotRegularFile(OSError):
 _REGULAR_OPEN = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
 
 
-def open_regular(path: str | os.PathLike) -> tuple[int, os.stat_result]:
+def open_regular(path: str | os.PathLike, *, follow_links: bool = False) -> tuple[int, os.stat_result]:
     """A read-only descriptor of the regular file at ``path`` and its fstat, or
     NotRegularFile (a link, FIFO, socket, device or folder there: not followed, not opened);
-    a missing or unreadable file raises the OSError open gives."""
-    mode = os.lstat(path).st_mode
+    a missing or unreadable file raises the OSError open gives. ``follow_links``: a link
+    is followed to what it names (the dump's path a person named), which must be a regular
+    file all the same."""
+    mode = (os.stat if follow_links else os.lstat)(path).st_mode
     if not stat.S_ISREG(mode):
         raise NotRegularFile(path, mode)
-    fd = os.open(path, _REGULAR_OPEN)
+    fd = os.open(path, _REGULAR_OPEN & ~os.O_NOFOLLOW if follow_links else _REGULAR_OPEN)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -196,6 +201,33 @@ class SegmentFile:
             self._mmap = None
 
 
+class FileShrank(OSError):
+    """A window of a file reaches past the file's end: it is shorter than when it was opened
+    (a follower truncating its active segment, a copy being rewritten). An OSError like
+    any failed read; ``position`` is the first byte not read, ``size`` the size at open."""
+
+    def __init__(self, message: str, position: int, size: int):
+        super().__init__(errno.EIO, message)
+        self.position, self.size = position, size
+
+
+def _read_window(fd: int, start: int, stop: int, size: int) -> bytearray:
+    """Bytes [start, stop) of the file ``fd``, read (a regular file's read is short only at
+    its end, or past about 2 GiB in one call: read on); FileShrank when the file ends first."""
+    buf = bytearray(stop - start)
+    view = memoryview(buf)
+    got = 0
+    while got < len(buf):
+        n = os.preadv(fd, [view[got:]], start + got)
+        if n == 0:
+            break
+        got += n
+    view.release()
+    if got < len(buf):  # as a mapping past the end fails: the file shrank under the copy
+        raise FileShrank(f"read {got} of {len(buf)} bytes at {start}: the file is shorter", start, size)
+    return buf
+
+
 class _MappedWindow:
     """Bytes [base, base + len(buf)) of a file, mapped; ``close`` unmaps them."""
 
@@ -215,34 +247,47 @@ class LogWindows:
     RLIMIT_AS such as spark.executor.pyspark.memory sets) is read whole all the same. It is
     the scan's reader: a regular file only (open_regular; anything else is NotRegularFile).
 
+    ``copy=True`` (the dump's reader) reads its windows into memory rather than map them: a
+    page of a mapping that the file no longer covers kills the process with SIGBUS when
+    touched, while a read of it is short, and a short read is FileShrank (an OSError), which
+    the walk reports where it happened. Only a window larger than COPY_WINDOW_BYTES is mapped
+    (the rest of the log, which walk_windows asks for after damage, or one huge entry), as
+    reading it would cost memory in proportion to the file; a file already shorter than it is
+    FileShrank all the same, but one that shrinks while such a window is walked still
+    faults. ``follow_links=True`` follows a symbolic link (a path a
+    person named).
+
     Use as a context manager: ``size``, then ``map(start, stop)`` for each window. A URI
     is read with ranged reads instead (logscan.logdir.store.RemoteWindows, the same API).
     """
 
-    def __new__(cls, path):
+    unread_bytes = 0  # as HeldWindows': a regular file is read to its end
+
+    def __new__(cls, path, **kw):
         if cls is LogWindows and is_uri(path):
             return RemoteWindows(path)
         return super().__new__(cls)
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, copy: bool = False, follow_links: bool = False):
         self.path = path
+        self.copy = copy
+        self.follow_links = follow_links
         self._fd: int | None = None
         self.size = 0
 
     def __enter__(self) -> "LogWindows":
         # A bare descriptor: open() would add a buffer the windows never use, and a TTY check
         # and a seek per file (a scan opens one per segment).
-        self._fd, st = open_regular(self.path)
+        self._fd, st = open_regular(self.path, follow_links=self.follow_links)
         self.size = st.st_size
         return self
 
     def map(self, start: int, stop: int):
-        if stop - start <= READ_WINDOW_BYTES:
-            buf = bytearray(stop - start)
-            got = os.preadv(self._fd, [buf], start)
-            if got < len(buf):  # as a mapping past the end fails: the file shrank under the copy
-                raise OSError(errno.EIO, f"read {got} of {len(buf)} bytes at {start}: the file is shorter")
-            return BufferWindow(memoryview(buf), start)
+        if stop - start <= (COPY_WINDOW_BYTES if self.copy else READ_WINDOW_BYTES):
+            return BufferWindow(memoryview(_read_window(self._fd, start, stop, self.size)), start)
+        if self.copy and self.current_size() < stop:  # already shorter: say so, never map past it
+            raise FileShrank(f"bytes {start}..{stop} asked of a file now {self.current_size()} bytes long", start,
+                             self.size)
         base = start - start % mmap.ALLOCATIONGRANULARITY
         try:
             mm = mmap.mmap(self._fd, stop - base, access=mmap.ACCESS_READ, offset=base)
@@ -250,10 +295,52 @@ class LogWindows:
             raise OSError(errno.EIO, str(e)) from e
         return _MappedWindow(mm, base)
 
+    def current_size(self) -> int:
+        """The file's size now (it may have changed since it was opened)."""
+        return os.fstat(self._fd).st_size
+
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class HeldWindows:
+    """A file read whole into memory (or a stored one spooled: SegmentFile), handed out as
+    windows (``size``, ``map``): what the dump reads a FIFO, a device or a URI through."""
+
+    def __init__(self, seg: SegmentFile):
+        self._seg = seg
+        self.path = seg.path
+        self.size = seg.size
+        self.unread_bytes = seg.unread_bytes
+
+    def map(self, start: int, stop: int) -> BufferWindow:
+        return BufferWindow(self._seg.buf[start:stop], start)
+
+    def current_size(self) -> int:
+        return self.size
+
+    def __enter__(self) -> "HeldWindows":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._seg.__exit__(*exc)
+
+
+def dump_windows(path: str) -> "LogWindows | HeldWindows":
+    """The windows `logscan dump` reads a `.log` through, entered (use in a with-block): a
+    regular file (a link followed) is read a window at a time, never mapped
+    (``LogWindows(copy=True)``: a file that shrinks under the dump is a FileShrank, never a
+    SIGBUS); a FIFO, a device or a URI is read whole, as SegmentFile reads it (up to its
+    ``max_read_bytes``; ``unread_bytes`` says there was more)."""
+    if not is_uri(path):
+        log = LogWindows(path, copy=True, follow_links=True)
+        try:
+            return log.__enter__()
+        except NotRegularFile:
+            pass  # not a regular file: read whole below, as the dump always read one
+    return HeldWindows(SegmentFile(path).__enter__())
 
 
 def read_small_file(path: str | os.PathLike) -> bytes | None:
