@@ -109,7 +109,8 @@ Exit status:
        prints them, with a "logscan: FILE: file: N index entries disagree" line per file
   1    something in the data is wrong (corrupt/truncated batch, CRC mismatch, trailing
        bytes, corrupt snapshot, an index entry pointing at no batch, a failed
-       --index-sanity-check), always with a "logscan: FILE: ..." line on stderr
+       --index-sanity-check, a .log that shrank while read, a .log larger than
+       --max-bytes' default), always with a "logscan: FILE: ..." line on stderr
   2    bad command line
   3    a file could not be read (missing, permission denied, a directory)
   141  stdout was closed early (e.g. piped into head)
@@ -190,8 +191,10 @@ def _check_stores(paths) -> None:
               help="Check .index/.timeindex entries against the log; print only mismatches.")
 @click.option("--index-sanity-check", is_flag=True,
               help="Run the broker's startup sanity check on indexes only.")
-@click.option("--max-bytes", type=click.IntRange(0, INT_MAX), default=INT_MAX, show_default=True,
-              help="Only read the first N bytes of a .log.")
+@click.option("--max-bytes", type=click.IntRange(0, 2**63 - 1), default=INT_MAX, show_default=True,
+              help="Only read the first N bytes of each .log (kafka-dump-log's meaning; its default, the "
+                   "largest segment Kafka writes). A larger .log is read to N and said so; logscan takes N "
+                   "past 2147483647 to read it all.")
 @click.option("--max-message-size", type=click.IntRange(0, INT_MAX),
               default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
               help="Bytes read at an index entry's position when verifying a .index.")

@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import TextIO
 
 from logscan.format.batch import RecordBatch, decode_batch_header, iter_records
-from logscan.format.errors import DecodeError
-from logscan.format.logfile import (HEADER_SIZE_UP_TO_MAGIC, SkippedRegion, TruncatedTail,
-                                    ZeroFilledRegion, walk_batches)
-from logscan.logdir.segment import Finding, io_finding, open_segment
+from logscan.format.compression import DecompressionBudget
+from logscan.format.errors import DecodeError, DecompressionBudgetSpent
+from logscan.format.logfile import (HEADER_SIZE_UP_TO_MAGIC, SkippedRegion, TruncatedTail, WindowUnmappable,
+                                    ZeroFilledRegion, walk_windows)
+from logscan.logdir.segment import FileShrank, Finding, dump_windows, io_finding
 
 from .javaisms import java_absolute_path, java_file_name, java_file_str
 from .options import INT_MAX, DumpOptions
@@ -44,11 +45,13 @@ def decode_any_batch(buf, pos: int, end: int):
     return decode_batch_header(buf, pos, end)[0]
 
 
-def iter_batch_records(buf, batch, max_decompressed: int):
+def iter_batch_records(buf, batch, max_decompressed: int, base: int = 0, budget=None):
+    """The records of a v2 batch or a legacy entry; ``buf[0]`` is byte ``base`` of the log;
+    ``budget``: the file's DecompressionBudget."""
     if batch.magic >= 2:
-        return iter_records(buf, batch, max_decompressed=max_decompressed)
+        return iter_records(buf, batch, max_decompressed=max_decompressed, base=base, budget=budget)
     from logscan.format.legacy import iter_legacy_records
-    return iter_legacy_records(batch, max_decompressed=max_decompressed)
+    return iter_legacy_records(batch, max_decompressed=max_decompressed, budget=budget)
 
 
 class Dumper:
@@ -65,6 +68,9 @@ class Dumper:
         self.report = EndOfRunReport(err)
         self.findings = 0
         self._auto_here = False
+        self._cut = False  # the .log being dumped is read to a cut (--max-bytes), not its end
+        self._cut_at = 0   # where the walk of a cut .log stopped
+        self._budget = None  # the decompression budget of the .log being dumped
         self._extended = False  # a FILE... argument: logscan's own reading of extra kinds
         # Causes of the "Error at offset ..., skipping." texts of the internal-topic parsers.
         self._record_errors: list[DecodeError] = []
@@ -136,6 +142,8 @@ class Dumper:
                 self.err.write(f"Ignoring unknown file {shown}\n")
         except BrokenPipeError:
             raise  # stdout closed: the CLI ends quietly
+        except FileShrank as e:  # met outside the walk's own reads (a resync's search)
+            self.finding(shrank_finding(path, e.position, e.size, None, e.size))
         except OSError as e:  # missing, unreadable, a directory, an I/O error mid-file
             self.finding(io_finding(path, e), EXIT_IO)
 
@@ -174,60 +182,83 @@ class Dumper:
                      else parsers.decoder_parser(self.opts.key_decoder, self.opts.value_decoder))
         gaps = self.report.non_consecutive(java_absolute_path(path)) if deep else None
         last_offset = -1
-        cut = self.opts.max_bytes != INT_MAX
-        with open_segment(path) as seg:
-            end = min(seg.size, self.opts.max_bytes)
-            if seg.unread_bytes:
-                self.finding(Finding(path, seg.size, "io", f"not a regular file: only the first "
-                                     f"{seg.size} bytes were read"))
-            if seg.size == 0:
+        with dump_windows(path) as log:
+            size = log.size
+            limit = self.opts.max_bytes
+            end = min(size, limit)
+            # kafka-dump-log reads FileRecords.slice(0, maxBytes) of each .log: below its
+            # default (Integer.MAX_VALUE) the end is a cut, and no "Found N invalid bytes" is
+            # printed; a file past a limit not lowered on purpose is not read to its end.
+            over_limit = size > limit >= INT_MAX
+            cut = self._cut = limit < INT_MAX or over_limit
+            self._cut_at = end
+            source = log if end == size else _Prefix(log, end)
+            if log.unread_bytes:
+                self.finding(Finding(path, size, "io", f"not a regular file: only the first "
+                                     f"{size} bytes were read"))
+            if size == 0:
                 # Normal for a freshly rolled segment; said, but not an error.
                 self.note(Finding(path, -1, "empty", "empty file, no batches"))
             print_batch, v2_batch = self.sink.batch, RecordBatch
+            self._budget = DecompressionBudget(size, ratio=self.opts.budget_ratio, min_bytes=self.opts.budget_min_bytes,
+                                               seconds=self.opts.budget_seconds)
+            window = self.opts.window_bytes
             helper = None
             parallel = self.opts.parallel_min_bytes
             if parallel is not None and end >= parallel and not (deep or cut or self.json):
                 from .parallel import SecondHalf
-                helper = SecondHalf.start(seg.buf, end // 2, end, TextSink)
+                helper = SecondHalf.start(source, end // 2, window, TextSink)
             middle = end // 2 if helper else end + 1  # where this process takes the child's lines
             try:
                 # One walk, or two when the child printed a stretch: the second resumes where
                 # the child stopped (the walk's only state is its position).
-                items = walk_batches(seg.buf, 0, end, cut=cut)
+                items = walk_windows(source, 0, window=window, cut=cut)
                 while items is not None:
                     batches, items = items, None
-                    for batch in batches:
+                    for batch, win in batches:
                         if batch.__class__ is not v2_batch and isinstance(batch, DecodeError):
-                            self._walk_finding(batch, path, name, end)
+                            self._walk_finding(batch, path, name, end, log)
                             continue
                         if batch.position >= middle:
                             middle = end + 1
                             resume = helper.take(batch.position, self.out)
                             if resume is not None:
-                                items = walk_batches(seg.buf, resume, end, cut=cut)
+                                batches.close()
+                                items = walk_windows(source, resume, window=window, cut=cut)
                                 break
                         print_batch(batch)
+                        if batch.__class__ is v2_batch and batch[1] > INT64_MAX - batch[7]:
+                            self.finding(offset_overflow_finding(path, batch))
                         if not batch.crc_valid:
                             self.finding(Finding(path, batch.position, "crc",
                                                  f"batch ending at offset {batch.last_offset} fails its "
                                                  f"CRC check (stored {batch.crc})",
                                                  batch.size_in_bytes))
                         if deep:
-                            last_offset = self._records(batch, seg.buf, path, parse, gaps, last_offset)
+                            last_offset = self._records(batch, win, path, parse, gaps, last_offset)
             finally:
                 if helper:
                     helper.close()
+            if over_limit:
+                self.finding(Finding(path, self._cut_at, "max-bytes", _limit_message(size, end, limit, self._cut_at),
+                                     size - self._cut_at))
 
-    def _records(self, batch, buf, path: str, parse, gaps, last_offset: int) -> int:
-        """Print the records of ``batch``; returns the last record offset seen."""
+    def _records(self, batch, win, path: str, parse, gaps, last_offset: int) -> int:
+        """Print the records of ``batch``, read from ``win`` (the window of the log it was
+        walked in); returns the last record offset seen."""
         try:
-            for record in iter_batch_records(buf, batch, self.opts.max_decompressed):
+            for record in iter_batch_records(win.buf, batch, self.opts.max_decompressed, win.base, self._budget):
                 if last_offset == -1:
                     last_offset = record.offset
                 elif record.offset != last_offset + 1:
                     gaps.append(last_offset, record.offset)
                 last_offset = record.offset
                 self._record(batch, record, parse, path)
+        except DecompressionBudgetSpent as e:
+            # Said once per file, where it was spent; the later compressed batches are
+            # printed without their records.
+            if e.position == self._budget.spent_at:
+                self.finding(Finding.from_error(path, e))
         except DecodeError as e:
             self.finding(Finding.from_error(path, e))
         return last_offset
@@ -266,25 +297,35 @@ class Dumper:
         text = raft.render_control_value(key.type_id, record.value)
         return text if text is not None else f" controlType: {key.label}"
 
-    def _walk_finding(self, error: DecodeError, path: str, name: str, end: int) -> None:
+    def _walk_finding(self, error: DecodeError, path: str, name: str, end: int, log) -> None:
         """A finding of the walk: located on stderr; the bytes that end the log (where
         FileLogInputStream stops) are also kafka-dump-log's "Found N invalid bytes"."""
+        if isinstance(error, WindowUnmappable):
+            now = log.current_size()
+            if now < log.size:
+                self.finding(shrank_finding(path, error.position, log.size, now, end))
+            else:
+                self.finding(Finding.from_error(path, error), EXIT_IO)
+            return
         length = getattr(error, "length", 0)
         if not isinstance(error, (TruncatedTail, SkippedRegion)) or error.position + length != end:
             self.finding(Finding.from_error(path, error))
             return
-        if self.opts.max_bytes == INT_MAX:
+        if not self._cut:
             self.sink.invalid_bytes(length, name)
         if length <= HEADER_SIZE_UP_TO_MAGIC:
             reason, what = "short", f"{length} trailing bytes, too few for a batch header"
         elif isinstance(error, ZeroFilledRegion):
             reason, what = "zero-filled", (f"{length} zero bytes to the end of the file (preallocated "
                                            "or never written); kafka-dump-log fails here")
+            if self._cut and end < log.size:
+                what = f"{length} zero bytes up to byte {end}, where --max-bytes stops the read"
         elif isinstance(error, TruncatedTail):
             reason, what = "truncated", f"last batch is truncated: {length} bytes left of a longer batch"
         else:
             reason, what = "unreadable", f"no valid batch in the last {length} bytes"
-        if reason in ("short", "truncated") and self.opts.max_bytes != INT_MAX:
+        if reason in ("short", "truncated") and self._cut:
+            self._cut_at = error.position
             return  # the --max-bytes cut, not damage
         if error.position == 0 and reason in ("truncated", "unreadable") and length > HEADER_SIZE_UP_TO_MAGIC:
             what = (f"no valid batch in the file's {length} bytes: not a Kafka log segment, "
@@ -308,6 +349,47 @@ class Dumper:
     def dump_producer_snapshot(self, path: str, shown: str) -> None:
         from .indexes import dump_producer_snapshot
         dump_producer_snapshot(self, path, shown)
+
+
+INT64_MAX = 2**63 - 1
+
+
+def offset_overflow_finding(path: str, batch) -> Finding:
+    """A v2 batch whose last offset (base offset + lastOffsetDelta) passes Long.MAX_VALUE:
+    no broker writes one (offsets are signed 64-bit), and Java's sum wraps negative."""
+    last = batch.base_offset + batch.last_offset_delta
+    wrapped = (last + 2**63) % 2**64 - 2**63
+    return Finding(path, batch.position, "offset-overflow",
+                   f"batch at base offset {batch.base_offset} with lastOffsetDelta {batch.last_offset_delta}: "
+                   f"its last offset {last} passes 2^63-1, the largest offset Kafka has (Java's sum wraps to "
+                   f"{wrapped})", batch.size_in_bytes)
+
+
+def shrank_finding(path: str, position: int, size: int, now: int | None, end: int) -> Finding:
+    """A .log that shrank while the dump read it: the bytes from ``position`` were there when
+    it was opened (``size`` bytes) and are gone. The exit status is a cut file's (1)."""
+    what = f"{size} bytes when opened, {now} now" if now is not None else f"{size} bytes when opened"
+    return Finding(path, position, "shrank",
+                   f"the file shrank while it was read ({what}: a follower truncating its active "
+                   f"segment?); the {end - position} bytes from here on are not read", end - position)
+
+
+class _Prefix:
+    """The first ``size`` bytes of a source of windows (a --max-bytes cut)."""
+
+    def __init__(self, source, size: int):
+        self._source, self.size = source, size
+
+    def map(self, start: int, stop: int):
+        return self._source.map(start, min(stop, self.size))
+
+
+def _limit_message(size: int, end: int, limit: int, stopped: int) -> str:
+    default = (" (kafka-dump-log's default, Integer.MAX_VALUE: Kafka never writes a larger segment, "
+               "and kafka-dump-log refuses this file)" if limit == INT_MAX else "")
+    return (f"not read to its end: --max-bytes is {limit}{default}, so only the first {end} of its "
+            f"{size} bytes were read and the walk stopped at byte {stopped}; the last {size - stopped} "
+            f"bytes are not read: raise the limit with --max-bytes {size} to read them")
 
 
 def _is_extra(path: str) -> bool:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from logscan.format.compression import DEFAULT_BUDGET_MIN_BYTES, DEFAULT_BUDGET_RATIO, DEFAULT_BUDGET_SECONDS
+
+
 INT_MAX = 2**31 - 1
 #: kafka-dump-log's --max-message-size default (5 MiB).
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -11,6 +14,11 @@ DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 #: `logscan dump`'s smallest .log for a second process (logscan.dump.parallel): below this a
 #: fork, about a millisecond, buys nothing.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+#: The bytes of a .log the dump reads at a time: the memory a window holds, a read call per
+#: window (the scan maps 64 MiB windows; a read copies, so the dump's are smaller). A batch
+#: crossing a window's end is read again at the start of the next: at most one per window.
+DUMP_WINDOW_BYTES = 4 * 1024 * 1024
 
 DECODER_KINDS = ("transaction", "offsets", "metadata")
 
@@ -41,6 +49,15 @@ class DumpOptions:
     #: forked child (logscan.dump.parallel); None: never (the library default, as a fork
     #: is the command's business, not that of a program embedding the dumper).
     parallel_min_bytes: int | None = None
+    #: A .log is read this many bytes at a time (more for a larger entry; the rest of the
+    #: file at once after damage, where the walk resynchronises): never mapped, so a file
+    #: that shrinks under the dump is a finding, never a SIGBUS.
+    window_bytes: int = DUMP_WINDOW_BYTES
+    #: One .log's decompression budget (logscan.format.compression.DecompressionBudget):
+    #: output bytes per byte of the file (at least ``budget_min_bytes``) and seconds.
+    budget_ratio: int = DEFAULT_BUDGET_RATIO
+    budget_min_bytes: int = DEFAULT_BUDGET_MIN_BYTES
+    budget_seconds: float = DEFAULT_BUDGET_SECONDS
 
     def should_print_data_log(self, decoder: str | None) -> bool:
         """Any decoder option implies --print-data-log (DumpLogSegmentsOptions)."""

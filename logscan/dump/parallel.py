@@ -14,7 +14,7 @@ process goes on from there by itself. So every finding, the exit status and the 
 invalid bytes" line come from the one sequential walk, and the output is the one-process
 output byte for byte. When this process's own walk does not meet the child's start (damage
 before the middle, a batch stored in a payload), the child's work is dropped. The walk keeps
-no state but its position (``walk_batches(buf, pos, end)``), which is what makes resuming
+no state but its position (``walk_windows(source, pos)``), which is what makes resuming
 at the child's end exact.
 """
 
@@ -27,7 +27,7 @@ import struct
 import tempfile
 
 from logscan.format.batch import RecordBatch
-from logscan.format.logfile import find_next_entry, walk_batches
+from logscan.format.logfile import find_entry, walk_windows
 
 #: The child prints at most the batches in this many bytes (half of Kafka's largest segment):
 #: its temporary file holds a line of about 300 bytes per batch.
@@ -45,9 +45,11 @@ class SecondHalf:
         self._lines = lines  # the temporary file, shared with the child
 
     @classmethod
-    def start(cls, buf, middle: int, end: int, new_sink) -> "SecondHalf | None":
-        """Fork the child (None where the OS has no fork). ``new_sink(stream)`` makes the
-        text sink the child prints through."""
+    def start(cls, source, middle: int, window: int, new_sink) -> "SecondHalf | None":
+        """Fork the child (None where the OS has no fork), reading windows of ``window``
+        bytes of ``source`` (the parent's: a regular file's reads are independent of the
+        descriptor's position). ``new_sink(stream)`` makes the text sink the child prints
+        through."""
         if not hasattr(os, "fork"):
             return None
         try:
@@ -66,7 +68,7 @@ class SecondHalf:
             code = 1
             try:
                 os.close(read_fd)
-                result = _print_second_half(buf, middle, end, new_sink, lines)
+                result = _print_second_half(source, middle, window, new_sink, lines)
                 os.write(write_fd, _RESULT.pack(*result))
                 code = 0
             finally:
@@ -115,28 +117,31 @@ class SecondHalf:
             os.close(self._result_fd)
 
 
-def _print_second_half(buf, middle: int, end: int, new_sink, lines) -> tuple[int, int]:
-    start = resume = _first_entry_at_or_past(buf, middle, end)
+def _print_second_half(source, middle: int, window: int, new_sink, lines) -> tuple[int, int]:
+    end = source.size
+    start = resume = _first_entry_at_or_past(source, middle, window)
     stop = min(end, start + CHILD_MAX_BYTES)
     out = io.TextIOWrapper(lines, encoding="utf-8", newline="\n")
     print_batch = new_sink(out).batch
-    for batch in walk_batches(buf, start, end):
+    walk = walk_windows(source, start, window=window)
+    for batch, _ in walk:
         if batch.__class__ is not RecordBatch or not batch.crc_valid or batch.position >= stop:
             break
         print_batch(batch)
         resume = batch.position + 12 + batch.batch_length
+    walk.close()
     out.flush()
     out.detach()
     return start, resume
 
 
-def _first_entry_at_or_past(buf, middle: int, end: int) -> int:
+def _first_entry_at_or_past(source, middle: int, window: int) -> int:
     """The first checksum-valid entry at or past ``middle``, found by the resync search (a
-    walk from byte 0 would map every page of the first half into this process too); ``end``
-    when there is none. A batch inside another one's payload may be taken for it: then the
+    walk from byte 0 would read the whole first half into this process too); the end when
+    there is none. A batch inside another one's payload may be taken for it: then the
     parent does not meet it and drops the child's work."""
-    found = find_next_entry(buf, middle, end)
-    return end if found is None else found
+    found = find_entry(source, middle, window=window) if middle < source.size else None
+    return source.size if found is None else found
 
 
 def _read_all(fd: int, size: int) -> bytes:

@@ -24,6 +24,10 @@ class PairSpool:
         self.count = 0
 
     def append(self, a: int, b: int) -> None:
+        # As Java's longs hold them: an offset past 2^63-1 (a damaged base offset, reported
+        # as offset-overflow) wraps, as kafka-dump-log's sum does.
+        if not -2**63 <= a < 2**63 or not -2**63 <= b < 2**63:
+            a, b = (a + 2**63) % 2**64 - 2**63, (b + 2**63) % 2**64 - 2**63
         self._file.write(_PAIR.pack(a, b))
         self.count += 1
 

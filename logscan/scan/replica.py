@@ -28,7 +28,8 @@ from logscan.format.batch import (COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, INT
 from logscan.format.checkpoint import parse_leader_epoch_checkpoint
 from logscan.format.control import (CONTROL_TYPE_NAMES, MARKER_RECORD, decode_control_key, decode_end_txn_marker,
                                     read_marker_record)
-from logscan.format.errors import DecodeError
+from logscan.format.compression import DecompressionBudget
+from logscan.format.errors import DecodeError, DecompressionBudgetSpent
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
 from logscan.format.logfile import WINDOW_BYTES, find_entry, walk_batches, walk_windows
 from logscan.format.metadata import decode_metadata_record
@@ -198,9 +199,10 @@ def legacy_fact(entry: LegacyBatch, path: str, findings: list[Finding]) -> Batch
 
 
 def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
-                     findings: list[Finding], base: int = 0) -> Iterator[TxnLogRecord]:
+                     findings: list[Finding], base: int = 0, budget: DecompressionBudget | None = None
+                     ) -> Iterator[TxnLogRecord]:
     try:
-        for rec in iter_records(buf, batch, base=base):
+        for rec in iter_records(buf, batch, base=base, budget=budget):
             try:
                 e = decode_txnlog_entry(rec.key, rec.value)
             except DecodeError as err:
@@ -222,6 +224,9 @@ def _txn_log_records(buf, batch: RecordBatch, partition: int, path: str,
                                                 e.transaction_timeout_ms, e.partitions or (),
                                                 e.last_update_timestamp_ms, e.start_timestamp_ms,
                                                 batch.partition_leader_epoch))
+    except DecompressionBudgetSpent as e:
+        if e.position == budget.spent_at:  # said once per segment, where it was spent
+            findings.append(Finding.from_error(path, e))
     except DecodeError as e:
         findings.append(Finding.from_error(path, e))
 
@@ -320,6 +325,7 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             out.findings.append(Finding(path, -1, "io", str(e)))
             return
         out.bytes_read += log.size
+        budget = DecompressionBudget(log.size)  # a segment of small decompression bombs stops here
         findings = out.findings
         # The counts are kept in locals while the walk runs (this loop runs once per batch) and
         # stored in ``out`` before every yield, so a consumer sees them current.
@@ -349,7 +355,7 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             yield fact, entry
             if is_txn_log and kind is RecordBatch and not entry.attributes & CONTROL_FLAG_MASK:
                 before = len(out.txn_log)
-                out.txn_log.extend(_txn_log_records(win.buf, entry, partition, path, findings, win.base))
+                out.txn_log.extend(_txn_log_records(win.buf, entry, partition, path, findings, win.base, budget))
                 out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))
 
 
