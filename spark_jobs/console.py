@@ -3,8 +3,10 @@
 
 Spark's own start-up chatter (its default log4j profile, the loopback-hostname and
 native-hadoop warnings, "Setting default log level") would bury the one line that matters,
-so the driver JVM starts with a log4j2 configuration that prints errors only; Spark's stage
-progress bar is drawn only when asked (a terminal is watching stderr).
+so the driver JVM starts with a log4j2 configuration that prints fatal errors only (a task's
+failure is an ERROR line per attempt, with its trace: a job that fails because of it says so
+in one line, scan_cli.report_failure, with the whole trace in a file); Spark's stage progress
+bar is drawn only when asked (a terminal is watching stderr).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from pathlib import Path
 from .session import BASE_CONF, build_session
 
 LOG4J2_ERRORS_ONLY = """\
-# written by logscan (spark_jobs/console.py): Spark's log on stderr, errors only
-rootLogger.level = error
+# written by logscan (spark_jobs/console.py): Spark's log on stderr, fatal errors only
+rootLogger.level = fatal
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -27,7 +29,7 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 # A "shell" (pyspark-shell) prints "Setting default log level" unless Spark's own logger has
 # a level of its own equal to the root's (org.apache.spark.internal.Logging)
 logger.spark.name = org.apache.spark
-logger.spark.level = error
+logger.spark.level = fatal
 """
 
 
@@ -59,5 +61,5 @@ def session(app_name: str, *, master: str, progress: bool = False, conf: dict[st
         })
     except (FileNotFoundError, RuntimeError) as e:   # no Delta jars / not on the class path
         raise SetupFailed(str(e)) from None
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("FATAL")
     return spark

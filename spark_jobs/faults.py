@@ -5,9 +5,9 @@ reaches that step touches the file ``LOGSCAN_PAUSE_FILE`` and then waits forever
 can SIGKILL the whole job at a known point instead of guessing one with sleeps. Steps:
 
 * ``decode``: in every decode task, before it reads a byte;
-* ``write:<table>``: in the Delta write of ``<table>`` (not an optimized one), whose rows
-  are then spread over two tasks: the first writes its data file into the table's folder,
-  the second waits before its first row, so the write has begun and its commit never comes.
+* ``write:<table>``: on the driver, between the writing of ``<table>``'s data files (in its
+  folder, named by no version yet) and its Delta commit, the tables committed before it
+  (scan.commit_order) done: the write has begun and its commit never comes.
 
 Without the variable nothing is wrapped: the job's plan is the same as without this module.
 """
@@ -43,18 +43,5 @@ def at_start(step: str, fn: Callable[[Iterator], Iterator]) -> Callable[[Iterato
     def paused(batches: Iterator) -> Iterator:
         pause()
         yield from fn(batches)
-
-    return paused
-
-
-def in_second_task(step: str) -> Callable[[Iterator], Iterator]:
-    """A pass-through mapInArrow function whose task of partition 1 pauses before its rows;
-    the task of partition 0 passes its rows on and ends."""
-    def paused(batches: Iterator) -> Iterator:
-        from pyspark import TaskContext
-
-        if TaskContext.get().partitionId() == 1:
-            pause()
-        yield from batches
 
     return paused

@@ -56,7 +56,6 @@ import re
 import sys
 import time
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -74,6 +73,7 @@ from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan import summary as summary_text
 from logscan.scan.listing import list_copy
+from logscan.scan.output import WRITTEN, commit, write_rows
 from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, valid_ranges
 from logscan.state import hanging
 from logscan.state.facts import BatchFact
@@ -95,7 +95,6 @@ PARTITION_KEYS = ["topic", "partition"]
 TARGET_TASK_BYTES = 256 << 20
 #: Segments larger than this are read by several tasks, one per byte range (--split-bytes).
 SPLIT_BYTES = 128 << 20
-WRITE_THREADS = 4
 #: Replicas per task of the per-replica step. Its tasks stream (memory does not grow with
 #: them), so they can be large: each task costs ~20 ms, and every later write reads the step's
 #: output once per task (64 a task made 97 tasks per write on a 3000-replica copy).
@@ -216,9 +215,13 @@ def default_scan_id(roots: list[Path]) -> str:
 
 @dataclass(slots=True)
 class ScanFrames:
-    """The tables of one scan as DataFrames (not yet tagged or written)."""
+    """The tables of one scan, not yet written: each table's rows made by tasks (a DataFrame of
+    its rows.py columns), the rows the driver made (listing, coordinator), and the partition
+    step's WRITTEN rows (that step writes its own tables when it runs)."""
 
     tables: dict[str, DataFrame]
+    driver: dict[str, list[R.Row]]
+    written: DataFrame
     as_of_ms: int
     persisted: list[DataFrame]
     broadcasts: list[Broadcast] = field(default_factory=list)
@@ -295,12 +298,14 @@ def internal_states(states: DataFrame) -> dict[str, list[tuple]]:
     return out
 
 
-def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[int] = None,
+def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: str, *,
+                 as_of_ms: Optional[int] = None,
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                  include_superseded: bool = False, follow_links: bool = False, split_bytes: int = SPLIT_BYTES,
                  bootstrap: str = pipeline.DEFAULT_BOOTSTRAP, replay_in_decode: bool = True,
                  tables: tuple[str, ...] = DEFAULT_TABLES) -> ScanFrames:
-    """The ``tables`` of a scan (parse_tables's names). ``replay_in_decode=False`` sends every
+    """The ``tables`` of a scan (parse_tables's names), the partition step's to be written
+    into ``output`` as scan ``scan_id`` when it runs. ``replay_in_decode=False`` sends every
     replica through the per-replica step's shuffle, as the replicas plan_tasks cannot give
     one task (the tests compare both ways)."""
     listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes,
@@ -386,42 +391,39 @@ def build_tables(spark: SparkSession, roots: list[Path], *, as_of_ms: Optional[i
                                           *(F.col(f"span.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
     # The coordinator's index, built once and broadcast (tasks.partition_stream says why).
     index = spark.sparkContext.broadcast(pipeline.coordinator_index(coordinator_rows))
-    partition_out = (partition_in
-                     .mapInArrow(tasks.partition_stream(index, as_of_ms=as_of_ms,
-                                                        max_timeout_ms=max_transaction_timeout_ms,
-                                                        coordinator=coordinator, bootstrap=bootstrap),
-                                 S.spark_schema(tasks.PARTITION_OUT))).persist()
+    written = (partition_in
+               .mapInArrow(tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
+                                                  coordinator=coordinator, bootstrap=bootstrap, output=output,
+                                                  scan_id=scan_id, tables=tables),
+                           S.spark_schema(WRITTEN)))
 
-    files = reduce(DataFrame.unionByName, [sized(decoded_files(kept), "file"), *step_files,
-                                            _frame(spark, listing.files, R.FILES)])
-    corruptions = reduce(DataFrame.unionByName, [sized(S.members(kept, "finding"), "finding"), *step_findings,
-                                                  S.members(metadata_out, "finding"),
-                                                  _frame(spark, listing.findings, R.CORRUPTIONS)])
     frames = {
-        "files": files, "corruptions": corruptions,
+        "files": reduce(DataFrame.unionByName, [sized(decoded_files(kept), "file"), *step_files]),
+        "corruptions": reduce(DataFrame.unionByName, [sized(S.members(kept, "finding"), "finding"), *step_findings,
+                                                       S.members(metadata_out, "finding")]),
         "txn_log": sized(txn_log, "txn_log"),
-        "coordinator_state": _frame(spark, coordinator_rows, R.COORDINATOR_STATE),
         "producer_snapshots": replica_tables["snapshot"], "producer_state": replica_tables["producer"],
         "txn_spans": replica_tables["span"],
-        "partition_state": S.members(partition_out, "state"),
-        "hanging_candidates": S.members(partition_out, "candidate"),
-        "abort_plans": S.members(partition_out, "plan"),
     }
     if with_batches:   # the decode's batch rows and those of batches failing their CRC (pipeline.DAMAGED)
         batch_rows = kept.where(F.col("record_type").isin(*pipeline.BATCH_KINDS)).select("batch.*")
         frames["batches"] = batch_rows.coalesce(write_tasks(sum(counts.get(k, 0) for k in pipeline.BATCH_KINDS)))
-    return ScanFrames({t: frames[t] for t in tables}, as_of_ms, [*persisted, metadata_out, partition_out], [index])
+    driver = {"files": listing.files, "corruptions": listing.findings, "coordinator_state": coordinator_rows}
+    return ScanFrames({t: frames[t] for t in tables if t in frames}, {t: driver[t] for t in tables if t in driver},
+                      written, as_of_ms, [*persisted, metadata_out], [index])
 
 
-def write_table(df: DataFrame, output: str, table: str, scan_id: str, as_of_ms: int) -> None:
-    """One Delta commit replacing this scan's rows of DIR/<table> (schemas.write_table)."""
-    options = {}
-    if faults.asked(f"write:{table}"):
-        df = df.repartition(2).mapInArrow(faults.in_second_task(f"write:{table}"), df.schema)
-        # Each of the two tasks writes its own file: an optimized write would first shuffle
-        # them together, and the file of the task that ends would never be written.
-        options["optimizeWrite"] = "false"
-    S.write_table(df, output, table, scan_id, as_of_ms, options)
+def write_input(tables: dict[str, DataFrame]) -> DataFrame:
+    """The tables' rows as one tagged union, for tasks.write_tables: ``record_type`` names the
+    table, a struct column of that name holds the row (its rows.py columns, in order)."""
+    members = [df.select(F.lit(t).alias("record_type"),
+                         F.struct(*(F.col(c) for c in R.TABLES[t].names)).alias(t)) for t, df in tables.items()]
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), members)
+
+
+#: The order the tables are committed in: batches, by far the largest, last.
+def commit_order(tables) -> list[str]:
+    return sorted(tables, key=lambda t: (t == "batches", TABLES.index(t)))
 
 
 def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optional[str] = None,
@@ -429,26 +431,36 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     """Build and write the tables (``tables``: parse_tables's names; by default every table
     but batches); returns (scan_id, as_of_ms).
 
-    The tables are written at the end, after decoding and replay, each in one Delta commit
-    (``replaceWhere scan_id = ID``): a run killed before a table's commit leaves that table
-    exactly at its previous version; files its unfinished write left in the folder belong to
-    no version (Delta's VACUUM deletes them). The scan is complete when this returns."""
+    Every table's rows are written as Parquet by the tasks that hold them last (one job: the
+    writer tasks over the decode's and per-replica step's tables, and the partition step,
+    which writes its own), and by the driver for its own rows; then each table gets one Delta
+    commit replacing this scan's rows (logscan.scan.output: crash safety is its). A run killed
+    before a table's commit leaves that table at its previous version; the files written for
+    it belong to no version (Delta's VACUUM deletes them). The scan is complete when this
+    returns: its row in the ``scans`` table is committed last."""
     scan_id = scan_id or default_scan_id(roots)
     check_scan_id(scan_id)
     check_output(roots, output)
-    frames = build_tables(spark, roots, **kw)
+    frames = build_tables(spark, roots, output, scan_id, **kw)
     try:
-        # Each write is a Spark job plus a Delta commit, mostly driver-side latency: a few
-        # at a time halve the wall time on two cores. Each table commits atomically on its own.
-        with ThreadPoolExecutor(WRITE_THREADS) as pool:
-            for _ in pool.map(lambda item: write_table(item[1], output, item[0], scan_id, frames.as_of_ms),
-                              frames.tables.items()):
-                pass
+        parallelism = spark.sparkContext.defaultParallelism
+        writers = (write_input(frames.tables).coalesce(parallelism)
+                   .mapInArrow(tasks.write_tables(output, scan_id, frames.as_of_ms), S.spark_schema(WRITTEN)))
+        parts: dict[str, list[R.Row]] = defaultdict(list)
+        for row in writers.unionByName(frames.written).collect():
+            parts[row["table"]].append(row.asDict())
+        for table, rows in frames.driver.items():
+            parts[table].extend(write_rows(output, scan_id, frames.as_of_ms, table, rows))
+        tables = kw.get("tables", DEFAULT_TABLES)
+        for table in commit_order(tables):
+            if faults.asked(f"write:{table}"):   # its files written, its commit not made
+                faults.pause()
+            commit(output, table, scan_id, parts.get(table, []))
         # Last, once every table holds the scan: the row that says it is whole (readers warn of
         # a scan id without one: logscan.sql.delta.unfinished_scans).
-        finished = {"tables": list(frames.tables), "inputs": [str(r) for r in roots],
+        finished = {"tables": list(tables), "inputs": [str(r) for r in roots],
                     "finished_ms": int(time.time() * 1000)}
-        write_table(_frame(spark, [finished], R.SCANS), output, R.SCANS_TABLE, scan_id, frames.as_of_ms)
+        commit(output, R.SCANS_TABLE, scan_id, write_rows(output, scan_id, frames.as_of_ms, R.SCANS_TABLE, [finished]))
     finally:
         for df in frames.persisted:
             df.unpersist()
@@ -538,34 +550,32 @@ def main(argv: Optional[list[str]] = None) -> int:
                                 include_superseded=args.include_superseded, follow_links=args.follow_links,
                                 split_bytes=args.split_bytes,
                                 bootstrap=args.bootstrap_server, tables=args.tables)
-        print(summary(spark, args.output, scan_id, as_of_ms, time.monotonic() - started,
+        print(summary(args.output, scan_id, as_of_ms, time.monotonic() - started,
                       max_transaction_timeout_ms=args.max_transaction_timeout_ms))
     except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
         return report_failure(e, sys.stderr, "spark_jobs/scan.py")
     return 0
 
 
-def figures(spark: SparkSession, output: str, scan_id: str, as_of_ms: int) -> summary_text.Figures:
-    """logscan.scan.summary's figures (the scan's last step) over this scan's Delta tables, their
-    rows streamed to the driver a partition at a time (only the columns it reads)."""
-    def rows(table: str, *columns: str):
-        df = spark.read.format("delta").load(f"{output}/{table}").where(F.col("scan_id") == scan_id)
-        return (r.asDict() for r in df.select(*columns).toLocalIterator())
+def figures(output: str, scan_id: str, as_of_ms: int) -> summary_text.Figures:
+    """logscan.scan.summary's figures (the scan's last step) over this scan's Delta tables,
+    read in this process (logscan.report.data.scan_figures: DuckDB over delta-rs, no Spark job)."""
+    from logscan.report.data import scan_figures
+    from logscan.sql.embedded import EmbeddedEngine
 
-    return summary_text.figures(
-        as_of_ms=as_of_ms,
-        states=rows("partition_state", *summary_text.STATE_COLUMNS),
-        candidates=rows("hanging_candidates", *summary_text.CANDIDATE_COLUMNS),
-        findings=rows("corruptions", *summary_text.FINDING_COLUMNS),
-        files=rows("files", "kind", "size"), tables=output)
+    engine = EmbeddedEngine(Path(output))
+    try:
+        return scan_figures(engine, scan_id, as_of_ms, tables=output)
+    finally:
+        engine.close()
 
 
-def summary(spark: SparkSession, output: str, scan_id: str, as_of_ms: int, seconds: float, *,
+def summary(output: str, scan_id: str, as_of_ms: int, seconds: float, *,
             max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS) -> str:
     """The text printed after the scan: logscan.scan.summary over :func:`figures`."""
     out = io.StringIO()
     out.write(f"scan {scan_id} into {output} in {seconds:.1f} s\n")
-    summary_text.write_figures(figures(spark, output, scan_id, as_of_ms), out,
+    summary_text.write_figures(figures(output, scan_id, as_of_ms), out,
                                max_transaction_timeout_ms=max_transaction_timeout_ms)
     return out.getvalue().rstrip("\n")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json as jsonlib
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -28,19 +29,41 @@ class BadRequest(ValueError):
 
 def failure_cause(error: BaseException) -> str:
     """The cause of a failed Spark job in one line: the innermost Java exception behind a Py4J
-    error (a full disk's IOException under the write's SparkException), else the error's first
-    line. Read while the session is up (the Java objects die with it)."""
-    java = getattr(error, "java_exception", None)
+    error (a full disk's IOException under a SparkException), or, when that is a Python
+    worker's failure (a task writing its Parquet to a full disk), the Python exception its
+    traceback ends with; else the error's first line. Read while the session is up (the Java
+    objects die with it)."""
+    # Py4JJavaError's Java exception, or the one pyspark's converted errors keep (PythonException)
+    java = getattr(error, "java_exception", None) or getattr(error, "_origin", None)
     if java is not None:
         try:
             root = java
             while root.getCause() is not None:
                 root = root.getCause()
-            return printable(str(root.toString()))[:500]
+            text = str(root.toString())
+            if root.getClass().getName() == "org.apache.spark.api.python.PythonException":
+                text = _python_error(text.splitlines()) or text
+            return printable(text.strip())[:500]
         except Exception:   # the JVM already gone: the Python side's text below
             pass
-    first = next((line for line in str(error).splitlines() if line.strip()), "")
+    lines = str(error).splitlines()
+    worker = _python_error(lines)
+    if worker:
+        return printable(worker)[:500]
+    first = next((line for line in lines if line.strip()), "")
     return printable(f"{type(error).__name__}: {first.strip()}")[:500]
+
+
+_PYTHON_ERROR = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)(: .*)?")
+
+
+def _python_error(lines: list[str]) -> Optional[str]:
+    """The exception a Python worker's traceback ends with ("OSError: [Errno 28] No space left
+    on device"), when the text holds one: its last line of that form after the traceback."""
+    start = next((i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line), None)
+    if start is None:
+        return None
+    return next((line.strip() for line in reversed(lines[start:]) if _PYTHON_ERROR.fullmatch(line.strip())), None)
 
 
 def report_failure(error: BaseException, err: TextIO, program: str) -> int:
@@ -105,12 +128,12 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
                                     max_transaction_timeout_ms=max_transaction_timeout_ms,
                                     include_superseded=include_superseded, follow_links=follow_links,
                                     bootstrap=bootstrap, tables=names)
-        figures = job.figures(spark, output, scan_id, as_of_ms)
-        candidates = _candidates(spark, output, scan_id) if json else []
     except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
         return report_failure(e, err, "logscan scan")
     finally:
         spark.stop()
+    figures = job.figures(output, scan_id, as_of_ms)
+    candidates = _candidates(output, scan_id) if json else []
 
     text = out if not json else err
     text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
@@ -125,13 +148,16 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     return summary_text.exit_status(figures)
 
 
-def _candidates(spark, output: str, scan_id: str) -> list[dict]:
+def _candidates(output: str, scan_id: str) -> list[dict]:
     """Every hanging candidate of the scan, without the scan tags, in summary.candidate_order:
-    the objects `logscan scan --format json` prints."""
-    from pyspark.sql import functions as F
-
+    the objects `logscan scan --format json` prints (read in this process: DuckDB over delta-rs)."""
     from logscan.scan.summary import candidate_order
+    from logscan.sql.embedded import EmbeddedEngine
 
-    df = spark.read.format("delta").load(f"{output}/hanging_candidates").where(F.col("scan_id") == scan_id)
-    return sorted((r.asDict(recursive=True) for r in df.drop("scan_id", "as_of").toLocalIterator()),
-                  key=candidate_order)
+    engine = EmbeddedEngine(Path(output))
+    try:
+        rows = engine.stream("SELECT * EXCLUDE (scan_id, as_of) FROM hanging_candidates WHERE scan_id = ?",
+                             [scan_id], tables=["hanging_candidates"])
+        return sorted(rows, key=candidate_order)
+    finally:
+        engine.close()

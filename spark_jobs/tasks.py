@@ -16,11 +16,13 @@ from operator import itemgetter
 from typing import Iterable, Iterator, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import Broadcast, TaskContext
 
 from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan.collector import young_collections_only
+from logscan.scan.output import WRITTEN, Parts
 from logscan.scan.pipeline import DAMAGED, Replay, decode, replica_rows
 from logscan.state.coordinator import CoordinatorCopy
 from logscan.state.facts import BatchFact
@@ -79,8 +81,8 @@ REPLICA_OUT = R.tagged_schema({**_REPLICA_MEMBERS, "file": R.FILES, "finding": R
 #: Partition count of each topic at as_of, from __cluster_metadata.
 TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
 METADATA_OUT = R.tagged_schema({"leader": LEADERS, "topic": TOPICS, "finding": R.CORRUPTIONS})
-PARTITION_OUT = R.tagged_schema({"state": R.PARTITION_STATE, "candidate": R.HANGING_CANDIDATES,
-                                 "plan": R.ABORT_PLANS})
+#: The partition step's rows by kind, and the table each is a row of (it writes them itself).
+PARTITION_TABLES = {"state": "partition_state", "candidate": "hanging_candidates", "plan": "abort_plans"}
 
 #: Rows a Python worker holds before it hands them to Spark as one Arrow batch. The pending
 #: rows (and their objects: a batch fact and header each in the decode) are most of a task's
@@ -292,7 +294,8 @@ PARTITION_ROW_ORDER = ("state", "open_txn", "span")
 
 
 def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
-                     coordinator: CoordinatorCopy, bootstrap: str):
+                     coordinator: CoordinatorCopy, bootstrap: str, output: str, scan_id: str,
+                     tables: Iterable[str] = tuple(PARTITION_TABLES.values())):
     """mapInArrow body over the replicas' state, open-transaction and closed-span rows,
     clustered by (topic, partition), each carrying the partition's leader from
     __cluster_metadata (null when it names none): per partition,
@@ -307,7 +310,13 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     Within a partition the rows come in PARTITION_ROW_ORDER, span rows by end-marker offset
     (then broker and span index): the views are built from the rows before the first span
     row, and the spans stream through assess_partition, so memory holds a partition's states
-    and open transactions, never its closed transactions."""
+    and open transactions, never its closed transactions.
+
+    The step's rows are the last of the scan: the task writes them into its own Parquet file
+    of each of PARTITION_TABLES asked for (``tables``) under ``output``
+    (logscan.scan.output.Parts) and hands Spark only what it wrote (WRITTEN rows), for the
+    driver's commits."""
+    kinds = {kind: table for kind, table in PARTITION_TABLES.items() if table in set(tables)}
     order = {kind: i for i, kind in enumerate(PARTITION_ROW_ORDER)}
 
     def assess(rows: Iterator[tuple], index) -> list[tuple[str, R.Row]]:
@@ -347,15 +356,46 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
             for topic, partition, *rest in zip(*cols):
                 yield ((topic, partition), *rest)
 
+    def written(out: list[tuple[str, R.Row]], parts: Parts) -> None:
+        for kind, table in kinds.items():
+            rows = [row for k, row in out if k == kind]
+            if rows:
+                parts.add(table, R.to_batch(rows, R.TABLES[table]))
+        out.clear()
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_heap()
         by_producer = index.value
         out: list[tuple[str, R.Row]] = []
-        for _, rows in groupby(rows_of(batches), key=itemgetter(0)):
-            out.extend(assess(rows, by_producer))
-            if len(out) >= _FLUSH_ROWS:
-                yield R.to_tagged_batch(out, PARTITION_OUT)
-                out = []
-        if out:
-            yield R.to_tagged_batch(out, PARTITION_OUT)
+        parts = Parts(output, scan_id, as_of_ms)
+        try:
+            for _, rows in groupby(rows_of(batches), key=itemgetter(0)):
+                out.extend(assess(rows, by_producer))
+                if len(out) >= _FLUSH_ROWS:
+                    written(out, parts)
+            written(out, parts)
+        except BaseException:
+            parts.abort()
+            raise
+        yield R.to_batch(parts.close(), WRITTEN)
+    return run
+
+
+def write_tables(output: str, scan_id: str, as_of_ms: int):
+    """mapInArrow body over the tagged union of tables (a struct column per table, named as
+    the table; scan.write_input): each table's rows into one Parquet file of the task under
+    ``output`` (logscan.scan.output.Parts), then only what it wrote (WRITTEN rows) to Spark."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
+        parts = Parts(output, scan_id, as_of_ms)
+        try:
+            for batch in batches:
+                kinds = batch.column("record_type")
+                for table in pc.unique(kinds).to_pylist():
+                    rows = batch.filter(pc.equal(kinds, table)).column(table)
+                    parts.add(table, pa.RecordBatch.from_struct_array(rows))
+        except BaseException:
+            parts.abort()
+            raise
+        yield R.to_batch(parts.close(), WRITTEN)
     return run

@@ -40,6 +40,23 @@ def load(tables_dir: Path, scan_id: Optional[str] = None) -> dict[str, Any]:
         engine.close()
 
 
+def scan_figures(engine: EmbeddedEngine, scan_id: str, as_of_ms: int, tables: Optional[str] = None
+                 ) -> summary.Figures:
+    """The figures `logscan scan` prints (logscan.scan.summary's reduce) over one scan's rows of
+    the tables ``engine`` reads, streamed (only the columns the reduce reads); ``tables``: where
+    the summary says the tables are."""
+    def streamed(table: str, columns: Iterable[str]) -> Iterator[dict[str, Any]]:
+        """The scan's rows of ``table``, ``columns`` only, streamed (none if there is no such table)."""
+        if table in engine.paths:
+            yield from engine.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE scan_id = ?", [scan_id],
+                                     tables=[table])
+
+    return summary.figures(as_of_ms=as_of_ms, states=streamed("partition_state", summary.STATE_COLUMNS),
+                           candidates=streamed("hanging_candidates", summary.CANDIDATE_COLUMNS),
+                           findings=streamed("corruptions", summary.FINDING_COLUMNS),
+                           files=streamed("files", ("kind", "size")), tables=tables)
+
+
 def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> dict[str, Any]:
     if "partition_state" not in engine.paths:
         raise TablesError(f"{tables_dir}: no partition_state table; give the --output folder of a scan")
@@ -67,17 +84,7 @@ def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> d
                      f"written: {', '.join(holding)} hold it, the others may not); run the same scan again (it "
                      f"replaces its own rows), or give --scan-id of a finished one (the scans table lists them)")
 
-    def streamed(table: str, columns: Iterable[str]) -> Iterator[dict[str, Any]]:
-        """The scan's rows of ``table``, ``columns`` only, streamed (none if there is no such table)."""
-        if table in engine.paths:
-            yield from engine.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE scan_id = ?", [scan_id],
-                                     tables=[table])
-
-    # The figures `logscan scan` prints (logscan.scan.summary, the same reduce over the same rows).
-    fig = summary.figures(as_of_ms=as_of, states=streamed("partition_state", summary.STATE_COLUMNS),
-                          candidates=streamed("hanging_candidates", summary.CANDIDATE_COLUMNS),
-                          findings=streamed("corruptions", summary.FINDING_COLUMNS),
-                          files=streamed("files", ("kind", "size")))
+    fig = scan_figures(engine, scan_id, as_of)
     head = {"as_of": as_of, "replicas": fig.replicas, "partitions": fig.partitions,
             "open_transactions": fig.open_transactions, "lagging_replicas": fig.lagging, "brokers": fig.brokers}
     # One row per partition: the replica furthest ahead speaks for it (ties: lowest broker).

@@ -1,8 +1,8 @@
 """A Spark scan that cannot finish says so in one line (issue 33 item 5): its own exit status
 (5: no answer; 1 would say damage found, 4 hanging), the innermost Java exception as the cause,
 and the whole trace in a log file it names, never thousands of lines of JVM trace on the
-terminal. The failure here is a real one of Hadoop's file system under Delta's write: a table's
-folder in the output is a regular file."""
+terminal. The failure here is a real one of a write task: a table's folder in the output is a
+regular file, so the Python worker writing that table's Parquet fails."""
 
 from __future__ import annotations
 
@@ -35,9 +35,9 @@ def test_a_failed_spark_scan_is_one_line_and_its_own_exit_status(tmp_path):
     found = re.fullmatch(r"logscan scan: the Spark job failed: (.+); the whole trace is in (\S+)", lines[0])
     assert found, lines[0]
     cause, log = found.group(1), Path(shlex.split(found.group(2))[0])
-    assert cause.startswith("org.apache.hadoop.fs.ParentNotDirectoryException") and str(out / "partition_state") in cause
+    assert re.match(r"(NotADirectoryError|FileExistsError): ", cause) and str(out / "partition_state") in cause
     trace = log.read_text()
-    assert "Traceback" in trace and "ParentNotDirectoryException" in trace and len(trace.splitlines()) > 20
+    assert "Traceback" in trace and cause.split(":")[0] in trace and len(trace.splitlines()) > 20
     log.unlink()
     assert digest_free(copy)
 

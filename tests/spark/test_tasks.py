@@ -3,16 +3,19 @@ batches Spark would hand them: the per-replica stream cut anywhere, the partitio
 the order scan.py sorts it, cut anywhere, and the decode's streamed walk."""
 
 import gc
+import tempfile
 from bisect import bisect_right
 from pathlib import Path
 from types import SimpleNamespace
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from logscan.scan import local, pipeline
 from logscan.scan import rows as R
 from logscan.scan.listing import list_copy
+from logscan.scan.output import WRITTEN
 from logscan.scan.replica import ReplicaRead, iter_segment, read_replica
 from logscan.state.facts import BatchFact
 from spark_jobs import tasks
@@ -367,15 +370,25 @@ def _partition_case(cluster):
 
 
 def _partition_out(result, rows, chunk):
+    """The partition step's rows as (record_type, row) dicts, read back from the Parquet files
+    it wrote (the WRITTEN rows it hands Spark name them)."""
     # The Spark job passes a Broadcast of the index; in process, its .value will do.
     index = SimpleNamespace(value=pipeline.coordinator_index(result.tables["coordinator_state"]))
-    step = tasks.partition_stream(index,
-                                  as_of_ms=result.as_of_ms,
-                                  max_timeout_ms=pipeline.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
-                                  coordinator=result.coordinator,
-                                  bootstrap=local.DEFAULT_BOOTSTRAP)
-    stream = pa.Table.from_pylist(rows, schema=_PARTITION_IN).to_batches(max_chunksize=chunk)
-    return pa.Table.from_batches(list(step(iter(stream))), schema=tasks.PARTITION_OUT).to_pylist()
+    with tempfile.TemporaryDirectory() as output:
+        step = tasks.partition_stream(index,
+                                      as_of_ms=result.as_of_ms,
+                                      max_timeout_ms=pipeline.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+                                      coordinator=result.coordinator,
+                                      bootstrap=local.DEFAULT_BOOTSTRAP, output=output, scan_id="t")
+        stream = pa.Table.from_pylist(rows, schema=_PARTITION_IN).to_batches(max_chunksize=chunk)
+        written = pa.Table.from_batches(list(step(iter(stream))), schema=WRITTEN).to_pylist()
+        kinds = {table: kind for kind, table in tasks.PARTITION_TABLES.items()}
+        out = []
+        for w in written:
+            for row in pq.read_table(f"{output}/{w['table']}/{w['path']}").drop_columns(["as_of"]).to_pylist():
+                out.append({"record_type": kinds[w["table"]], kinds[w["table"]]: row})
+        assert sum(w["rows"] for w in written) == len(out)
+        return out
 
 
 @pytest.fixture(scope="module", params=CLUSTERS, ids=[c.parent.name for c in CLUSTERS])
