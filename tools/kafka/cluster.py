@@ -78,6 +78,7 @@ TOOL_CANDIDATES = {
     "kafka-metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand",),
     "kafka-log-dirs": ("org.apache.kafka.tools.LogDirsCommand",),
     "kafka-jmx": ("org.apache.kafka.tools.JmxTool",),
+    "kafka-consumer-groups": ("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",),
 }
 # The default release's classes, for callers that hold no jars folder (tests.kafkajava).
 TOOL_ALIASES = {
@@ -86,7 +87,7 @@ TOOL_ALIASES = {
 }
 # Tools that talk to the cluster: run_tool adds --bootstrap-server when the caller did not.
 NEEDS_BOOTSTRAP = {"kafka-transactions", "kafka-topics", "kafka-get-offsets", "kafka-features",
-                   "kafka-metadata-quorum", "kafka-log-dirs"}
+                   "kafka-metadata-quorum", "kafka-log-dirs", "kafka-consumer-groups"}
 
 # Short-lived JVMs (tools) dominate the fixture build time: C1 only and a serial GC start faster.
 TOOL_JVM_OPTS = ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"]

@@ -164,7 +164,9 @@ on all 3 nodes) formatted with the `transaction.version` named below. After the 
 `truth/tools/*.stdout.txt|stderr.txt` hold the raw output of `kafka-transactions
 describe-producers` (every replica of every partition, `--broker-id`), `find-hanging` per broker
 (`--max-transaction-timeout` 0 and 15), `list`, `describe` of each transactional id, `kafka-topics
---describe` and `kafka-log-dirs --describe`; `truth/truth.json` holds the same parsed plus the
+--describe`, `kafka-log-dirs --describe` and (clusters recorded since issue 35: `offsets`)
+`kafka-consumer-groups --describe --all-groups` with `--offsets` and `--state` (truth.json
+`consumer_groups`); `truth/truth.json` holds the same parsed plus the
 log start offset, high watermark and read_committed end offset (LSO) of every partition
 (ListOffsets) and the scenarios' own notes. Then the cluster was stopped cleanly (SIGTERM) and
 each node's log dir copied with a plain recursive copy to `brokers/broker-<id>/`

@@ -31,6 +31,32 @@ def parse_table(stdout: str) -> list[dict[str, str]]:
     return rows
 
 
+def parse_columns(stdout: str, first: str = "GROUP") -> list[dict[str, str]]:
+    """Rows of a ConsumerGroupCommand table (``kafka-consumer-groups --describe``): cells are
+    left-aligned under their header cell (``%-Ns`` formats), one header per group, blank lines
+    and sentences between; a header cell may hold a space (``COORDINATOR (ID)``), so cells are
+    cut at the header's column starts, never split on spaces."""
+    rows: list[dict[str, str]] = []
+    starts: list[tuple[str, int]] = []
+    for line in stdout.splitlines():
+        if line.startswith(first + " "):
+            names = re.findall(r"\S+(?: \(\S+\))?", line)
+            starts, pos = [], 0
+            for n in names:
+                pos = line.index(n, pos)
+                starts.append((n, pos))
+                pos += len(n)
+            continue
+        if not starts or not line.strip() or line[:starts[1][1]].strip() == "" or " has no " in line:
+            continue
+        cells = {}
+        for i, (n, s) in enumerate(starts):
+            end = starts[i + 1][1] if i + 1 < len(starts) else len(line)
+            cells[n] = line[s:end].strip()
+        rows.append(cells)
+    return rows
+
+
 LOG_END_OFFSET = re.compile(
     r"^kafka\.log:type=Log,name=LogEndOffset,topic=(?P<topic>.+),partition=(?P<partition>\d+)"
     r":Value=(?P<value>-?\d+)$", re.M)
@@ -108,6 +134,12 @@ class Recorder:
                                             "__consumer_offsets|__transaction_state")
         jobs["log-dirs"] = ("kafka-log-dirs", "--describe", "--broker-list",
                             ",".join(map(str, live)))
+        # every group's committed offsets as its coordinator serves them (OffsetFetch without
+        # requireStable: pending transactional commits are not shown) and its state
+        jobs["consumer-groups-offsets"] = ("kafka-consumer-groups", "--describe", "--all-groups",
+                                           "--offsets")
+        jobs["consumer-groups-state"] = ("kafka-consumer-groups", "--describe", "--all-groups",
+                                         "--state")
         runs = self.tools(jobs)
         txn_list = parse_table(runs["list"]["stdout"])
         described = self.tools({f"describe.{r['TransactionalId']}": (
@@ -144,6 +176,10 @@ class Recorder:
             "topics_describe": {k: runs[k]["file"] for k in ("topics-describe",
                                                              "topics-describe-internal")},
             "log_dirs": json.loads(log_dirs[-1]) if log_dirs and log_dirs[-1].startswith("{") else None,
+            "consumer_groups": {k.split("-")[-1]: {"file": runs[k]["file"], "exit_code": runs[k]["exit_code"],
+                                                   "args": runs[k]["args"][1:],
+                                                   "rows": parse_columns(runs[k]["stdout"])}
+                                for k in ("consumer-groups-offsets", "consumer-groups-state")},
             "scenario_notes": notes,
         }
         return truth

@@ -6,12 +6,13 @@
 // Run as a single-file program (no build step):
 //   java -cp '.kafka/libs/*' tools/kafka/java/TxnProducer.java \
 //     --bootstrap 127.0.0.1:9092 --transactional-id tv2-app --topic t --partitions 0,1 \
-//     --records 3 --transactions 2 --end commit [--offsets-group g --offsets-topic t]
+//     --records 3 --transactions 2 --end commit [--offsets-group g --offsets-topic t
+//     --offsets-start 0]
 //     [--end-last open|commit|abort] [--timeout-ms 60000]
 //
 // Each transaction: begin, send --records records to every listed partition, optionally
-// sendOffsetsToTransaction (offset = transaction number + 1 for every listed partition of
-// --offsets-topic, so __consumer_offsets carries a transactional batch and a marker), then
+// sendOffsetsToTransaction (offset = --offsets-start + transaction number + 1 for every listed
+// partition of --offsets-topic, so __consumer_offsets carries a transactional batch and a marker), then
 // commit or abort. --end-last overrides the ending of the last transaction; "open" flushes the
 // data and halts the JVM so nothing aborts it (the coordinator's timeout will, later).
 //
@@ -65,6 +66,7 @@ public class TxnProducer {
         String endLast = opts.getOrDefault("end-last", end);
         String offsetsGroup = opts.get("offsets-group");
         String offsetsTopic = opts.getOrDefault("offsets-topic", topic);
+        long offsetsStart = Long.parseLong(opts.getOrDefault("offsets-start", "0"));
 
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, opts.get("bootstrap"));
@@ -96,7 +98,7 @@ public class TxnProducer {
             if (offsetsGroup != null) {
                 Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
                 for (int partition : partitions) {
-                    offsets.put(new TopicPartition(offsetsTopic, partition), new OffsetAndMetadata(txn + 1));
+                    offsets.put(new TopicPartition(offsetsTopic, partition), new OffsetAndMetadata(offsetsStart + txn + 1));
                 }
                 producer.sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(offsetsGroup));
             }
