@@ -1,19 +1,31 @@
 """The local executor: the steps of logscan.scan.pipeline run in one process, in order.
 
-`logscan scan`, `logscan plan` and the tests run the scan this way; spark_jobs.scan runs the
-same steps on Spark. This module only moves rows between the steps: it reads each replica
-whole in log order (so every replica is replayed as its segments are read: its batches are
-never held), keeps each table's rows, groups and sorts them as each step says, and runs the
-partition step once per partition. It returns every table the Spark job writes, as rows.
+`logscan scan`, `logscan plan`, `logscan scan --output DIR --executor local` and the tests run
+the scan this way; spark_jobs.scan runs the same steps on Spark. This module only moves rows
+between the steps. It reads each replica whole in log order (so every replica is replayed as
+its segments are read: its batches are never held) and hands each row of a table, as it is
+made, to where it goes: a :class:`TableSink` (logscan.scan.delta's Parquet parts of the Delta
+tables), and the lists of the result for the tables asked to be kept (``keep``: the tests keep
+every table, `logscan scan` and `logscan plan` only the small ones their output reads).
+
+Memory is bounded by the copy's layout (replicas, files, producers, transactional ids), not by
+its size: the rows a later step needs are spooled to a temporary folder (logscan.scan.spool)
+rather than held. A replica's closed spans are spooled as its replay closes them, and read back
+per partition in pipeline.CLOSED_SPAN_ORDER by merging the partition's replicas' runs (each in
+log order, which is that order); the `__transaction_state` records are spooled per replica, and
+the coordinator step streams those of the replica it loads. What is held until the partition
+step: each replica's partition_state row and open transactions, the coordinator's last record
+per transactional id, the leaders.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Iterator, Optional, Protocol
 
 from logscan.logdir.segment import Finding
 from logscan.state.coordinator import CoordinatorCopy, choose_replicas, coordinator_copy
@@ -23,23 +35,44 @@ from . import rows as R
 from .collector import collect_young, young_collections_only
 from .listing import list_copy
 from .pipeline import CLUSTER_METADATA_TOPIC, DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, TRANSACTION_STATE_TOPIC
+from .spool import Spool, SpoolFolder
 
-__all__ = ["Scan", "scan", "assess_partitions", "DEFAULT_BOOTSTRAP"]
+__all__ = ["Scan", "scan", "assess_partitions", "TableSink", "ALL_TABLES", "SUMMARY_TABLES", "DEFAULT_BOOTSTRAP"]
 
 #: The table each tagged row of the per-replica and decode steps belongs to.
 TABLE_OF = {"state": "partition_state", "producer": "producer_state", "span": "txn_spans",
             "snapshot": "producer_snapshots", "file": "files", "finding": "corruptions", "txn_log": "txn_log"}
+#: The table each row of the partition step belongs to.
+ASSESSED = {"state": "partition_state", "candidate": "hanging_candidates", "plan": "abort_plans"}
+#: Every table (``batches`` is kept only with ``keep_batches``).
+ALL_TABLES = tuple(R.TABLES)
+#: What `logscan scan` and `logscan plan` read of a scan: its summary's tables and the plans.
+#: Their rows grow with the copy's layout (replicas, files, open transactions, damage found),
+#: not with its size.
+SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates", "abort_plans")
+
+#: What a replica's closed spans are spooled with: what the partition step reads of them
+#: (rows.closed_from_row) and their order (pipeline.CLOSED_SPAN_ORDER).
+CLOSED_SPANS = ("broker", "span_index", "producer_id", "first_offset", "end_marker_offset", "outcome")
 
 #: Called once per segment file the scan has read: (path, size in bytes).
 OnFile = Callable[[str, int], None]
 
 
+class TableSink(Protocol):
+    """Where the rows of some tables go as they are made (logscan.scan.delta.TableParts)."""
+
+    tables: frozenset[str]
+
+    def add(self, table: str, row: R.Row) -> None: ...
+
+
 @dataclass(slots=True)
 class Scan:
-    """A scan's tables (every table of the Spark job, by name, as rows; ``batches`` only when
-    asked for) and what the partition step needs to judge again at another time
-    (assess_partitions): the open transactions, the leaders, what the copy holds of the
-    coordinator."""
+    """A scan's tables (by name, as rows: the tables asked to be kept, by default every table of
+    the Spark job; ``batches`` only when asked for) and what the partition step needs to judge
+    again at another time (assess_partitions, with every table kept): the open transactions, the
+    leaders, what the copy holds of the coordinator."""
 
     tables: dict[str, list[R.Row]]
     as_of_ms: int
@@ -58,65 +91,145 @@ class Scan:
         return sum(r["size"] for r in self.tables["files"] if r["kind"] == "log_segment")
 
 
-def _rows(tables: dict[str, list[R.Row]], open_txns: list[R.Row], items: Iterable[tuple[str, R.Row]]) -> None:
-    for kind, row in items:
-        if kind == "open_txn":
-            open_txns.append(row)
-        else:
-            tables[TABLE_OF[kind]].append(row)
+class _Tables:
+    """Each table's rows as they are made: into the kept lists, to the sink, or nowhere."""
+
+    def __init__(self, keep: Iterable[str], sink: Optional[TableSink]) -> None:
+        self.kept: dict[str, list[R.Row]] = {t: [] for t in ALL_TABLES if t in set(keep)}
+        self._sink = sink
+        self._to_sink = frozenset(sink.tables) if sink is not None else frozenset()
+
+    def wants(self, table: str) -> bool:
+        return table in self.kept or table in self._to_sink
+
+    def add(self, table: str, row: R.Row) -> None:
+        rows = self.kept.get(table)
+        if rows is not None:
+            rows.append(row)
+        if table in self._to_sink:
+            self._sink.add(table, row)
+
+
+def _replica(row: R.Row) -> tuple[int, str, int]:
+    return row["broker"], row["topic"], row["partition"]
 
 
 @young_collections_only()
 def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
          max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
          include_superseded: bool = False, follow_links: bool = False, keep_batches: bool = False,
-         bootstrap: str = DEFAULT_BOOTSTRAP, on_file: Optional[OnFile] = None) -> Scan:
-    """Scan a copy. ``keep_batches`` also keeps a row per batch (the ``batches`` table);
+         bootstrap: str = DEFAULT_BOOTSTRAP, on_file: Optional[OnFile] = None,
+         keep: Iterable[str] = ALL_TABLES, sink: Optional[TableSink] = None, spool_dir: Optional[str] = None) -> Scan:
+    """Scan a copy. ``keep``: the tables whose rows the result holds (default: every one;
+    ``keep_batches`` also makes and keeps a row per batch, the ``batches`` table); ``sink``:
+    takes every row of its tables as it is made (batch rows are made when it takes them);
     ``on_file(path, size)`` is called as each segment file has been read (a progress bar);
-    ``follow_links`` follows symbolic links out of the roots (listing.list_copy).
+    ``follow_links`` follows symbolic links out of the roots (listing.list_copy); ``spool_dir``:
+    where the spooled rows go (default: the system's temporary folder; removed at the end).
     Python's cyclic collector is paused while it runs (collector.young_collections_only)."""
-    tables: dict[str, list[R.Row]] = {name: [] for name in R.TABLES}
+    out = _Tables([t for t in keep if t != "batches" or keep_batches], sink)
+    with_batches = out.wants("batches")
+    states: dict[tuple[str, int], list[R.Row]] = defaultdict(list)     # per partition, its replicas'
     open_txns: list[R.Row] = []
-    listing = list_copy(roots, include_superseded=include_superseded, follow_links=follow_links)
-    tables["files"].extend(listing.files)
-    tables["corruptions"].extend(R.finding_row(f, key) for key, f in listing.findings)
-    infos: dict[tuple[int, str, int], R.Row] = {}
-    for listed in listing.replicas:
-        info = infos[(listed.replica.broker, listed.replica.topic, listed.replica.partition)] = (
-            pipeline.replica_info(listed))
-        replay = pipeline.Replay(info)
-        for unit in pipeline.work_units(listed):
-            for kind, item in pipeline.decode(unit, replay, headers=keep_batches):
-                if kind not in pipeline.BATCH_KINDS:
-                    _rows(tables, open_txns, [(kind, item)])
-                elif keep_batches:
-                    tables["batches"].append(R.batch_row(item[0], item[1], listed.key, unit["file"],
-                                                         unit["segment_base_offset"]))
-            if on_file is not None:
-                on_file(unit["file"], unit["size"])
-        _rows(tables, open_txns, replay.finish())
-        collect_young()
+    with SpoolFolder(spool_dir) as folder:
+        closed = folder.spool("closed_spans", CLOSED_SPANS, order=itemgetter(*pipeline.CLOSED_SPAN_ORDER))
+        txn_log = folder.spool("txn_log", R.TXN_LOG.names, order=itemgetter(*pipeline.TXN_LOG_ORDER))
 
-    states = tables["partition_state"]
-    chosen, coordinator = coordinator_copy(
-        (s["partition"], s["broker"], s["log_end_offset"], s["checkpointed_high_watermark"], s["copy_gap"])
-        for s in states if s["topic"] == TRANSACTION_STATE_TOPIC)
-    loaded = [r for r in tables["txn_log"] if chosen.get(r["partition"]) == r["broker"]]
-    by_partition: dict[int, list[R.Row]] = defaultdict(list)
-    for r in sorted(loaded, key=itemgetter(*pipeline.TXN_LOG_ORDER)):
-        by_partition[r["partition"]].append(r)
-    tables["coordinator_state"] = pipeline.merge_coordinator(
-        row for p in sorted(by_partition) for row in pipeline.coordinator(by_partition[p]))
-    if as_of_ms is None:
-        ceiling = pipeline.timestamp_ceiling()
-        as_of_ms = pipeline.as_of(max((s["max_timestamp"] for s in states), default=None),
-                                  max((r["last_update_timestamp_ms"] for r in loaded
-                                       if r["last_update_timestamp_ms"] <= ceiling), default=None))
+        def route(kind: str, row: R.Row) -> None:
+            if kind == "span":
+                if row["end_marker_offset"] is not None:
+                    closed.add(_replica(row), row)
+            elif kind == "txn_log":
+                txn_log.add(_replica(row), row)
+            elif kind == "state":
+                states[(row["topic"], row["partition"])].append(row)
+                return
+            elif kind == "open_txn":
+                open_txns.append(row)
+                return
+            out.add(TABLE_OF[kind], row)
 
+        listing = list_copy(roots, include_superseded=include_superseded, follow_links=follow_links)
+        for row in listing.files:
+            out.add("files", row)
+        for key, f in listing.findings:
+            out.add("corruptions", R.finding_row(f, key))
+        infos: dict[tuple[int, str, int], R.Row] = {}
+        for listed in listing.replicas:
+            info = infos[(listed.replica.broker, listed.replica.topic, listed.replica.partition)] = (
+                pipeline.replica_info(listed))
+            replay = pipeline.Replay(info)
+            for unit in pipeline.work_units(listed):
+                for kind, item in pipeline.decode(unit, replay, headers=with_batches):
+                    if kind not in pipeline.BATCH_KINDS:
+                        route(kind, item)
+                    elif with_batches:
+                        out.add("batches", R.batch_row(item[0], item[1], listed.key, unit["file"],
+                                                       unit["segment_base_offset"]))
+                if on_file is not None:
+                    on_file(unit["file"], unit["size"])
+            for kind, item in replay.finish():
+                route(kind, item)
+            collect_young()
+        closed.close()
+        txn_log.close()
+
+        chosen, coordinator = coordinator_copy(_internal(states, TRANSACTION_STATE_TOPIC))
+        coordinator_rows, newest_record = _coordinator(chosen, txn_log)
+        for row in coordinator_rows:
+            out.add("coordinator_state", row)
+        if as_of_ms is None:
+            as_of_ms = pipeline.as_of(max((s["max_timestamp"] for ss in states.values() for s in ss), default=None),
+                                      newest_record)
+        leaders, counts = _metadata(states, infos, as_of_ms, out)
+        coordinator = coordinator.counted(counts.get(TRANSACTION_STATE_TOPIC))
+
+        def closed_spans(key: tuple[str, int], replicas: list[R.Row]) -> Iterator[R.Row]:
+            return heapq.merge(*(closed.rows((s["broker"], *key)) for s in replicas),
+                               key=itemgetter(*pipeline.CLOSED_SPAN_ORDER))
+
+        txns: dict[tuple[str, int], list[R.Row]] = defaultdict(list)
+        for t in open_txns:
+            txns[(t["topic"], t["partition"])].append(t)
+        for table, row in _assess(states, txns, closed_spans, leaders, index=pipeline.coordinator_index(coordinator_rows),
+                                  as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
+                                  coordinator=coordinator, bootstrap=bootstrap):
+            out.add(table, row)
+    return Scan(out.kept, as_of_ms, open_txns, leaders, coordinator)
+
+
+def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[tuple]:
+    """(partition, broker, log_end_offset, checkpointed_high_watermark, copy_gap) of each replica
+    of an internal topic: what coordinator_copy and choose_replicas pick replicas by."""
+    return [(s["partition"], s["broker"], s["log_end_offset"], s["checkpointed_high_watermark"], s["copy_gap"])
+            for (t, _), ss in sorted(states.items()) if t == topic for s in ss]
+
+
+def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], Optional[int]]:
+    """The coordinator_state rows (of each coordinator partition, the records of the replica
+    ``chosen`` by coordinator_copy, streamed from the spool through pipeline.coordinator) and
+    the newest lastUpdateTimestamp of those records not past the scan's clock (pipeline.as_of)."""
+    ceiling = pipeline.timestamp_ceiling()
+    newest: list[int] = []
+
+    def loaded(partition: int) -> Iterator[R.Row]:
+        for r in txn_log.rows((chosen[partition], TRANSACTION_STATE_TOPIC, partition)):
+            t = r["last_update_timestamp_ms"]
+            if t <= ceiling and (not newest or t > newest[0]):
+                newest[:] = [t]
+            yield r
+
+    rows = pipeline.merge_coordinator(row for p in sorted(chosen) for row in pipeline.coordinator(loaded(p)))
+    return rows, (newest[0] if newest else None)
+
+
+def _metadata(states: dict[tuple[str, int], list[R.Row]], infos: dict[tuple[int, str, int], R.Row], as_of_ms: int,
+              out: _Tables) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
+    """Leaders and partition counts at ``as_of_ms`` from the `__cluster_metadata` replica that
+    reaches furthest; its findings go to corruptions."""
     leaders: dict[tuple[str, int], int] = {}
     counts: dict[str, int] = {}
-    metadata = choose_replicas((s["partition"], s["broker"], s["log_end_offset"]) for s in states
-                               if s["topic"] == CLUSTER_METADATA_TOPIC)
+    metadata = choose_replicas(r[:3] for r in _internal(states, CLUSTER_METADATA_TOPIC))
     if 0 in metadata:
         for kind, row in pipeline.metadata(infos[(metadata[0], CLUSTER_METADATA_TOPIC, 0)], as_of_ms):
             if kind == "leader":
@@ -124,21 +237,29 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
             elif kind == "topic":
                 counts[row["topic"]] = row["partitions"]
             else:
-                tables["corruptions"].append(row)
-    result = Scan(tables, as_of_ms, open_txns, leaders, coordinator.counted(counts.get(TRANSACTION_STATE_TOPIC)))
-    assessed = assess_partitions(result, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
-                                 bootstrap=bootstrap)
-    tables.update(assessed)
-    return result
+                out.add("corruptions", row)
+    return leaders, counts
+
+
+def _assess(states: dict[tuple[str, int], list[R.Row]], txns: dict[tuple[str, int], list[R.Row]],
+            closed: Callable[[tuple[str, int], list[R.Row]], Iterable[R.Row]], leaders: dict[tuple[str, int], int],
+            **judged) -> Iterator[tuple[str, R.Row]]:
+    """The partition step over every partition, partitions ascending: (table, row) of its
+    partition_state, hanging_candidates and abort_plans rows. ``closed(partition, its state
+    rows)``: the partition's closed spans in CLOSED_SPAN_ORDER."""
+    for key in sorted(states):
+        for kind, row in pipeline.assess(states[key], txns.get(key, []), closed(key, states[key]), leaders.get(key),
+                                         **judged):
+            yield ASSESSED[kind], row
+        collect_young()
 
 
 def assess_partitions(result: Scan, *, as_of_ms: int, max_timeout_ms: int,
                       bootstrap: str = DEFAULT_BOOTSTRAP) -> dict[str, list[R.Row]]:
-    """The partition step over every partition of ``result``: its partition_state,
-    hanging_candidates and abort_plans tables (judged at ``as_of_ms`` with ``max_timeout_ms``;
-    the scan itself runs it with its own)."""
+    """The partition step over every partition of ``result`` (a scan that kept every table):
+    its partition_state, hanging_candidates and abort_plans tables (judged at ``as_of_ms`` with
+    ``max_timeout_ms``; the scan itself runs it with its own)."""
     tables = result.tables
-    index = pipeline.coordinator_index(tables["coordinator_state"])
     states: dict[tuple[str, int], list[R.Row]] = defaultdict(list)
     for s in tables["partition_state"]:
         states[(s["topic"], s["partition"])].append(s)
@@ -149,13 +270,11 @@ def assess_partitions(result: Scan, *, as_of_ms: int, max_timeout_ms: int,
     for s in tables["txn_spans"]:
         if s["end_marker_offset"] is not None:
             spans[(s["topic"], s["partition"])].append(s)
-    out: dict[str, list[R.Row]] = {"partition_state": [], "hanging_candidates": [], "abort_plans": []}
-    table = {"state": "partition_state", "candidate": "hanging_candidates", "plan": "abort_plans"}
-    for key in sorted(states):
-        closed = sorted(spans.get(key, ()), key=itemgetter(*pipeline.CLOSED_SPAN_ORDER))
-        for kind, row in pipeline.assess(states[key], txns.get(key, []), closed, result.leaders.get(key),
-                                         index=index, as_of_ms=as_of_ms, max_timeout_ms=max_timeout_ms,
-                                         coordinator=result.coordinator, bootstrap=bootstrap):
-            out[table[kind]].append(row)
-        collect_young()
+    out: dict[str, list[R.Row]] = {table: [] for table in ASSESSED.values()}
+    for table, row in _assess(states, txns,
+                              lambda key, _: sorted(spans.get(key, ()), key=itemgetter(*pipeline.CLOSED_SPAN_ORDER)),
+                              result.leaders, index=pipeline.coordinator_index(tables["coordinator_state"]),
+                              as_of_ms=as_of_ms, max_timeout_ms=max_timeout_ms, coordinator=result.coordinator,
+                              bootstrap=bootstrap):
+        out[table].append(row)
     return out

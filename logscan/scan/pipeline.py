@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime, timezone
+from itertools import chain
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
@@ -247,11 +248,13 @@ TXN_LOG_ORDER = ("file", "position", "offset")
 def coordinator(records: Iterable[R.Row]) -> list[R.Row]:
     """One coordinator partition (the replica coordinator_copy chose), its txn_log rows in
     TXN_LOG_ORDER: the last record of each transactional id, as the coordinator loads it."""
-    rows = list(records)
-    if not rows:
+    rows = iter(records)   # streamed: latest_states holds an id's last record, never the partition's
+    first = next(rows, None)
+    if first is None:
         return []
-    key = R.replica_key(rows[0]["broker"], rows[0]["topic"], rows[0]["partition"])
-    return [{**key, **R.txn_record_row(rec)} for rec in latest_states(R.txn_record_from_row(r) for r in rows).values()]
+    key = R.replica_key(first["broker"], first["topic"], first["partition"])
+    return [{**key, **R.txn_record_row(rec)}
+            for rec in latest_states(R.txn_record_from_row(r) for r in chain([first], rows)).values()]
 
 
 def merge_coordinator(per_partition: Iterable[R.Row]) -> list[R.Row]:

@@ -1,0 +1,149 @@
+"""Rows the single-process scan cannot hold, kept on disk until a later step reads them back.
+
+The local executor makes some rows long before the step that takes them: a replica's closed
+transaction spans (the partition step compares them with the other replicas' spans, which are
+read much later), the `__transaction_state` records of every coordinator replica (one replica
+per coordinator partition is loaded, once all are read), and, when it writes Delta tables,
+every row of the scan (their Parquet files need the scan's ``as_of``, known only at the end).
+A :class:`Spool` keeps them in a file of a temporary folder, a chunk of CHUNK_ROWS rows at a
+time, so memory holds one chunk whatever the size of the copy.
+
+Rows are added in runs, each run the rows of one key (a replica, a table): :meth:`Spool.rows`
+gives back one key's rows in the order they were added, a chunk at a time, or in ``order``
+when they did not arrive in it (a fallback that sorts that key's rows in memory; the local
+executor adds every run in order: pipeline.CLOSED_SPAN_ORDER and pipeline.TXN_LOG_ORDER are
+log order within a replica).
+
+A chunk is the rows' values as tuples, in ``marshal``'s format: the rows are plain values
+(None, bool, int, str, lists and dicts of them), written and read back by this process only,
+in a folder only its user can open. No Arrow here: Arrow's IPC reader starts its thread pools,
+whose stacks count against a process's data limit (tests/robust/test_memory).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import struct
+import tempfile
+from typing import BinaryIO, Callable, Hashable, Iterator, Optional, Sequence
+
+from . import rows as R
+
+#: Rows per chunk: a few hundred KiB in memory at a time.
+CHUNK_ROWS = 4096
+_LENGTH = struct.Struct("<Q")
+
+Key = Hashable
+
+
+class Spool:
+    """Rows with the columns ``names`` kept in the file ``path``, in runs by key. Add, then
+    :meth:`close`, then read back with :meth:`rows`."""
+
+    def __init__(self, path: str, names: Sequence[str], order: Optional[Callable[[R.Row], tuple]] = None) -> None:
+        self.path = path
+        self.names = tuple(names)
+        self._order = order
+        self._file: BinaryIO = open(path, "xb")
+        self._writing = True
+        self._runs: dict[Key, list[int]] = {}      # key -> the file positions of its chunks
+        self._unordered: set[Key] = set()          # keys whose rows did not arrive in ``order``
+        self._last: dict[Key, tuple] = {}          # key -> ``order`` of its last row
+        self._key: Key = None
+        self._pending: list[tuple] = []
+        self.rows_added = 0
+
+    def add(self, key: Key, row: R.Row) -> None:
+        if key != self._key:
+            self._flush()
+            self._key = key
+        if self._order is not None and key not in self._unordered:
+            at = self._order(row)
+            last = self._last.get(key)
+            if last is not None and at < last:
+                self._unordered.add(key)
+            self._last[key] = at
+        self._pending.append(tuple(row.get(n) for n in self.names))
+        self.rows_added += 1
+        if len(self._pending) >= CHUNK_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        data = marshal.dumps(self._pending)
+        self._runs.setdefault(self._key, []).append(self._file.tell())
+        self._file.write(_LENGTH.pack(len(data)))
+        self._file.write(data)
+        self._pending = []
+
+    def close(self) -> None:
+        """Ends the adding: what follows reads."""
+        if not self._writing:
+            return
+        self._flush()
+        self._file.close()
+        self._file = open(self.path, "rb")
+        self._writing = False
+        self._last.clear()
+
+    def keys(self) -> list[Key]:
+        """The keys that have rows, in the order their first rows came."""
+        return list(self._runs)
+
+    def _chunks(self, key: Key) -> Iterator[list[tuple]]:
+        f = self._file
+        for at in self._runs.get(key, ()):
+            f.seek(at)
+            (length,) = _LENGTH.unpack(f.read(_LENGTH.size))
+            yield marshal.loads(f.read(length))
+
+    def rows(self, key: Key) -> Iterator[R.Row]:
+        """``key``'s rows (dicts of ``names``), in ``order``: as added when they came in order,
+        one chunk in memory at a time; else sorted in memory."""
+        names = self.names
+        if key in self._unordered:
+            yield from sorted((dict(zip(names, t)) for chunk in self._chunks(key) for t in chunk), key=self._order)
+            return
+        for chunk in self._chunks(key):
+            for t in chunk:
+                yield dict(zip(names, t))
+
+    def discard(self) -> None:
+        self._file.close()
+        self._pending = []
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class SpoolFolder:
+    """A temporary folder of spools (only its user may open it), removed with them on exit.
+    ``dir``: where to make it (default: the system's temporary folder)."""
+
+    def __init__(self, dir: Optional[str] = None) -> None:
+        self.path = tempfile.mkdtemp(prefix="logscan-spool-", dir=dir)
+        self._spools: list[Spool] = []
+
+    def spool(self, name: str, names: Sequence[str], order: Optional[Callable[[R.Row], tuple]] = None) -> Spool:
+        s = Spool(os.path.join(self.path, f"{name}.spool"), names, order)
+        self._spools.append(s)
+        return s
+
+    def __enter__(self) -> "SpoolFolder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+    def remove(self) -> None:
+        """Deletes the spools and the folder (file by file: nothing else is in it)."""
+        for s in self._spools:
+            s.discard()
+        self._spools.clear()
+        try:
+            os.rmdir(self.path)
+        except FileNotFoundError:
+            pass
