@@ -1,0 +1,165 @@
+"""Committed offsets and the groups a hang holds back, from the copied files of the ``offsets``
+fixture cluster alone, against what Kafka 4.1.1 reported live before the copy (truth.json:
+``kafka-consumer-groups --describe --all-groups --offsets``, describe-producers, find-hanging,
+the scenario's stable OffsetFetch). Nothing here is typed by hand but the scenario's design."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from logscan.format.offsets import group_partition
+from logscan.logdir.tree import ReplicaDir
+from logscan.scan import groups as G
+from logscan.scan.consumer_offsets import CONSUMER_OFFSETS_TOPIC, read_replicas
+from logscan.scan.listing import list_copy
+from logscan.scan.local import assess_partitions, scan
+from logscan.scan.rows import to_batch
+from logscan.state.offsets import (COMMITTED, OPEN, PENDING, READ_COMMITTED_STUCK, UNSTABLE_OFFSET_COMMIT,
+                                   affected_groups, committed_offsets)
+
+ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "offsets"
+TRUTH = json.loads((ROOT / "truth" / "truth.json").read_text())
+NOTES = TRUTH["scenario_notes"]["committed_offsets"]
+PARTITIONS = {(p["topic"], p["partition"]): p for p in TRUTH["partitions"]}
+OFFSETS_PARTITIONS = sum(1 for t, _ in PARTITIONS if t == CONSUMER_OFFSETS_TOPIC)
+# a max transaction timeout (15 min) past the recording: the open transaction holding offs-txn's
+# commit is then a find-hanging candidate
+PAST_TIMEOUT_MS = 15 * 60_000 + 1
+
+
+@pytest.fixture(scope="module")
+def copy():
+    listing = list_copy([ROOT / "brokers"])
+    rows, findings = read_replicas(r.replica for r in listing.replicas)
+    assert [f.line() for f in findings] == []
+    return rows
+
+
+@pytest.fixture(scope="module")
+def scanned():
+    return scan([ROOT / "brokers"], as_of_ms=TRUTH["recorded_at_ms"])
+
+
+def offsets_of(copy, broker: int | None = None) -> list[dict]:
+    """The offsets each __consumer_offsets partition serves, read from its leader's replica
+    (or ``broker``'s), up to the high watermark Kafka reported."""
+    out = []
+    for (topic, partition), p in sorted(PARTITIONS.items()):
+        if topic == CONSUMER_OFFSETS_TOPIC:
+            rows = copy[(p["leader"] if broker is None else broker, partition)]
+            out.extend(committed_offsets(rows, end_offset=p["high_watermark"]))
+    return out
+
+
+def test_the_committed_offsets_are_kafka_consumer_groups_describe_offsets(copy):
+    want = sorted((r["GROUP"], r["TOPIC"], int(r["PARTITION"]), int(r["CURRENT-OFFSET"]))
+                  for r in TRUTH["consumer_groups"]["offsets"]["rows"])
+    assert want  # recorded
+    for broker in (None, *range(3)):  # every replica holds the same, the leader's first
+        got = sorted((o["group_id"], o["topic"], o["partition"], o["committed_offset"])
+                     for o in offsets_of(copy, broker) if o["state"] == COMMITTED)
+        assert got == want, broker
+
+
+def test_every_group_lives_in_its_own_partition_and_kafka_lists_each(copy):
+    groups = {r["GROUP"] for r in TRUTH["consumer_groups"]["state"]["rows"]}
+    offsets = offsets_of(copy)
+    assert {o["group_id"] for o in offsets} == groups
+    for o in offsets:
+        assert o["offsets_partition"] == group_partition(o["group_id"], OFFSETS_PARTITIONS)
+
+
+def test_the_open_transactions_commit_is_pending_with_the_producer_describe_producers_names(copy):
+    (pending,) = [o for o in offsets_of(copy) if o["state"] == PENDING]
+    part = group_partition(NOTES["txn_group"], OFFSETS_PARTITIONS)
+    p = PARTITIONS[(CONSUMER_OFFSETS_TOPIC, part)]
+    (open_producer,) = [r for r in p["producers"][str(p["leader"])]["rows"]
+                        if r["CurrentTransactionStartOffset"] != "None"]
+    assert (pending["group_id"], pending["topic"], pending["partition"], pending["committed_offset"]) == (
+        NOTES["txn_group"], NOTES["topic"], 0, NOTES["txn_offsets"]["pending"])
+    assert pending["producer_id"] == int(open_producer["ProducerId"])
+    assert pending["producer_epoch"] == int(open_producer["ProducerEpoch"])
+    # the pending commit is the transaction that holds the partition's LSO below its HW
+    assert pending["record_offset"] >= p["last_stable_offset"] == int(open_producer["CurrentTransactionStartOffset"])
+    # an aborted transactional commit never counts: kafka-consumer-groups shows the committed one
+    assert NOTES["txn_offsets"]["aborted"] not in {o["committed_offset"] for o in offsets_of(copy)
+                                                   if o["group_id"] == NOTES["txn_group"]}
+
+
+def test_as_of_before_the_commit_marker_the_first_transactional_commit_is_pending(copy):
+    part = group_partition(NOTES["txn_group"], OFFSETS_PARTITIONS)
+    rows = copy[(PARTITIONS[(CONSUMER_OFFSETS_TOPIC, part)]["leader"], part)]
+    (marker,) = [r for r in rows if r["kind"] == "marker" and r["control_type"] == "COMMIT"]
+    before = [o for o in committed_offsets(rows, as_of_ms=marker["timestamp_ms"] - 1)
+              if o["group_id"] == NOTES["txn_group"]]
+    assert sorted((o["state"], o["partition"], o["committed_offset"]) for o in before) == [
+        (PENDING, 0, NOTES["txn_offsets"]["committed"]), (PENDING, 1, NOTES["txn_offsets"]["committed"])]
+
+
+def lag_of(group: str, partition: int) -> int:
+    (row,) = [r for r in TRUTH["consumer_groups"]["offsets"]["rows"]
+              if (r["GROUP"], r["TOPIC"], int(r["PARTITION"])) == (group, NOTES["topic"], partition)]
+    return int(row["LAG"])
+
+
+def test_the_affected_groups_of_the_hang_and_of_the_open_transaction(copy, scanned):
+    t = scanned.tables
+    rows = affected_groups(offsets_of(copy), t["partition_state"], t["hanging_candidates"], t["txn_spans"],
+                           as_of_ms=scanned.as_of_ms)
+    hang = NOTES["hanging"]
+    lso = NOTES["data_offsets"]["0"]["last_stable_offset"]
+    got = {(r["group_id"], r["partition"], r["kind"]): r for r in rows}
+    stuck = {g for g, offs in NOTES["plain_commits"] if offs.get("0", -1) >= lso}
+    # offs-plain committed 2 then 3 on partition 0: below the LSO, it is not stuck (yet)
+    assert {g for g, _, kind in got if kind == READ_COMMITTED_STUCK} == stuck == {"offs-stuck", "offs-beyond"}
+    for group in stuck:
+        r = got[(group, 0, READ_COMMITTED_STUCK)]
+        assert (r["producer_id"], r["producer_epoch"]) == (hang["producer_id"], hang["producer_epoch"])
+        assert (r["hanging"], r["reason"]) == (True, "no_coordinator_record")
+        assert (r["last_stable_offset"], r["high_watermark"]) == (lso, NOTES["data_offsets"]["0"]["high_watermark"])
+        assert r["lag_messages"] == lag_of(group, 0)
+        assert r["since_ms"] == hang["last_timestamp_ms"]
+        assert r["lag_ms"] == scanned.as_of_ms - hang["last_timestamp_ms"]
+    # the read_committed consumer's stable fetch: offs-txn's could not be answered, offs-stuck's was
+    assert "error" in NOTES["stable_fetch"][NOTES["txn_group"]] and "offsets" in NOTES["stable_fetch"]["offs-stuck"]
+    unstable = [r for r in rows if r["kind"] == UNSTABLE_OFFSET_COMMIT]
+    assert [(r["group_id"], r["topic"], r["partition"]) for r in unstable] == [(NOTES["txn_group"], NOTES["topic"], 0)]
+    (u,) = unstable
+    assert (u["committed_offset"], u["pending_offset"]) == (NOTES["txn_offsets"]["committed"],
+                                                            NOTES["txn_offsets"]["pending"])
+    assert (u["held_topic"], u["held_partition"]) == (CONSUMER_OFFSETS_TOPIC,
+                                                      group_partition(NOTES["txn_group"], OFFSETS_PARTITIONS))
+    # within its 15 minutes the coordinator's Ongoing transaction is no find-hanging candidate
+    assert (u["reason"], u["hanging"]) == (OPEN, None)
+    assert u["lag_messages"] == lag_of(NOTES["txn_group"], 0)
+
+
+def test_past_the_timeout_the_pending_commit_is_held_by_a_transaction_the_coordinator_will_end(copy, scanned):
+    as_of = TRUTH["recorded_at_ms"] + PAST_TIMEOUT_MS
+    judged = assess_partitions(scanned, as_of_ms=as_of, max_timeout_ms=15 * 60_000)
+    rows = affected_groups(offsets_of(copy), scanned.tables["partition_state"], judged["hanging_candidates"],
+                           scanned.tables["txn_spans"], as_of_ms=as_of)
+    (u,) = [r for r in rows if r["kind"] == UNSTABLE_OFFSET_COMMIT]
+    assert (u["hanging"], u["reason"], u["transactional_id"]) == (False, "coordinator_ongoing",
+                                                                  NOTES["transactional_id"])
+
+
+def test_the_scan_step_loads_each_partition_from_its_leader_and_fills_both_tables(copy, scanned):
+    t = scanned.tables
+    listing = list_copy([ROOT / "brokers"])
+    offsets, affected, findings = G.scan_groups((r.replica for r in listing.replicas), t["partition_state"],
+                                                t["hanging_candidates"], t["txn_spans"], scanned.as_of_ms)
+    assert findings == []
+    leaders = {p: PARTITIONS[(CONSUMER_OFFSETS_TOPIC, p)]["leader"] for p in range(OFFSETS_PARTITIONS)}
+    assert {(o["offsets_partition"], o["broker"]) for o in offsets} <= set(leaders.items())
+    assert sorted((o["group_id"], o["topic"], o["partition"], o["state"], o["committed_offset"]) for o in offsets) \
+        == sorted((o["group_id"], o["topic"], o["partition"], o["state"], o["committed_offset"])
+                  for o in offsets_of(copy))
+    assert affected == affected_groups(offsets_of(copy), t["partition_state"], t["hanging_candidates"],
+                                       t["txn_spans"], as_of_ms=scanned.as_of_ms)
+    for rows, schema in ((offsets, G.COMMITTED_OFFSETS), (affected, G.AFFECTED_GROUPS)):
+        assert set(rows[0]) == set(schema.names)
+        assert to_batch(rows, schema).to_pylist() == [{n: r[n] for n in schema.names} for r in rows]
