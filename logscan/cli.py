@@ -289,6 +289,7 @@ SCAN_HELP = """Scan copied Kafka log dirs: producer state, open transactions, LS
   logscan scan fixtures/hanging/brokers
   logscan scan /forensics/broker-*  --as-of 2026-11-22T03:00:00Z
   logscan scan COPY --max-transaction-timeout-ms 60000 --format json
+  logscan scan COPY --per-replica        a row per replica, not per partition
   logscan scan COPY --output tables/     the Spark job: Delta tables for `logscan sql`
 
 \b
@@ -298,6 +299,13 @@ seed a log whose head is gone), the LSO is computed from the replication-offset
 checkpoint, and every open transaction older than the maximum transaction timeout at the
 --as-of time (default: the newest timestamp in the copy) is judged against the
 coordinators' __transaction_state records, as kafka-transactions find-hanging would.
+
+\b
+The text has a row per partition (its leader's numbers, whether its replicas agree) and
+per open transaction (its verdict once, with the replicas that judge it alike), names
+each lagging follower (a replica whose log ends before its leader's) and, when something
+hangs, the `logscan plan` command to run next; --per-replica has a row per replica. It
+fits the terminal's width ($COLUMNS, else 100 columns when not a terminal).
 
 \b
 With --output DIR the same scan runs as the Spark job (spark_jobs/scan.py, on a local
@@ -390,8 +398,11 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
               help="With --output: the tables to write, 'all' or a comma list of names [default: every table "
               "but batches, a row per batch of the copy]; files, corruptions, partition_state and "
               "hanging_candidates (the summary's) are always written.")
+@click.option("--per-replica", is_flag=True,
+              help="Text: a row per replica (every broker's numbers and verdicts) instead of a row per partition "
+              "(its leader's numbers) and per transaction (its verdict once).")
 def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, fmt, no_progress,
-                 output, master, scan_id, bootstrap_server, tables) -> None:
+                 output, master, scan_id, bootstrap_server, tables, per_replica) -> None:
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
 
@@ -407,7 +418,8 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
                                     include_superseded=include_superseded, follow_links=follow_links,
                                     scan_id=scan_id,
                                     bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, master=master,
-                                    json=fmt == "json", no_progress=no_progress, tables=tables))
+                                    json=fmt == "json", no_progress=no_progress, tables=tables,
+                                    per_replica=per_replica))
     if scan_id is not None or bootstrap_server is not None or tables is not None:
         raise click.UsageError("--scan-id, --bootstrap-server and --tables are for the Delta tables: give them "
                                "with --output DIR (for abort commands without Spark: logscan plan)")
@@ -421,7 +433,8 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
         for c in sorted(result.tables["hanging_candidates"], key=summary.candidate_order):
             print(jsonlib.dumps(c))
     else:
-        summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs)
+        summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
+                              per_replica=per_replica)
     sys.exit(summary.exit_status(fig))
 
 

@@ -163,3 +163,38 @@ def test_the_scan_step_loads_each_partition_from_its_leader_and_fills_both_table
     for rows, schema in ((offsets, G.COMMITTED_OFFSETS), (affected, G.AFFECTED_GROUPS)):
         assert set(rows[0]) == set(schema.names)
         assert to_batch(rows, schema).to_pylist() == [{n: r[n] for n in schema.names} for r in rows]
+
+
+# --- every fixture cluster: the transactional offset commits its scenarios made ---------------------
+
+ALL = sorted(p.parent.parent for p in ROOT.parent.glob("*/truth/truth.json") if p.parent.parent != ROOT)
+
+
+@pytest.mark.parametrize("root", ALL, ids=[c.name for c in ALL])
+def test_every_cluster_s_offsets_are_its_scenarios_commits(root):
+    """txn_basic's sendOffsetsToTransaction (librdkafka) and java_tv2's (the Java client), on
+    3.9.2, 4.1.1 and 4.4.0 files: committed once their COMMIT marker is there, nothing pending
+    (no scenario but committed_offsets, tested above, leaves a transactional commit open), on
+    every replica."""
+    truth = json.loads((root / "truth" / "truth.json").read_text())
+    notes = truth["scenario_notes"]
+    want: dict[tuple[str, str, int], int] = {}
+    if "txn_basic" in notes:
+        for tp, value in notes["txn_basic"]["offsets_committed"].items():
+            topic, _, partition = tp.rpartition("-")
+            want[(notes["txn_basic"]["group_id"], topic, int(partition))] = value
+    if "java_tv2" in notes:
+        for partition in (0, 1):  # two committed transactions, offsets = transaction number + 1
+            want[(notes["java_tv2"]["group_id"], notes["java_tv2"]["topic"], partition)] = 2
+    listing = list_copy([root / "brokers"])
+    rows, findings = read_replicas(r.replica for r in listing.replicas)
+    assert [f.line() for f in findings] == []
+    hw = {p["partition"]: p["high_watermark"] for p in truth["partitions"] if p["topic"] == CONSUMER_OFFSETS_TOPIC}
+    for (broker, partition), replica_rows in rows.items():
+        end = hw[partition] if str(broker) not in map(str, truth.get("stopped_brokers", ())) else None
+        offsets = committed_offsets(replica_rows, end_offset=end)
+        wanted = {k: v for k, v in want.items()
+                  if group_partition(k[0], len(hw)) == partition}
+        got = {(o["group_id"], o["topic"], o["partition"]): o["committed_offset"] for o in offsets}
+        assert got == wanted, (root.name, broker, partition)
+        assert all(o["state"] == COMMITTED and o["producer_id"] >= 0 for o in offsets)
