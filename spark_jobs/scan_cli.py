@@ -105,7 +105,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
                    include_superseded: bool, scan_id: Optional[str], bootstrap: str, master: str, json: bool,
                    follow_links: bool = False,
                    no_progress: bool, tables: Optional[str] = None, out: Optional[TextIO] = None,
-                   err: Optional[TextIO] = None) -> int:
+                   err: Optional[TextIO] = None, per_replica: bool = False) -> int:
     """Runs the job into ``output``, prints what it found; returns the exit status. ``tables``:
     --tables as given (None: every table but batches).
 
@@ -137,7 +137,8 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
 
     text = out if not json else err
     text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
-    summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs)
+    summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
+                               per_replica=per_replica)
     tables = sorted(p.name for p in Path(output).iterdir() if (p / "_delta_log").is_dir())
     where = shlex.quote(output)
     text.write(f"  {', '.join(tables)} (Delta tables, one folder each)\n"

@@ -45,14 +45,17 @@ def scan_figures(engine: EmbeddedEngine, scan_id: str, as_of_ms: int, tables: Op
     """The figures `logscan scan` prints (logscan.scan.summary's reduce) over one scan's rows of
     the tables ``engine`` reads, streamed (only the columns the reduce reads); ``tables``: where
     the summary says the tables are."""
-    def streamed(table: str, columns: Iterable[str]) -> Iterator[dict[str, Any]]:
-        """The scan's rows of ``table``, ``columns`` only, streamed (none if there is no such table)."""
+    def streamed(table: str, columns: Iterable[str], order: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
+        """The scan's rows of ``table``, ``columns`` only, streamed in ``order`` (none if there is
+        no such table)."""
         if table in engine.paths:
-            yield from engine.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE scan_id = ?", [scan_id],
+            by = f" ORDER BY {', '.join(order)}" if order else ""
+            yield from engine.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE scan_id = ?{by}", [scan_id],
                                      tables=[table])
 
-    return summary.figures(as_of_ms=as_of_ms, states=streamed("partition_state", summary.STATE_COLUMNS),
-                           candidates=streamed("hanging_candidates", summary.CANDIDATE_COLUMNS),
+    return summary.figures(as_of_ms=as_of_ms,
+                           states=streamed("partition_state", summary.STATE_COLUMNS, summary.STREAM_ORDER),
+                           candidates=streamed("hanging_candidates", summary.CANDIDATE_COLUMNS, summary.STREAM_ORDER),
                            findings=streamed("corruptions", summary.FINDING_COLUMNS),
                            files=streamed("files", ("kind", "size")), tables=tables)
 
@@ -87,10 +90,12 @@ def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> d
     fig = scan_figures(engine, scan_id, as_of)
     head = {"as_of": as_of, "replicas": fig.replicas, "partitions": fig.partitions,
             "open_transactions": fig.open_transactions, "lagging_replicas": fig.lagging, "brokers": fig.brokers}
-    # One row per partition: the replica furthest ahead speaks for it (ties: lowest broker).
+    # One row per partition: its leader's replica speaks for it, else the one furthest ahead
+    # (ties: lowest broker), as in the summary (summary.speaker).
     partitions = rows("partition_state", f"""
         SELECT {', '.join(PARTITION_COLUMNS)} FROM t
-        QUALIFY row_number() OVER (PARTITION BY topic, partition ORDER BY log_end_offset DESC, broker) = 1
+        QUALIFY row_number() OVER (PARTITION BY topic, partition
+                                   ORDER BY is_leader IS TRUE DESC, log_end_offset DESC, broker) = 1
         ORDER BY lso_lag DESC, open_transactions DESC, topic, partition LIMIT {MAX_PARTITIONS}""")
     keys = [(p["topic"], p["partition"], p["broker"]) for p in partitions]
     spans: list[dict[str, Any]] = []

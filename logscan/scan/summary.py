@@ -10,11 +10,14 @@ The exit status and the order of the candidates printed are decided here too, on
 from __future__ import annotations
 
 import heapq
+import io
+import os
 import shlex
+import textwrap
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from itertools import count
-from typing import Any, Callable, Iterable, Optional, TextIO
+from itertools import count, groupby
+from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
 from logscan.logdir.segment import Finding
 from logscan.text import printable
@@ -23,12 +26,15 @@ from logscan.text import printable
 MAX_ROWS = 50
 
 LAGGING_COLUMNS = ("broker", "topic", "partition", "log_start_offset", "last_stable_offset", "high_watermark",
-                   "log_end_offset", "lso_lag", "open_transactions")
+                   "log_end_offset", "lso_lag", "open_transactions", "leader", "is_leader")
 CANDIDATE_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_epoch", "start_offset", "age_ms",
                      "hanging", "reason", "evidence")
 #: What figures() reads of the partition_state and corruptions rows.
-STATE_COLUMNS = (*LAGGING_COLUMNS, "has_late_transaction", "copy_gap", "log_fault")
+STATE_COLUMNS = (*LAGGING_COLUMNS, "has_late_transaction", "copy_gap", "log_fault", "replicas_agree")
 FINDING_COLUMNS = ("file", "position", "reason", "message")
+#: The order figures() needs partition_state's and hanging_candidates' rows in: a partition's
+#: rows together, partitions ascending (it reads one partition of each at a time).
+STREAM_ORDER = ("topic", "partition")
 
 
 @dataclass(slots=True)
@@ -53,6 +59,14 @@ class Figures:
     tables: Optional[str] = None  # where the Delta tables are, for the Spark job
     incomplete: int = 0   # replicas the copy holds short of what their brokers' files name (copy_gap)
     faulty: int = 0       # replicas whose log breaks a rule of Kafka's recovery (log_fault)
+    # The same, one row per partition (the leader's numbers) and per transaction (the verdict once)
+    lagging_partitions: int = 0
+    partition_rows: list[dict[str, Any]] = field(default_factory=list)
+    followers: int = 0    # lagging followers: replicas whose log ends before their leader's
+    follower_rows: list[dict[str, Any]] = field(default_factory=list)
+    transactions: int = 0
+    transaction_reasons: list[tuple[str, Optional[bool], int]] = field(default_factory=list)
+    transaction_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: The range of epoch-ms times with a calendar date (years 1 to 9999).
@@ -129,32 +143,128 @@ def finding_order(row: dict[str, Any]) -> tuple:
     return (row["file"], row["position"], row["message"])
 
 
+def partition_order(row: dict[str, Any]) -> tuple:
+    """Worst LSO lag of the partition's leader first."""
+    return (-row["lso_lag"], row["topic"], row["partition"])
+
+
+def transaction_order(row: dict[str, Any]) -> tuple:
+    """Hanging first, then cannot-tell, then not hanging; a partition's transactions together."""
+    return ({True: 0, None: 1, False: 2}[row["hanging"]], row["topic"], row["partition"], row["producer_id"],
+            row["start_offset"])
+
+
+def _grouped(rows: Iterable[dict[str, Any]], table: str) -> Iterator[tuple[tuple[str, int], list[dict[str, Any]]]]:
+    """The rows of each partition, partitions ascending (the rows must come in STREAM_ORDER)."""
+    last = None
+    for key, group in groupby(rows, key=lambda r: (r["topic"], r["partition"])):
+        if last is not None and key <= last:
+            raise ValueError(f"{table} rows out of order: {key} after {last} (give them ordered by topic, partition)")
+        last = key
+        yield key, list(group)
+
+
+def by_partition(states: Iterable[dict[str, Any]], candidates: Iterable[dict[str, Any]]
+                 ) -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """(partition_state rows, hanging_candidates rows) of each partition, one partition at a
+    time: a merge of the two streams, each in STREAM_ORDER."""
+    s_groups, c_groups = _grouped(states, "partition_state"), _grouped(candidates, "hanging_candidates")
+    s, c = next(s_groups, None), next(c_groups, None)
+    while s is not None or c is not None:
+        key = min(g[0] for g in (s, c) if g is not None)
+        yield (s[1] if s is not None and s[0] == key else []), (c[1] if c is not None and c[0] == key else [])
+        if s is not None and s[0] == key:
+            s = next(s_groups, None)
+        if c is not None and c[0] == key:
+            c = next(c_groups, None)
+
+
+def speaker(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """The replica whose numbers are the partition's: the leader's, else (the copy cannot tell
+    the leader, or holds no replica of it) the one furthest ahead, ties the lowest broker."""
+    for s in states:
+        if s["is_leader"]:
+            return s
+    return min(states, key=lambda s: (-s["log_end_offset"], s["broker"]))
+
+
+def _partition_row(states: list[dict[str, Any]], lead: dict[str, Any], behind: list[dict[str, Any]]
+                   ) -> dict[str, Any]:
+    return {**{c: lead[c] for c in LAGGING_COLUMNS}, "replicas": len(states),
+            "agree": all(s["replicas_agree"] is not False for s in states),
+            "leader_in_copy": bool(lead["is_leader"]), "behind": [s["broker"] for s in behind]}
+
+
+def _follower_row(follower: dict[str, Any], lead: dict[str, Any]) -> dict[str, Any]:
+    return {"topic": follower["topic"], "partition": follower["partition"], "broker": follower["broker"],
+            "leader": lead["broker"], "leader_in_copy": bool(lead["is_leader"]),
+            "log_end_offset": follower["log_end_offset"], "leader_log_end_offset": lead["log_end_offset"],
+            "last_stable_offset": follower["last_stable_offset"],
+            "leader_last_stable_offset": lead["last_stable_offset"],
+            "open_transactions": follower["open_transactions"],
+            "leader_open_transactions": lead["open_transactions"], "incomplete": follower["copy_gap"] is not None}
+
+
+def _transaction_rows(candidates: list[dict[str, Any]], ahead: dict[int, tuple], leader: Optional[int]
+                      ) -> Iterator[dict[str, Any]]:
+    """One row per open transaction of a partition: the verdict of the replica that speaks for
+    it (the leader's, else the one furthest ahead: ``ahead`` ranks the brokers), the brokers
+    holding it open, and those that judge it otherwise (a lagging follower, a cut copy)."""
+    by_txn: dict[tuple, list[dict[str, Any]]] = {}
+    for c in candidates:
+        by_txn.setdefault((c["producer_id"], c["producer_epoch"], c["start_offset"]), []).append(c)
+    for rows in by_txn.values():
+        rep = min(rows, key=lambda c: ahead.get(c["broker"], (1, 0, c["broker"])))
+        yield {**{k: rep[k] for k in CANDIDATE_COLUMNS}, "leader": leader, "brokers": sorted(c["broker"] for c in rows),
+               "differing": sorted(({k: c[k] for k in ("broker", "hanging", "reason", "evidence")} for c in rows
+                                    if (c["hanging"], c["reason"]) != (rep["hanging"], rep["reason"])),
+                                   key=lambda d: d["broker"])}
+
+
 def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iterable[dict[str, Any]],
             findings: Iterable[dict[str, Any]], files: Iterable[dict[str, Any]],
             tables: Optional[str] = None) -> Figures:
     """The figures of a scan from its rows (partition_state, hanging_candidates, corruptions,
-    files: dicts with at least the columns used), in one pass over each."""
-    replicas, open_transactions, incomplete, faulty = 0, 0, 0, 0
-    partitions: set[tuple[str, int]] = set()
+    files: dicts with at least the columns used), in one pass over each; partition_state's and
+    hanging_candidates' rows in STREAM_ORDER (one partition of each is held at a time)."""
+    replicas, partitions, open_transactions, incomplete, faulty = 0, 0, 0, 0, 0
     brokers: set[int] = set()
-    late: set[tuple[str, int]] = set()
+    late = 0
     lagging = _First(MAX_ROWS, lagging_order)
-    for s in states:
-        replicas += 1
-        partitions.add((s["topic"], s["partition"]))
-        brokers.add(s["broker"])
-        open_transactions += s["open_transactions"]
-        incomplete += s["copy_gap"] is not None
-        faulty += s["log_fault"] is not None
-        if s["has_late_transaction"]:
-            late.add((s["topic"], s["partition"]))
-        if is_lagging(s):
-            lagging.add({c: s[c] for c in LAGGING_COLUMNS})
+    lagging_partitions = _First(MAX_ROWS, partition_order)
+    followers = _First(MAX_ROWS, lambda f: (f["topic"], f["partition"], f["broker"]))
     shown = _First(MAX_ROWS, candidate_order)
+    transactions = _First(MAX_ROWS, transaction_order)
     reasons: dict[tuple[str, Optional[bool]], int] = {}
-    for c in candidates:
-        shown.add({k: c[k] for k in CANDIDATE_COLUMNS})
-        reasons[(c["reason"], c["hanging"])] = reasons.get((c["reason"], c["hanging"]), 0) + 1
+    txn_reasons: dict[tuple[str, Optional[bool]], int] = {}
+    for part_states, part_candidates in by_partition(states, candidates):
+        ahead: dict[int, tuple] = {}
+        leader = None
+        if part_states:
+            partitions += 1
+            lead = speaker(part_states)
+            behind = [s for s in part_states if s is not lead and s["log_end_offset"] < lead["log_end_offset"]]
+            leader = lead["leader"]
+            ahead = {s["broker"]: (s is not lead, -s["log_end_offset"], s["broker"]) for s in part_states}
+            for s in part_states:
+                replicas += 1
+                brokers.add(s["broker"])
+                open_transactions += s["open_transactions"]
+                incomplete += s["copy_gap"] is not None
+                faulty += s["log_fault"] is not None
+                if is_lagging(s):
+                    lagging.add({c: s[c] for c in LAGGING_COLUMNS})
+            late += any(s["has_late_transaction"] for s in part_states)
+            if any(is_lagging(s) for s in part_states):
+                lagging_partitions.add(_partition_row(part_states, lead, behind))
+            for s in behind:
+                followers.add(_follower_row(s, lead))
+        for c in part_candidates:
+            shown.add({k: c[k] for k in CANDIDATE_COLUMNS})
+            reasons[(c["reason"], c["hanging"])] = reasons.get((c["reason"], c["hanging"]), 0) + 1
+        for t in _transaction_rows(part_candidates, ahead, leader):
+            transactions.add(t)
+            txn_reasons[(t["reason"], t["hanging"])] = txn_reasons.get((t["reason"], t["hanging"]), 0) + 1
     damage = _First(MAX_ROWS, finding_order)
     for f in findings:
         damage.add(f)
@@ -165,13 +275,17 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
         elif f["kind"] == "skipped":
             skipped += 1
     return Figures(
-        as_of_ms=as_of_ms, replicas=replicas, partitions=len(partitions), brokers=len(brokers),
+        as_of_ms=as_of_ms, replicas=replicas, partitions=partitions, brokers=len(brokers),
         segment_bytes=segment_bytes, skipped=skipped, findings=damage.count,
         finding_lines=[Finding(f["file"], f["position"], f["reason"], f["message"]).line() for f in damage.items()],
-        open_transactions=open_transactions, late_partitions=len(late), lagging=lagging.count,
+        open_transactions=open_transactions, late_partitions=late, lagging=lagging.count,
         lagging_rows=lagging.items(), candidates=shown.count,
         reasons=sorted(((r, h, n) for (r, h), n in reasons.items()), key=reasons_order),
-        candidate_rows=shown.items(), tables=tables, incomplete=incomplete, faulty=faulty)
+        candidate_rows=shown.items(), tables=tables, incomplete=incomplete, faulty=faulty,
+        lagging_partitions=lagging_partitions.count, partition_rows=lagging_partitions.items(),
+        followers=followers.count, follower_rows=followers.items(), transactions=transactions.count,
+        transaction_reasons=sorted(((r, h, n) for (r, h), n in txn_reasons.items()), key=reasons_order),
+        transaction_rows=transactions.items())
 
 
 #: Exit statuses of `logscan scan` (either executor), `logscan plan` (EXIT_HANGING: plans printed),
@@ -188,11 +302,64 @@ def exit_status(fig: Figures) -> int:
     return EXIT_DAMAGE if fig.findings else 0
 
 
-def _table(out: TextIO, header: list[str], rows: list[list[str]]) -> None:
+#: Width of the text when it goes to neither a terminal nor a COLUMNS setting (a file, a pipe).
+DEFAULT_WIDTH = 100
+MIN_WIDTH = 40
+
+
+def text_width(out: TextIO) -> int:
+    """Columns to draw the text in: $COLUMNS, else the terminal's, else DEFAULT_WIDTH."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return max(MIN_WIDTH, int(env))
+    try:
+        if out.isatty():
+            return max(MIN_WIDTH, os.get_terminal_size(out.fileno()).columns)
+    except (AttributeError, OSError, ValueError):  # a StringIO, a closed or detached stream
+        pass
+    return DEFAULT_WIDTH
+
+
+def _table(out: TextIO, width: int, header: list[str], rows: list[list[str]], *, words: tuple[int, ...] = ()) -> None:
+    """A table in ``width`` columns (rich), indented two. Cells wrap at spaces only: numbers
+    and the columns in ``words`` (partition names, snake_case reasons) are never wrapped, and
+    a table that cannot fit so is written a row per paragraph instead ("hang-0: LSO 0, ...").
+    Cells are plain text (names from the copy through printable, never rich markup)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     rows = [[printable(c) for c in r] for r in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    for row in [header, *rows]:
-        out.write("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    whole = [i in words or all(r[i].lstrip("-").isdigit() for r in rows) for i in range(len(header))]
+    # Each column as wide as its header and cells; else the headers wrap (at spaces), the
+    # cells not: a column is as wide as its longest cell (word, in a column that may wrap).
+    natural = [max(len(c) for c in [h, *(r[i] for r in rows)]) for i, h in enumerate(header)]
+    narrow = [max(len(w) for w in [*h.split(), *(c for r in rows for c in ([r[i]] if whole[i] else r[i].split()))])
+              for i, h in enumerate(header)]
+    room = width - 2 - 2 * (len(header) - 1)
+    widths = natural if sum(natural) <= room else narrow
+    if sum(widths) > room:
+        for r in rows:
+            _para(out, width, f"{r[0]}: " + ", ".join(f"{h} {c}" for h, c in zip(header[1:], r[1:])),
+                  indent="    ", first="  ")
+        return
+    table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="", expand=False)
+    for i, h in enumerate(header):
+        table.add_column(h, width=widths[i], justify="right" if whole[i] and i not in words else "left")
+    for r in rows:
+        table.add_row(*(Text(c) for c in r))
+    buf = io.StringIO()
+    Console(file=buf, width=width - 2, color_system=None, markup=False, emoji=False, highlight=False,
+            force_terminal=False, force_jupyter=False, legacy_windows=False).print(table)
+    for line in buf.getvalue().splitlines():
+        out.write(("  " + line).rstrip() + "\n")
+
+
+def _para(out: TextIO, width: int, text: str, indent: str = "  ", first: str = "") -> None:
+    """Prose wrapped at spaces to ``width`` (a word longer than a line stays whole), its first
+    line indented ``first``, the others ``indent``."""
+    out.write(textwrap.fill(printable(text), width=width, initial_indent=first, subsequent_indent=indent,
+                            break_long_words=False, break_on_hyphens=False) + "\n")
 
 
 def _more(out: TextIO, total: int, shown: int) -> None:
@@ -235,55 +402,168 @@ def _by_transaction(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(lines.values())
 
 
+def _leader_cell(row: dict[str, Any]) -> str:
+    """The leader's broker id; in parentheses the broker whose numbers stand in for it when the
+    copy holds no replica of the leader or cannot tell which it is."""
+    return str(row["leader"]) if row["leader_in_copy"] else f"({row['broker']})"
+
+
+def _replicas_cell(row: dict[str, Any]) -> str:
+    """Whether the partition's replicas agree, else those behind the leader."""
+    if row["agree"]:
+        return f"{row['replicas']} agree"
+    return f"{','.join(map(str, row['behind']))} behind" if row["behind"] else "differ"
+
+
+def _verdicts_text(row: dict[str, Any]) -> str:
+    """Whose verdict a transaction's row is, and which replicas judge it alike."""
+    whose = (f"leader {row['broker']}" if row["broker"] == row["leader"] else
+             f"broker {row['broker']}, the furthest ahead" if len(row["brokers"]) > 1 else f"broker {row['broker']}")
+    alike = [b for b in row["brokers"] if b not in {d["broker"] for d in row["differing"]}]
+    if len(row["brokers"]) == 1:
+        return whose
+    return f"{whose}; brokers {','.join(map(str, alike))} agree"
+
+
+def _follower_text(f: dict[str, Any]) -> str:
+    leader = f"leader {f['leader']}" if f["leader_in_copy"] else f"broker {f['leader']}, the furthest ahead"
+    opened = "" if f["open_transactions"] == f["leader_open_transactions"] else (
+        f", open transactions {f['open_transactions']} against {f['leader_open_transactions']}")
+    gap = "; its copy is incomplete too (partition_state.copy_gap)" if f["incomplete"] else ""
+    return (f"{f['topic']}-{f['partition']} on broker {f['broker']} ({leader}): log end {f['log_end_offset']} "
+            f"against {f['leader_log_end_offset']}, LSO {f['last_stable_offset']} against "
+            f"{f['leader_last_stable_offset']}{opened}{gap}")
+
+
+FOLLOWERS_TEXT = ("a follower whose log ends before its leader's was copied while it was still fetching, or is "
+                  "falling behind: it fetches the rest from the leader and consumers read the leader, so the "
+                  "partition's numbers and verdicts are the leader's, and a transaction open only on the follower "
+                  "is not a hang (replicas_disagree)")
+
+
 def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int,
-                  inputs: Optional[list[str]] = None) -> None:
-    """The summary as text; with the scan's ``inputs``, the `logscan plan` command to run next
-    when a transaction hangs (shell-quoted: a path is anybody's bytes)."""
-    out.write(f"Scanned {fig.replicas} replicas of {fig.partitions} partitions on {fig.brokers} brokers "
-              f"({fig.segment_bytes / 1e6:.1f} MB of segments), as of {iso_ms(fig.as_of_ms)}\n")
-    out.write(copy_line(fig) + "\n")
+                  inputs: Optional[list[str]] = None, per_replica: bool = False,
+                  width: Optional[int] = None) -> None:
+    """The summary as text, ``width`` columns wide (default: text_width): one row per partition
+    (its leader's numbers) and per open transaction (its verdict once), or with ``per_replica``
+    one row per replica; with the scan's ``inputs``, the `logscan plan` command to run next when
+    a transaction hangs (shell-quoted: a path is anybody's bytes)."""
+    width = width or text_width(out)
+    _para(out, width, f"Scanned {fig.replicas} replicas of {fig.partitions} partitions on {fig.brokers} brokers "
+                      f"({fig.segment_bytes / 1e6:.1f} MB of segments), as of {iso_ms(fig.as_of_ms)}", indent="  ")
+    _para(out, width, copy_line(fig), indent="  ")
     if fig.skipped:
-        out.write(f"Skipped {fig.skipped} files or folders: superseded ones (--include-superseded reads them) "
-                  f"or not Kafka's; the files table (kind 'skipped') gives each one's reason\n")
+        _para(out, width, f"Skipped {fig.skipped} files or folders: superseded ones (--include-superseded reads "
+                          f"them) or not Kafka's; the files table (kind 'skipped') gives each one's reason",
+              indent="  ")
     out.write(f"Damage: {fig.findings} located findings\n")
-    for line in fig.finding_lines[:20]:
+    for line in fig.finding_lines[:20]:   # a line each, as logscan dump writes them on stderr: grep finds them
         out.write("  " + line + "\n")
     _more(out, fig.findings, min(20, len(fig.finding_lines)))
 
-    out.write(f"\nOpen transactions: {fig.open_transactions} over all replicas; partitions with a late "
-              f"transaction (open longer than the max timeout + 5 min): {fig.late_partitions}\n")
-    out.write(f"Partitions with open transactions or LSO lag: {fig.lagging} replicas\n")
-    if fig.lagging_rows:
-        _table(out, ["broker", "partition", "log_start", "LSO", "HW", "LEO", "lso_lag", "open_txns"],
-               [[str(s["broker"]), f"{s['topic']}-{s['partition']}", str(s["log_start_offset"]),
-                 str(s["last_stable_offset"]), str(s["high_watermark"]), str(s["log_end_offset"]),
-                 str(s["lso_lag"]), str(s["open_transactions"])] for s in fig.lagging_rows])
-        _more(out, fig.lagging, len(fig.lagging_rows))
+    out.write("\n")
+    _para(out, width, f"Open transactions: {fig.open_transactions} over all replicas; partitions with a late "
+                      f"transaction (open longer than the max timeout + 5 min): {fig.late_partitions}", indent="  ")
+    if per_replica:
+        _lagging_replicas(out, width, fig)
+    else:
+        _lagging_partitions(out, width, fig)
+    if fig.followers:
+        out.write(f"\nLagging followers: {fig.followers}\n")
+        _para(out, width, FOLLOWERS_TEXT[0].upper() + FOLLOWERS_TEXT[1:] + ".", first="  ")
+        for f in fig.follower_rows[:20]:
+            _para(out, width, _follower_text(f), indent="    ", first="  ")
+        _more(out, fig.followers, min(20, len(fig.follower_rows)))
 
-    out.write(f"\nOpen transactions older than {max_transaction_timeout_ms // 60000} min "
-              f"(find-hanging's rule), judged against __transaction_state: {fig.candidates}\n")
-    if fig.reasons:
-        out.write("  " + ", ".join(f"{reason} ({_VERDICT[h]}): {n}" for reason, h, n in fig.reasons) + "\n")
-    if fig.candidate_rows:
-        shown = _by_transaction(fig.candidate_rows)
-        _table(out, ["brokers", "partition", "producer_id", "epoch", "start_offset", "age_min", "hanging", "reason"],
-               [[",".join(map(str, c["brokers"])), f"{c['topic']}-{c['partition']}", str(c["producer_id"]),
-                 str(c["producer_epoch"]), str(c["start_offset"]), str(c["age_ms"] // 60000), _VERDICT[c["hanging"]],
-                 c["reason"]] for c in shown])
-        _more(out, fig.candidates, len(fig.candidate_rows))
-        out.write("\nEvidence:\n")
-        for c in shown:
-            brokers = ("broker " if len(c["brokers"]) == 1 else "brokers ") + ",".join(map(str, c["brokers"]))
-            out.write(printable(f"  {c['topic']}-{c['partition']} on {brokers}, producer "
-                                f"{c['producer_id']}: {c['evidence']}") + "\n")
+    head = (f"Open transactions older than {max_transaction_timeout_ms // 60000} min (find-hanging's rule), "
+            f"judged against __transaction_state: ")
+    if per_replica:
+        _candidate_replicas(out, width, fig, head)
+    else:
+        _candidate_transactions(out, width, fig, head)
     if inputs and any(hanging is True for _, hanging, _ in fig.reasons):
-        out.write(f"\nNext: {shlex.join(['logscan', 'plan', *map(str, inputs)])} --bootstrap-server HOST:PORT "
-                  f"prints the abort command of each hanging transaction, with what to check first\n")
+        out.write("\nNext: the abort command of each hanging transaction, with what to check first:\n")
+        out.write(f"  {shlex.join(['logscan', 'plan', *map(str, inputs)])} --bootstrap-server HOST:PORT\n")
     if fig.tables:
         out.write(f"\nTables: {fig.tables}\n")
 
 
+def _lagging_partitions(out: TextIO, width: int, fig: Figures) -> None:
+    _para(out, width, f"Partitions with open transactions or LSO lag: {fig.lagging_partitions} of {fig.partitions} "
+                      f"(the leader's numbers; --per-replica shows every replica)", indent="  ")
+    if not fig.partition_rows:
+        return
+    _table(out, width, ["partition", "leader", "log start", "LSO", "HW", "LEO", "LSO lag", "open txns", "replicas"],
+           [[f"{p['topic']}-{p['partition']}", _leader_cell(p), str(p["log_start_offset"]),
+             str(p["last_stable_offset"]), str(p["high_watermark"]), str(p["log_end_offset"]), str(p["lso_lag"]),
+             str(p["open_transactions"]), _replicas_cell(p)] for p in fig.partition_rows], words=(0,))
+    _more(out, fig.lagging_partitions, len(fig.partition_rows))
+    if any(not p["leader_in_copy"] for p in fig.partition_rows):
+        _para(out, width, "(N): the copy holds no replica of the leader, or cannot tell which it is; the numbers "
+                          "are broker N's, the replica furthest ahead", first="  ")
+
+
+def _lagging_replicas(out: TextIO, width: int, fig: Figures) -> None:
+    _para(out, width, f"Partitions with open transactions or LSO lag: {fig.lagging} replicas", indent="  ")
+    if not fig.lagging_rows:
+        return
+    _table(out, width, ["partition", "broker", "leader", "log start", "LSO", "HW", "LEO", "LSO lag", "open txns"],
+           [[f"{s['topic']}-{s['partition']}", str(s["broker"]), _VERDICT[s["is_leader"]],
+             str(s["log_start_offset"]), str(s["last_stable_offset"]), str(s["high_watermark"]),
+             str(s["log_end_offset"]), str(s["lso_lag"]), str(s["open_transactions"])] for s in fig.lagging_rows],
+           words=(0,))
+    _more(out, fig.lagging, len(fig.lagging_rows))
+
+
+def _reasons(out: TextIO, width: int, reasons: list[tuple[str, Optional[bool], int]]) -> None:
+    if reasons:
+        _para(out, width, ", ".join(f"{reason} ({_VERDICT[h]}): {n}" for reason, h, n in reasons), first="  ")
+
+
+def _candidate_transactions(out: TextIO, width: int, fig: Figures, head: str) -> None:
+    out.write("\n")
+    _para(out, width, f"{head}{fig.transactions} ({fig.candidates} replica rows)", indent="  ")
+    _reasons(out, width, fig.transaction_reasons)
+    if not fig.transaction_rows:
+        return
+    _table(out, width, ["partition", "producer", "start offset", "age min", "hanging", "reason"],
+           [[f"{t['topic']}-{t['partition']}", str(t["producer_id"]), str(t["start_offset"]),
+             str(t["age_ms"] // 60000), _VERDICT[t["hanging"]], t["reason"]] for t in fig.transaction_rows],
+           words=(0, 5))
+    _more(out, fig.transactions, len(fig.transaction_rows))
+    out.write("\nEvidence:\n")
+    for t in fig.transaction_rows:
+        _para(out, width, f"{t['topic']}-{t['partition']}, producer {t['producer_id']} epoch {t['producer_epoch']} "
+                          f"from offset {t['start_offset']} ({_verdicts_text(t)}): {t['evidence']}",
+              indent="    ", first="  ")
+        for d in t["differing"]:
+            _para(out, width, f"broker {d['broker']}: {d['reason']} ({_VERDICT[d['hanging']]}): {d['evidence']}",
+                  indent="      ", first="    ")
+
+
+def _candidate_replicas(out: TextIO, width: int, fig: Figures, head: str) -> None:
+    out.write("\n")
+    _para(out, width, f"{head}{fig.candidates}", indent="  ")
+    _reasons(out, width, fig.reasons)
+    if not fig.candidate_rows:
+        return
+    _table(out, width, ["partition", "broker", "producer", "epoch", "start offset", "age min", "hanging", "reason"],
+           [[f"{c['topic']}-{c['partition']}", str(c["broker"]), str(c["producer_id"]), str(c["producer_epoch"]),
+             str(c["start_offset"]), str(c["age_ms"] // 60000), _VERDICT[c["hanging"]], c["reason"]]
+            for c in fig.candidate_rows], words=(0, 7))
+    _more(out, fig.candidates, len(fig.candidate_rows))
+    out.write("\nEvidence:\n")
+    for c in _by_transaction(fig.candidate_rows):
+        brokers = ("broker " if len(c["brokers"]) == 1 else "brokers ") + ",".join(map(str, c["brokers"]))
+        _para(out, width, f"{c['topic']}-{c['partition']} on {brokers}, producer {c['producer_id']}: {c['evidence']}",
+              indent="    ", first="  ")
+
+
 def table_figures(tables: dict[str, list[dict[str, Any]]], as_of_ms: int) -> Figures:
     """figures() of a local scan's tables (logscan.scan.local.Scan.tables)."""
-    return figures(as_of_ms=as_of_ms, states=tables["partition_state"], candidates=tables["hanging_candidates"],
+    def ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(rows, key=lambda r: tuple(r[c] for c in STREAM_ORDER))
+
+    return figures(as_of_ms=as_of_ms, states=ordered(tables["partition_state"]),
+                   candidates=ordered(tables["hanging_candidates"]),
                    findings=tables["corruptions"], files=tables["files"])

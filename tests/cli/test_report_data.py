@@ -29,6 +29,8 @@ def _state(scan_id: str, rows: list[tuple[int, str, int, int, int]], as_of: date
     n = len(rows)
     return pa.table({**{k: pa.array(v, pa.int32() if k in ("broker", "partition", "open_transactions")
                                      else pa.string() if k == "topic" else pa.int64()) for k, v in cols.items()},
+                     "leader": pa.array([None] * n, pa.int32()), "is_leader": pa.array([None] * n, pa.bool_()),
+                     "replicas_agree": pa.array([True] * n),
                      "has_late_transaction": pa.array([False] * n),
                      "copy_gap": pa.array([None] * n, pa.string()), "log_fault": pa.array([None] * n, pa.string()),
                      "scan_id": pa.array([scan_id] * n), "as_of": pa.array([as_of] * n, pa.timestamp("us", "UTC"))})

@@ -75,7 +75,9 @@ def test_json_rerun_prints_the_local_scans_objects_and_keeps_the_rows(scan_run, 
     local = _local_json()
     # The same objects (the table's columns include the local scan's keys; it may have more).
     assert sorted(({k: p[k] for k in local[0]} for p in printed), key=_key) == sorted(local, key=_key)
-    assert "scan scan-" in res.stderr and f"judged against __transaction_state: {len(local)}\n" in res.stderr
+    transactions = len({(c["topic"], c["partition"], c["producer_id"], c["start_offset"]) for c in local})
+    assert "scan scan-" in res.stderr and (f"judged against __transaction_state: {transactions} ({len(local)} "
+                                           f"replica rows)") in " ".join(res.stderr.split())
     spark = session("logscan-test", master="local[1]")
     try:
         after = rows(spark)

@@ -193,8 +193,8 @@ def test_the_summary_says_how_complete_the_copy_is(tmp_path, whole):
 
     def copy_line(root) -> str:
         out = CliRunner().invoke(main, ["scan", str(root), "--as-of", as_of, "--no-progress"])
-        (line,) = [ln for ln in out.output.splitlines() if ln.startswith("Copy: ")]
-        return line
+        (para,) = [p for p in out.output.split("\nCopy: ")[1:]]   # a paragraph wrapped to the width
+        return "Copy: " + " ".join(para.split("\nDamage: ")[0].split())
 
     assert copy_line(HANGING / "brokers").startswith(f"Copy: 1 of {replicas} replicas are incomplete")
     copy = _copy(tmp_path)

@@ -72,10 +72,21 @@ def test_figures_keep_the_first_rows_of_a_stream_as_a_sort_would():
              "producer_id": i, "producer_epoch": 0, "start_offset": rng.randrange(100), "age_ms": 1,
              "hanging": rng.choice([True, False, None]), "reason": rng.choice("xyz"), "evidence": ""}
             for i in range(500)]
-    fig = summary.figures(as_of_ms=0, states=[], candidates=iter(rows), findings=[], files=[])
+    streamed = sorted(rows, key=lambda r: (r["topic"], r["partition"]))   # as the executors give them
+    fig = summary.figures(as_of_ms=0, states=[], candidates=iter(streamed), findings=[], files=[])
     want = sorted(rows, key=summary.candidate_order)[:summary.MAX_ROWS]
     assert fig.candidate_rows == want and fig.candidates == 500
     assert sum(n for _, _, n in fig.reasons) == 500
+    # every producer id is its own transaction here: a row each, in transaction order
+    assert fig.transactions == 500 and [t["producer_id"] for t in fig.transaction_rows] == [
+        r["producer_id"] for r in sorted(rows, key=summary.transaction_order)[:summary.MAX_ROWS]]
+
+
+def test_figures_refuse_rows_out_of_stream_order():
+    rows = [{"broker": 0, "topic": t, "partition": 0, "producer_id": 1, "producer_epoch": 0, "start_offset": 0,
+             "age_ms": 1, "hanging": True, "reason": "x", "evidence": ""} for t in ("b", "a")]
+    with pytest.raises(ValueError, match="out of order"):
+        summary.figures(as_of_ms=0, states=[], candidates=rows, findings=[], files=[])
 
 
 def test_exit_status_hanging_then_damage():
