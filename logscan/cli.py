@@ -373,13 +373,16 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
                 **options):
     from logscan import progress
     from logscan.logdir.tree import NoLogDirs
+    from logscan.scan.local import SUMMARY_TABLES
 
     _check_stores(inputs)
     roots = list(inputs)  # str: local paths or URIs (logscan.logdir.store)
     try:
+        # only the tables the summary and the plans read are kept: memory does not grow with the copy
         return progress.scan(roots, enabled=progress.wanted(no_progress), as_of_ms=_as_of_ms(as_of),
                              max_transaction_timeout_ms=max_transaction_timeout_ms,
-                             include_superseded=include_superseded, follow_links=follow_links, **options)
+                             include_superseded=include_superseded, follow_links=follow_links,
+                             keep=SUMMARY_TABLES, **options)
     except NoLogDirs as e:   # a wrong INPUT is never "0 replicas, nothing hanging"
         raise click.UsageError(str(e)) from None
 
