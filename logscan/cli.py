@@ -638,10 +638,12 @@ REPORT_HELP = """Write an HTML report of a scan's Delta tables (one file, no net
 
 \b
 The page shows the scan id, as-of time and input, the hanging transactions with their
-reasons, LSO lag per partition, per-partition timelines of transaction spans (open ones in
-red, the as-of time dashed), the abort plans of the scan's abort_plans table (the commands
-`logscan plan` prints, each with a copy button; the scan's --bootstrap-server is in them) and
-the corruptions found. It reads the newest scan in DIR unless --scan-id
+reasons, the lagging followers, LSO lag per partition, per-partition timelines of transaction
+spans (open ones in red, the as-of time dashed), the abort plans of the scan's abort_plans
+table (the commands `logscan plan` prints, each with a copy button, and one button copying
+them all; the scan's --bootstrap-server is in them) and the corruptions found. Where it draws
+only part (the 40 partitions with the largest LSO lag, the first 300 rows), it says so and
+gives the `logscan sql` command listing all. It reads well from 800 pixels wide up. It reads the newest scan in DIR unless --scan-id
 names another. Open the file in any browser: it fetches nothing. The tables are read in this
 process (delta-rs and DuckDB, as `logscan sql` does): no Spark, no JVM.
 

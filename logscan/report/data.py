@@ -92,11 +92,12 @@ def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> d
             "open_transactions": fig.open_transactions, "lagging_replicas": fig.lagging, "brokers": fig.brokers}
     # One row per partition: its leader's replica speaks for it, else the one furthest ahead
     # (ties: lowest broker), as in the summary (summary.speaker).
-    partitions = rows("partition_state", f"""
-        SELECT {', '.join(PARTITION_COLUMNS)} FROM t
+    speakers = f"""SELECT {', '.join(PARTITION_COLUMNS)} FROM t
         QUALIFY row_number() OVER (PARTITION BY topic, partition
-                                   ORDER BY is_leader IS TRUE DESC, log_end_offset DESC, broker) = 1
-        ORDER BY lso_lag DESC, open_transactions DESC, topic, partition LIMIT {MAX_PARTITIONS}""")
+                                   ORDER BY is_leader IS TRUE DESC, log_end_offset DESC, broker) = 1"""
+    partitions = rows("partition_state", f"""
+        {speakers} ORDER BY lso_lag DESC, open_transactions DESC, topic, partition LIMIT {MAX_PARTITIONS}""")
+    with_lag = rows("partition_state", f"SELECT count(*) AS n FROM ({speakers}) WHERE lso_lag > 0")[0]["n"]
     keys = [(p["topic"], p["partition"], p["broker"]) for p in partitions]
     spans: list[dict[str, Any]] = []
     if keys:
@@ -113,13 +114,34 @@ def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> d
                  f"ORDER BY topic, partition, producer_id, start_offset LIMIT {MAX_ROWS}")
     corruptions = rows("corruptions", f"SELECT * FROM t "
                        f"ORDER BY broker, file, position LIMIT {MAX_ROWS}") or []
-    counts = {"corruptions": fig.findings, "hanging_candidates": fig.candidates}
+    counts = {"corruptions": fig.findings, "hanging_candidates": fig.candidates, "partitions_with_lag": with_lag,
+              "followers": fig.followers}
     ends = rows("files", "SELECT min(file) AS first, max(file) AS last FROM t")
     return {"scan_id": scan_id, "tables": str(tables_dir), "input": _input_root(ends[0] if ends else None),
             "head": head, "counts": counts,
             "partitions": partitions, "spans": spans, "candidates": candidates, "plans": plans,
-            "corruptions": corruptions, "limits": {"partitions": MAX_PARTITIONS, "spans": MAX_SPANS,
-                                                    "rows": MAX_ROWS}}
+            "corruptions": corruptions, "followers": fig.follower_rows,
+            "limits": {"partitions": MAX_PARTITIONS, "spans": MAX_SPANS, "rows": MAX_ROWS},
+            "queries": queries(str(tables_dir), scan_id)}
+
+
+def queries(tables_dir: str, scan_id: str) -> dict[str, str]:
+    """`logscan sql` commands that list everything the page shows only in part, shell-quoted
+    (the folder and the scan id are anybody's bytes; the id is also quoted as SQL)."""
+    where = "scan_id = '" + scan_id.replace("'", "''") + "'"
+    sql = {
+        "partitions": f"SELECT topic, partition, broker, is_leader, high_watermark, last_stable_offset, lso_lag, "
+                      f"open_transactions FROM partition_state WHERE {where} AND lso_lag > 0 "
+                      f"ORDER BY lso_lag DESC, topic, partition, broker",
+        "spans": f"SELECT * FROM txn_spans WHERE {where} ORDER BY topic, partition, broker, first_offset",
+        "candidates": f"SELECT * FROM hanging_candidates WHERE {where} ORDER BY hanging DESC NULLS LAST, topic, "
+                      f"partition, broker",
+        "plans": f"SELECT * FROM abort_plans WHERE {where} ORDER BY topic, partition, producer_id, start_offset",
+        "followers": f"SELECT topic, partition, broker, leader, log_end_offset, last_stable_offset, "
+                     f"open_transactions, replica_differences FROM partition_state WHERE {where} AND NOT is_leader "
+                     f"AND NOT replicas_agree ORDER BY topic, partition, broker",
+    }
+    return {k: shlex.join(["logscan", "sql", "--tables", tables_dir, q]) for k, q in sql.items()}
 
 
 def _input_root(ends: Optional[dict[str, Any]]) -> Optional[str]:

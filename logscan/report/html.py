@@ -3,11 +3,13 @@ script for the copy buttons; nothing is fetched)."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from html import escape
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 from logscan.logdir.naming import LEGAL_TOPIC_TEXT, is_legal_topic
+from logscan.scan.summary import FOLLOWERS_TEXT
 
 RED, GREEN, GREY, BLUE, AMBER, TEAL, INK = "#d62828", "#2e7d32", "#8d99ae", "#3a86ff", "#e9a23b", "#2a9d8f", "#1d2433"
 OUTCOME_COLORS = {"COMMIT": GREEN, "ABORT": GREY, "OPEN": RED}
@@ -21,7 +23,8 @@ header h1{margin:0 0 8px;font-size:22px;font-weight:650}
 header h1 small{font-weight:400;color:#b8c1d1;font-size:15px;margin-left:8px}
 header dl{display:flex;flex-wrap:wrap;gap:4px 26px;margin:0;font-size:13px}
 header dt{color:#8d99ae;display:inline}
-header dd{display:inline;margin:0 0 0 6px;color:#e6e9ef;font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
+header dd{display:inline;margin:0 0 0 6px;color:#e6e9ef;font-family:ui-monospace,SFMono-Regular,Menlo,monospace;
+ overflow-wrap:anywhere}
 main{padding:18px 28px;max-width:1500px}
 section{background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.08);margin:0 0 18px;padding:14px 18px}
 h2{font-size:17px;margin:0 0 10px}
@@ -35,18 +38,31 @@ h3{font-size:14px;margin:16px 0 6px}
 .kpi span{color:#5c677d;font-size:12px;text-transform:uppercase;letter-spacing:.04em}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #e6e9ef;vertical-align:top}
+td.text{overflow-wrap:anywhere}
+tr.ev td{border-bottom:1px solid #e6e9ef;padding-top:0;white-space:normal}
+tr.txn td{border-bottom:0}
+.wide{overflow-x:auto}
 th{color:#5c677d;font-weight:600}
 th,td:first-child,td.num{white-space:nowrap}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 .badge{display:inline-block;border-radius:10px;padding:1px 8px;color:#fff;font-size:12px;white-space:nowrap}
-.evidence{color:#5c677d;font-size:12px;max-width:680px}
+.evidence{color:#5c677d;font-size:12px;overflow-wrap:anywhere}
+.reason{display:block;margin-top:3px;font-size:12px}
 .plan{border-left:4px solid #d62828;padding:8px 14px;margin:12px 0;background:#fbfbfc;border-radius:0 6px 6px 0}
 .plan .cmd{position:relative}
-.plan pre{background:#1d2433;color:#e9f5db;padding:9px 84px 9px 12px;border-radius:6px;white-space:pre-wrap;
- word-break:break-all;margin:6px 0;font-size:12.5px}
-.plan button{position:absolute;right:8px;top:7px;border:0;background:#3a86ff;color:#fff;border-radius:5px;
+.plan pre,.all pre{background:#1d2433;color:#e9f5db;padding:9px 84px 9px 12px;border-radius:6px;white-space:pre-wrap;
+ word-break:normal;overflow-wrap:anywhere;margin:6px 0;font-size:12.5px}
+.plan button,.all button{position:absolute;right:8px;top:7px;border:0;background:#3a86ff;color:#fff;border-radius:5px;
  padding:3px 12px;cursor:pointer;font-size:12px}
+.all{position:relative;margin:4px 0 10px}
+.all button{position:static;margin:0 0 4px}
+.all summary{cursor:pointer;color:#5c677d;font-size:12px}
+.all pre{padding-right:12px}
+pre .w{white-space:nowrap}
+.subset{background:#fff8e6;border-left:3px solid #e9a23b;padding:6px 10px;font-size:12.5px;color:#3c4556}
+.subset code{overflow-wrap:anywhere}
+svg{max-width:100%;height:auto}
 .plan .older pre{background:#2b3445;color:#cfd6e3}
 .plan ul{margin:2px 0 6px 18px;padding:0;color:#3c4556;font-size:12.5px}
 .plan h4{margin:8px 0 2px;font-size:12px;color:#5c677d;text-transform:uppercase;letter-spacing:.04em}
@@ -56,11 +72,14 @@ code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
 svg text{font:11px system-ui,sans-serif;fill:#3c4556}
 svg text.in{fill:#fff;font-weight:600}
 footer{color:#8d99ae;font-size:12px;padding:0 28px 24px}
+@media (max-width:900px){header,main{padding-left:12px;padding-right:12px}section{padding:12px}
+ .kpi{min-width:96px}.kpi b{font-size:20px}footer{padding:0 12px 18px}}
 """
 
 COPY_JS = """
-function copyCmd(id,btn){const t=document.getElementById(id).innerText;
-const done=()=>{btn.textContent='copied';setTimeout(()=>{btn.textContent='copy'},1500)};
+function copyCmd(id,btn){const t=document.getElementById(id).textContent;
+btn.dataset.label=btn.dataset.label||btn.textContent;
+const done=()=>{btn.textContent='copied';setTimeout(()=>{btn.textContent=btn.dataset.label},1500)};
 const fallback=()=>{const a=document.createElement('textarea');a.value=t;document.body.appendChild(a);a.select();
 try{document.execCommand('copy');done()}catch(e){}a.remove()};
 if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(t).then(done,fallback)}else{fallback()}}
@@ -86,6 +105,17 @@ def _minutes(ms: Any) -> str:
         return "?"
     minutes = ms / 60000
     return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
+def _subset(data: dict, what: str, shown: int, total: Optional[int], query: str) -> str:
+    """Says that ``shown`` of ``total`` are drawn (None: the first ``shown``, the page's limit;
+    more may exist), and the `logscan sql` command listing all of them."""
+    if total is not None and total <= shown:
+        return ""
+    command = data.get("queries", {}).get(query)
+    drawn = f"{what} {shown} of {total}" if total is not None else f"the first {shown} {what}"
+    return (f"<p class=subset>Drawn: {_e(drawn)}."
+            + (f" All of them: <code>{_e(command)}</code>" if command else "") + "</p>")
 
 
 def _transactions(candidates: list[dict]) -> dict[tuple, dict]:
@@ -131,6 +161,8 @@ def _kpis(data: dict) -> str:
              ("replicas", head["replicas"], False), ("open transactions", head["open_transactions"] or 0, False),
              ("replicas with LSO lag", head["lagging_replicas"] or 0, bool(head["lagging_replicas"])),
              ("hanging transactions", hanging, hanging > 0), ("corruptions", corruptions, corruptions > 0)]
+    if counts.get("followers"):
+        cards.insert(5, ("lagging followers", counts["followers"], False))
     return '<div class="kpis">' + "".join(
         f'<div class="kpi{" alert" if alert else ""}"><b>{_e(v)}</b><span>{_e(k)}</span></div>'
         for k, v, alert in cards) + "</div>"
@@ -143,16 +175,40 @@ def _candidates(data: dict) -> str:
     body = []
     for c in _transactions(data["candidates"]).values():
         label, color = VERDICT[c.get("hanging")]
-        body.append(
-            f"<tr><td>{_e(_name(c))}</td><td class=num>{_e(', '.join(map(str, sorted(c['brokers']))))}</td>"
+        body.append(   # the evidence on a row of its own, the page's width: readable at 800 px
+            f"<tr class=txn><td>{_e(_name(c))}</td><td class=num>{_e(', '.join(map(str, sorted(c['brokers']))))}</td>"
             f"<td class=num>{_e(c['producer_id'])}</td><td class=num>{_e(c['producer_epoch'])}</td>"
             f"<td class=num>{_e(c['start_offset'])}</td><td class=num>{_e(_minutes(c.get('age_ms')))}</td>"
-            f'<td><span class="badge" style="background:{color}">{_e(label)}</span></td>'
-            f"<td><code>{_e(c.get('reason'))}</code><div class=evidence>{_e(c.get('evidence'))}</div></td></tr>")
-    table = ("<table><tr><th>partition</th><th>brokers</th><th>producer id</th><th>epoch</th>"
-             "<th>start offset</th><th>idle for</th><th>verdict</th><th>reason and evidence</th></tr>"
-             + "".join(body) + "</table>")
-    return f"<section id=candidates><h2>Hanging transactions</h2>{table}</section>"
+            f'<td><span class="badge" style="background:{color}">{_e(label)}</span>'
+            f"<code class=reason>{_e(c.get('reason'))}</code></td></tr>"
+            f"<tr class=ev><td colspan=7><div class=evidence>{_e(c.get('evidence'))}</div></td></tr>")
+    table = ("<div class=wide><table><tr><th>partition</th><th>brokers</th><th>producer id</th><th>epoch</th>"
+             "<th>start offset</th><th>idle for</th><th>verdict and reason</th></tr>"
+             + "".join(body) + "</table></div>")
+    note = _subset(data, "the replicas' rows of", len(data["candidates"]),
+                   data["counts"].get("hanging_candidates", len(data["candidates"])), "candidates")
+    return f"<section id=candidates><h2>Hanging transactions</h2>{note}{table}</section>"
+
+
+def _followers(data: dict) -> str:
+    """The lagging followers (summary.figures' rows): a replica behind its partition's leader."""
+    rows = data.get("followers") or []
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td>{_e(_name(f))}</td><td class=num>{_e(f['broker'])}</td>"
+        f"<td class=num>{_e(f['leader'])}{'' if f['leader_in_copy'] else ' (furthest ahead)'}</td>"
+        f"<td class=num>{_e(f['log_end_offset'])} / {_e(f['leader_log_end_offset'])}</td>"
+        f"<td class=num>{_e(f['last_stable_offset'])} / {_e(f['leader_last_stable_offset'])}</td>"
+        f"<td class=num>{_e(f['open_transactions'])} / {_e(f['leader_open_transactions'])}</td>"
+        f"<td>{'incomplete copy' if f['incomplete'] else ''}</td></tr>" for f in rows)
+    total = data["counts"].get("followers", len(rows))
+    return ("<section id=followers><h2>Lagging followers</h2>"
+            f"<p class=note>{_e(FOLLOWERS_TEXT[0].upper() + FOLLOWERS_TEXT[1:])}.</p>"
+            + _subset(data, "lagging followers", len(rows), total, "followers")
+            + "<div class=wide><table><tr><th>partition</th><th>follower</th><th>leader</th>"
+              "<th>log end / leader's</th><th>LSO / leader's</th><th>open / leader's</th><th></th></tr>"
+            + body + "</table></div></section>")
 
 
 def _list(items: Any) -> str:
@@ -163,10 +219,18 @@ def _list(items: Any) -> str:
     return "<ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>"
 
 
+def _words(text: Any) -> str:
+    """``text`` escaped, each run of non-blanks in a span that never wraps: a command breaks
+    across lines at its spaces only (a browser breaks after any '-', inside --partition), and
+    its textContent, what the copy buttons copy, is the text itself."""
+    return "".join(f"<span class=w>{escape(part)}</span>" if not part.isspace() else escape(part)
+                   for part in re.split(r"(\s+)", "" if text is None else str(text)) if part)
+
+
 def _command(cmd_id: str, text: Any) -> str:
     """The command as text in a <pre> (escaped), and a button copying that text: what is
     copied is the shell-quoted command, never markup."""
-    return (f"<div class=cmd><pre id={cmd_id}>{_e(text)}</pre>"
+    return (f"<div class=cmd><pre id={cmd_id}>{_words(text)}</pre>"
             f"<button type=button onclick=\"copyCmd('{cmd_id}',this)\">copy</button></div>")
 
 
@@ -179,7 +243,10 @@ def _plans(data: dict) -> str:
     if not plans:
         return ""
     out = ["<section id=plans><h2>Abort plans</h2><p class=note>logscan never connects to the cluster: run "
-           "these yourself, after the checks, against a broker of the cluster (--bootstrap-server).</p>"]
+           "these yourself, after the checks, against a broker of the cluster (--bootstrap-server).</p>",
+           _copy_all(plans)]
+    if len(plans) >= data.get("limits", {}).get("rows", len(plans) + 1):
+        out.append(_subset(data, "abort plans", len(plans), None, "plans"))
     for i, p in enumerate(plans):
         risk = p.get("risk")
         out.append(
@@ -190,6 +257,18 @@ def _plans(data: dict) -> str:
                f" <span class=note>{_e(p.get('risk_detail'))}</span>" if risk else "")
             + _plan_body(f"cmd{i}", p) + "</div>")
     return "".join(out) + "</section>"
+
+
+def _copy_all(plans: list[dict]) -> str:
+    """One button copying every plan's command (each shell-quoted in the table, one per line),
+    and the text it copies; plans offering no command (a topic Kafka could not have named)
+    have none here either."""
+    commands = [str(p["command"]) for p in plans if p.get("command") and is_legal_topic(str(p.get("topic")))]
+    if not commands:
+        return ""
+    return (f"<div class=all><button type=button class=copyall onclick=\"copyCmd('cmdall',this)\">copy all "
+            f"plans</button><details><summary>the {len(commands)} command{'s' if len(commands) != 1 else ''} it "
+            f"copies, one per line</summary><pre id=cmdall>{_words(chr(10).join(commands))}</pre></details></div>")
 
 
 def _plan_body(cmd_id: str, p: dict) -> str:
@@ -211,7 +290,7 @@ def _lag_chart(data: dict) -> str:
         return ("<section id=lag-section><h2>LSO lag per partition</h2><p>Every partition's last stable offset "
                 "equals its high watermark: read_committed consumers can read everything.</p></section>")
     top = max(p["lso_lag"] for p in parts)
-    label_w, bar_w, row_h = 190, 760, 24
+    label_w, bar_w, row_h = 150, 480, 24   # drawn at this size, scaled down to a narrower page
     height = row_h * len(parts) + 10
     rows = []
     for i, p in enumerate(parts):
@@ -225,13 +304,16 @@ def _lag_chart(data: dict) -> str:
             f"{p['last_stable_offset']}, lag {p['lso_lag']}</title></rect>"
             f'<text x="{label_w + w + 6:.1f}" y="{y + 15}"><tspan font-weight="600">{p["lso_lag"]}</tspan> '
             f'(HW {p["high_watermark"]}, LSO {p["last_stable_offset"]}, {p["open_transactions"]} open)</text>')
-    svg = (f'<svg id=lag width="{label_w + bar_w + 240}" height="{height}" role="img" '
+    svg = (f'<svg id=lag width="{label_w + bar_w + 200}" height="{height}" '
+           f'viewBox="0 0 {label_w + bar_w + 200} {height}" role="img" '
            f'aria-label="LSO lag per partition">{"".join(rows)}</svg>')
     legend = (f'<div class=legend><span><i style="background:{RED}"></i>an open transaction holds the LSO back</span>'
               f'<span><i style="background:{BLUE}"></i>lag without an open transaction at the log end</span></div>')
     note = (f"<p class=note>Messages a read_committed consumer cannot read yet: high watermark minus last stable "
-            f"offset, from the replica furthest ahead; the {len(parts)} partitions with the largest lag.</p>")
-    return f"<section id=lag-section><h2>LSO lag per partition</h2>{note}{legend}{svg}</section>"
+            f"offset, from the partition's leader (else the replica furthest ahead).</p>")
+    total = data["counts"].get("partitions_with_lag", len(parts))
+    subset = _subset(data, "the partitions with the largest LSO lag,", len(parts), total, "partitions")
+    return f"<section id=lag-section><h2>LSO lag per partition</h2>{note}{subset}{legend}{svg}</section>"
 
 
 def _ticks(t0: int, t1: int, n: int = 6) -> Iterable[int]:
@@ -254,7 +336,7 @@ def _timelines(data: dict) -> str:
     t0 = min(starts) if starts else as_of - 1
     t1 = max([as_of] + [s["end_timestamp"] or 0 for s in spans])
     span_ms = max(1, t1 - t0)
-    label_w, plot_w, row_h = 190, 900, 26
+    label_w, plot_w, row_h = 150, 620, 26   # drawn at this size, scaled down to a narrower page
     by_part: dict[tuple, list[dict]] = {}
     for s in spans:
         by_part.setdefault((s["topic"], s["partition"]), []).append(s)
@@ -295,11 +377,18 @@ def _timelines(data: dict) -> str:
     legend = ('<div class=legend>' + "".join(f'<span><i style="background:{c}"></i>{o.lower()}</span>'
                                             for o, c in OUTCOME_COLORS.items())
               + f"<span>dashed line: as of {_e(_iso(as_of))}</span></div>")
-    svg = (f'<svg id=timeline width="{label_w + plot_w + 40}" height="{height}" role="img" '
+    svg = (f'<svg id=timeline width="{label_w + plot_w + 40}" height="{height}" '
+           f'viewBox="0 0 {label_w + plot_w + 40} {height}" role="img" '
            f'aria-label="transaction spans per partition">{"".join(out)}</svg>')
     note = ("<p class=note>Each bar is one transaction on the partition (first batch to its COMMIT/ABORT marker, "
-            "from the replica furthest ahead); an open one runs to the as-of time.</p>")
-    return f"<section id=timeline-section><h2>Transaction timelines</h2>{note}{legend}{svg}</section>"
+            "from the partition's leader, else the replica furthest ahead); an open one runs to the as-of "
+            "time.</p>")
+    limits = data.get("limits", {})
+    subset = _subset(data, "the transactions of the partitions with the largest LSO lag:", len(parts),
+                     data["head"]["partitions"], "spans")
+    if not subset and len(spans) >= limits.get("spans", len(spans) + 1):
+        subset = _subset(data, "transaction spans", len(spans), None, "spans")
+    return f"<section id=timeline-section><h2>Transaction timelines</h2>{note}{subset}{legend}{svg}</section>"
 
 
 def _corruptions(data: dict) -> str:
@@ -307,13 +396,13 @@ def _corruptions(data: dict) -> str:
     if not rows:
         return "<section id=corruptions><h2>Corruptions</h2><p>None: every file read cleanly.</p></section>"
     cols = [c for c in ("broker", "file", "position", "length", "reason", "message") if c in rows[0]]
-    body = "".join("<tr>" + "".join(f"<td{' class=num' if c in ('broker', 'position', 'length') else ''}>"
+    body = "".join("<tr>" + "".join(f"<td{' class=num' if c in ('broker', 'position', 'length') else ' class=text'}>"
                                     f"{_e(r.get(c))}</td>" for c in cols) + "</tr>" for r in rows)
     shown = len(rows)
     total = data["counts"].get("corruptions", shown)
     more = f"<p class=note>{total - shown} more: logscan sql over the corruptions table.</p>" if total > shown else ""
-    return (f"<section id=corruptions><h2>Corruptions</h2><table><tr>{''.join(f'<th>{c}</th>' for c in cols)}</tr>"
-            f"{body}</table>{more}</section>")
+    return (f"<section id=corruptions><h2>Corruptions</h2><div class=wide><table><tr>"
+            f"{''.join(f'<th>{c}</th>' for c in cols)}</tr>{body}</table></div>{more}</section>")
 
 
 def render(data: dict) -> str:
@@ -321,12 +410,14 @@ def render(data: dict) -> str:
     meta = [("scan id", data["scan_id"]), ("as of", _iso(head["as_of"])), ("input", data.get("input") or "?"),
             ("tables", data["tables"])]
     return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'>"
             f"<title>logscan report: {_e(data['scan_id'])}</title><style>{CSS}</style>"
             f"<script>{COPY_JS}</script></head><body>"
             "<header><h1>logscan report<small>Kafka transactions in a copied cluster</small></h1><dl>"
             + "".join(f"<div><dt>{k}</dt><dd>{_e(v)}</dd></div>" for k, v in meta)
             + "</dl></header><main>"
-            + _verdict(data) + _kpis(data) + _candidates(data) + _lag_chart(data) + _timelines(data)
+            + _verdict(data) + _kpis(data) + _candidates(data) + _followers(data) + _lag_chart(data)
+            + _timelines(data)
             + _plans(data) + _corruptions(data)
             + "</main><footer>Written by logscan report from the Delta tables above; a single file, nothing fetched."
               "</footer></body></html>\n")

@@ -10,6 +10,8 @@ builders are made to fail while it runs)."""
 
 from __future__ import annotations
 
+import html as htmllib
+import json
 import re
 import shutil
 import subprocess
@@ -34,7 +36,8 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None,
 RED = (0xD6, 0x28, 0x28)      # open spans, lag bars held back by an open transaction
 INK = (0x1D, 0x24, 0x33)      # the header band, the as-of line
 WIDTH = 1400
-LAG_BAR_PX = 760              # the longest lag bar (logscan/report/html.py _lag_chart)
+LAG_BAR_PX = 480              # the longest lag bar (logscan/report/html.py _lag_chart), drawn at full size
+NARROW = 800                  # a narrow window: the page must still fit it
 
 
 def _no_spark(*args, **kwargs):
@@ -73,7 +76,7 @@ def test_page_is_self_contained_and_names_every_hanging_transaction(report):
     live = _hanging_live()
     assert live
     for topic, partition, pid, start in live:
-        row = re.search(rf"<tr><td>{topic}-{partition}</td>.*?</tr>", html, re.S)
+        row = re.search(rf"<tr class=txn><td>{topic}-{partition}</td>.*?</tr>", html, re.S)
         assert row, (topic, partition)
         assert f"<td class=num>{pid}</td>" in row.group(0) and f"<td class=num>{start}</td>" in row.group(0)
     for reason in ("no_coordinator_record", "partition_not_in_transaction", "coordinator_moved_on"):
@@ -92,16 +95,26 @@ def _utc(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _pre_texts(html: str) -> dict[str, str]:
+    """Each <pre id=...>'s text (what its copy button copies: the element's textContent)."""
+    return {m.group(1): htmllib.unescape(re.sub(r"<[^>]*>", "", m.group(2)))
+            for m in re.finditer(r"<pre id=\"?(\w+)\"?>(.*?)</pre>", html, re.S)}
+
+
 def test_abort_plans_are_logscan_plans_commands_with_copy_buttons(report):
     html = report.read_text()
     made = plans()
+    texts = _pre_texts(html)
     assert len(made) == len(_hanging_live()) and all(BOOTSTRAP in p["command"] for p in made)
     for p in made:
         for command in (p["command"], p["command_explicit"]):
-            block = re.search(rf"<pre id=(cmd\d+x?)>{re.escape(command)}</pre>"
-                              rf"<button type=button onclick=\"copyCmd\('(\w+)',this\)\">copy</button>", html)
-            assert block and block.group(1) == block.group(2), command
+            (cmd_id,) = [i for i, t in texts.items() if t == command]
+            assert f"<button type=button onclick=\"copyCmd('{cmd_id}',this)\">copy</button>" in html, command
         assert p["preconditions"][0] in html and p["effects"][1] in html
+    # One button copies every plan's command, one per line, as `logscan plan` prints them
+    assert texts["cmdall"] == "\n".join(p["command"] for p in sorted(
+        made, key=lambda p: (p["topic"], p["partition"], p["producer_id"], p["start_offset"])))
+    assert """onclick="copyCmd('cmdall',this)">copy all plans</button>""" in html
 
 
 def test_missing_tables_is_a_usage_error(tmp_path):
@@ -127,15 +140,15 @@ def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
-def _screenshot(page: Path, tmp_path: Path, height: int = 1300):
+def _screenshot(page: Path, tmp_path: Path, height: int = 1300, width: int = WIDTH):
     from PIL import Image
 
-    png = page.with_suffix(".png")
-    shot = _chromium(f"--window-size={WIDTH},{height}", f"--screenshot={png}", "--hide-scrollbars",
+    png = page.with_suffix(f".{width}.png")
+    shot = _chromium(f"--window-size={width},{height}", f"--screenshot={png}", "--hide-scrollbars",
                      page.as_uri(), cwd=tmp_path)
     assert shot.returncode == 0 and png.is_file(), shot.stderr[-2000:]
     img = Image.open(png).convert("RGB")
-    assert img.size == (WIDTH, height)
+    assert img.size == (width, height)
     return img
 
 
@@ -180,8 +193,9 @@ def test_renders_in_headless_chromium(report, tmp_path):
     # The browser's DOM (after parsing) still holds the candidates, the commands, the spans.
     for topic, partition, pid, _ in _hanging_live():
         assert f"<td>{topic}-{partition}</td>" in dom.stdout
+    texts = _pre_texts(dom.stdout)
     for p in plans():
-        assert p["command"] in dom.stdout
+        assert p["command"] in texts.values()
     assert dom.stdout.count("copyCmd(") >= 2 * len(_hanging_live())
     assert dom.stdout.count('class="span open"') >= len(_hanging_live())
 
@@ -223,3 +237,58 @@ def test_open_spans_run_to_the_as_of_line(report, tmp_path):
     column = [img.getpixel((x, y)) for y in range(spans[0][0] - 30, spans[-1][0] + 30)
               for x in range(as_of_x - 3, as_of_x + 4)]
     assert column.count(INK) >= 20
+
+
+#: Run in the page once it has loaded (a copy of the report with this script added): measures
+#: the layout and presses "copy all plans", with a clipboard that keeps what it is given, then
+#: writes what it found into <body data-probe data-copied> for --dump-dom to show.
+PROBE = """
+window.addEventListener('load', () => {
+  const b = document.body, out = {viewport: window.innerWidth, page: document.documentElement.scrollWidth};
+  out.scrolled = [...document.querySelectorAll('.wide, pre')].filter(e => e.getClientRects().length &&
+                                                                        e.scrollWidth > e.clientWidth + 1).length;
+  out.split = [...document.querySelectorAll('pre .w')].filter(w =>
+      new Set([...w.getClientRects()].map(r => Math.round(r.top))).size > 1).map(w => w.textContent);
+  out.words = document.querySelectorAll('pre .w').length;
+  out.svgs = [...document.querySelectorAll('svg')].map(s => [s.getBoundingClientRect().width,
+                                                             s.parentElement.clientWidth]);
+  Object.defineProperty(navigator, 'clipboard', {value: {writeText: t => { b.dataset.copied = t;
+                                                                           return Promise.resolve(); }}});
+  document.execCommand = () => { b.dataset.copied = document.querySelector('body > textarea').value; return true; };
+  document.querySelector('button.copyall').click();
+  b.dataset.probe = JSON.stringify(out);
+});
+"""
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [NARROW, WIDTH])
+def test_the_page_fits_the_window_commands_wrap_at_spaces_and_copy_all_copies_every_plan(report, tmp_path, width):
+    page = tmp_path / "probe.html"
+    page.write_text(report.read_text().replace("</head>", f"<script>{PROBE}</script></head>", 1))
+    dom = _chromium(f"--window-size={width},2000", "--virtual-time-budget=3000", "--dump-dom", page.as_uri(),
+                    cwd=tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    probe = json.loads(htmllib.unescape(re.search(r'data-probe="([^"]*)"', dom.stdout).group(1)))
+    assert probe["viewport"] == width and probe["page"] <= width, probe      # no sideways scrolling
+    assert probe["scrolled"] == 0, probe          # no table nor command wider than its box
+    assert probe["words"] > 0 and probe["split"] == [], probe                # lines break at spaces only
+    assert len(probe["svgs"]) == 2 and all(w <= room + 1 for w, room in probe["svgs"]), probe  # charts scale
+    copied = htmllib.unescape(re.search(r'data-copied="([^"]*)"', dom.stdout).group(1))
+    assert copied.splitlines() == [p["command"] for p in sorted(
+        plans(), key=lambda p: (p["topic"], p["partition"], p["producer_id"], p["start_offset"]))]
+
+
+@needs_chromium
+def test_lag_bars_keep_their_ratio_at_a_narrow_width(report, tmp_path):
+    page = tmp_path / "lag.html"
+    page.write_text(_only(report.read_text(), "lag-section"))
+    img = _screenshot(page, tmp_path, 700, width=NARROW)
+    bars = _bars(img, RED)
+    lags = sorted((p["high_watermark"] - p["last_stable_offset"] for p in truth()["partitions"]
+                   if p["high_watermark"] > p["last_stable_offset"]), reverse=True)
+    assert len(bars) == len(lags), bars
+    widths = [w for _, _, w in bars]
+    assert widths[0] < LAG_BAR_PX                                  # scaled down to the window
+    for width, lag in zip(widths, lags):
+        assert abs(width - widths[0] * lag / lags[0]) <= 3, (widths, lags)
