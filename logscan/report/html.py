@@ -309,8 +309,8 @@ def _lag_chart(data: dict) -> str:
            f'aria-label="LSO lag per partition">{"".join(rows)}</svg>')
     legend = (f'<div class=legend><span><i style="background:{RED}"></i>an open transaction holds the LSO back</span>'
               f'<span><i style="background:{BLUE}"></i>lag without an open transaction at the log end</span></div>')
-    note = (f"<p class=note>Messages a read_committed consumer cannot read yet: high watermark minus last stable "
-            f"offset, from the partition's leader (else the replica furthest ahead).</p>")
+    note = ("<p class=note>Messages a read_committed consumer cannot read yet: high watermark minus last stable "
+            "offset, from the partition's leader (else the replica furthest ahead).</p>")
     total = data["counts"].get("partitions_with_lag", len(parts))
     subset = _subset(data, "the partitions with the largest LSO lag,", len(parts), total, "partitions")
     return f"<section id=lag-section><h2>LSO lag per partition</h2>{note}{subset}{legend}{svg}</section>"

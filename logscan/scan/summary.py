@@ -2,9 +2,15 @@
 
 The last step of the scan (logscan.scan.pipeline): :func:`figures` reduces the rows of four
 tables (partition_state, hanging_candidates, corruptions, files) in one pass, holding the
-counts and the first MAX_ROWS of each list, never the tables; both executors call it, the
-local one over its rows, the Spark job over its Delta tables' rows streamed to the driver.
-The exit status and the order of the candidates printed are decided here too, once.
+counts, the first MAX_ROWS of each list and one partition's rows, never the tables; both
+executors call it, the local one over its rows, the Spark job over its Delta tables' rows
+streamed to the driver (partition_state's and hanging_candidates' in STREAM_ORDER). The
+exit status and the order of the candidates printed are decided here too, once.
+
+:func:`write_figures` prints them (both executors): a row per partition, with the numbers of
+the replica that speaks for it (its leader's, :func:`speaker`), the lagging followers, a row
+per open transaction with its verdict once, and the next command; or a row per replica
+(``per_replica``). Tables are drawn with rich to the terminal's width, never cutting a word.
 """
 
 from __future__ import annotations

@@ -230,14 +230,15 @@ def test_the_report_copies_the_quoted_command_and_shows_it_escaped(tmp_path):
     plan = plan_abort(txn, h.Verdict(h.COORDINATOR_MOVED_ON, True, "missed marker"), -1, bootstrap=BOOTSTRAP)
     assert f"'{BOOTSTRAP}'" in plan.command                       # quoted, so the page must escape '
     page = _page([_row(plan)])
-    assert plan.command not in page and plan.command.replace("'", "&#x27;") in page
+    assert plan.command not in page and f"&#x27;{BOOTSTRAP}&#x27;" in page
     parsed = _Commands()
     parsed.feed(page)
-    assert parsed.pre == {"cmd0": plan.command, "cmd0x": plan.command_explicit}
-    assert parsed.buttons == ["cmd0", "cmd0x"]
+    # "copy all plans" (every plan's command, one per line), then each plan's two forms
+    assert parsed.pre == {"cmdall": plan.command, "cmd0": plan.command, "cmd0x": plan.command_explicit}
+    assert parsed.buttons == ["cmdall", "cmd0", "cmd0x"]
     calls = _run_in_bash(tmp_path, "\n".join(parsed.pre.values()) + "\n")
     assert calls == [["--bootstrap-server", BOOTSTRAP, "abort", "--topic", "hang", "--partition", "2",
-                      "--start-offset", "0"],
+                      "--start-offset", "0"]] * 2 + [
                      ["--bootstrap-server", BOOTSTRAP, "abort", "--topic", "hang", "--partition", "2",
                       "--producer-id", "2", "--producer-epoch", "0", "--coordinator-epoch", "0"]]
 
