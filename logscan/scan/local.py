@@ -191,7 +191,8 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         txns: dict[tuple[str, int], list[R.Row]] = defaultdict(list)
         for t in open_txns:
             txns[(t["topic"], t["partition"])].append(t)
-        for table, row in _assess(states, txns, closed_spans, leaders, index=pipeline.coordinator_index(coordinator_rows),
+        index = pipeline.coordinator_index(coordinator_rows)
+        for table, row in _assess(states, txns, closed_spans, leaders, index=index,
                                   as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
                                   coordinator=coordinator, bootstrap=bootstrap):
             out.add(table, row)

@@ -99,6 +99,13 @@ class Spool:
             (length,) = _LENGTH.unpack(f.read(_LENGTH.size))
             yield marshal.loads(f.read(length))
 
+    def chunks(self, key: Key) -> Iterator[list[R.Row]]:
+        """``key``'s rows as they were added (never sorted), a chunk of at most CHUNK_ROWS rows
+        at a time."""
+        names = self.names
+        for chunk in self._chunks(key):
+            yield [dict(zip(names, t)) for t in chunk]
+
     def rows(self, key: Key) -> Iterator[R.Row]:
         """``key``'s rows (dicts of ``names``), in ``order``: as added when they came in order,
         one chunk in memory at a time; else sorted in memory."""
