@@ -291,6 +291,7 @@ SCAN_HELP = """Scan copied Kafka log dirs: producer state, open transactions, LS
   logscan scan COPY --max-transaction-timeout-ms 60000 --format json
   logscan scan COPY --per-replica        a row per replica, not per partition
   logscan scan COPY --output tables/     the Spark job: Delta tables for `logscan sql`
+  logscan scan COPY --output tables/ --executor local    the same tables, no Spark
 
 \b
 Each INPUT is a Kafka log dir (it has meta.properties) or a folder holding one log dir
@@ -312,7 +313,10 @@ With --output DIR the same scan runs as the Spark job (spark_jobs/scan.py, on a 
 Spark with Delta's jars from `make delta-jars`) and writes its Delta tables to DIR/<table>,
 then prints a summary; query them with `logscan sql --tables DIR`. Every table but batches
 (a row per batch of the copy, by far the largest) is written unless --tables says
-otherwise: --tables all adds batches.
+otherwise: --tables all adds batches. --executor local writes the same tables, rows and
+schemas from this process instead (the single-process scan, its memory bounded; delta-rs
+commits, no JVM): for one machine, where Spark's start-up and per-task costs are pure
+overhead. Either way each table is one Delta commit replacing the scan's rows.
 
 \b
 A progress bar (bytes, files, rate) is drawn on stderr when it is a terminal; --no-progress
@@ -322,7 +326,8 @@ turns it off, and piped or redirected output never has one.
 Exit status (also with --output): 0 nothing hanging, 1 damage found in the files,
 2 bad command line or missing set-up (e.g. Delta's jars), 4 hanging transactions found,
 5 (--output) the Spark job failed: no answer, one line names the cause and the log file
-holding its whole trace, 130 interrupted (Ctrl-C).
+holding its whole trace (--executor local: writing the tables failed, one line names the
+cause), 130 interrupted (Ctrl-C).
 """
 
 def _as_of_ms(text: str | None) -> int | None:
@@ -390,7 +395,11 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
 @main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})
 @_scan_options
 @click.option("--output", metavar="DIR", default=None,
-              help="Run the Spark job instead (local Spark with Delta) and write its Delta tables to DIR.")
+              help="Write the scan's Delta tables to DIR: the Spark job on a local Spark with Delta, "
+              "or this process with --executor local.")
+@click.option("--executor", type=click.Choice(["spark", "local"]), default=None,
+              help="With --output: who runs the scan and writes the tables: spark (the Spark job on a local "
+              "Spark) or local (this process: no JVM, the same tables) [default: spark].")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master, with --output.")
 @click.option("--scan-id", default=None, metavar="ID",
               help="With --output: the id tagging every row (default: derived from the inputs; "
@@ -405,7 +414,7 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
               help="Text: a row per replica (every broker's numbers and verdicts) instead of a row per partition "
               "(its leader's numbers) and per transaction (its verdict once).")
 def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, fmt, no_progress,
-                 output, master, scan_id, bootstrap_server, tables, per_replica) -> None:
+                 output, master, scan_id, bootstrap_server, tables, per_replica, executor) -> None:
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
 
@@ -414,6 +423,11 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
         if any(is_uri(p) for p in inputs):
             raise click.UsageError("--output (the Spark job) reads local folders only for now: scan a URI "
                                    "without --output (issue 31)")
+        if executor == "local":
+            _local_tables(inputs, output, as_of=as_of, max_transaction_timeout_ms=max_transaction_timeout_ms,
+                          include_superseded=include_superseded, follow_links=follow_links, scan_id=scan_id,
+                          bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, json=fmt == "json",
+                          no_progress=no_progress, tables=tables, per_replica=per_replica)
 
         with _spark_errors():
             sys.exit(scan_to_tables(inputs, output, as_of_ms=_as_of_ms(as_of),
@@ -423,8 +437,9 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
                                     bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, master=master,
                                     json=fmt == "json", no_progress=no_progress, tables=tables,
                                     per_replica=per_replica))
-    if scan_id is not None or bootstrap_server is not None or tables is not None:
-        raise click.UsageError("--scan-id, --bootstrap-server and --tables are for the Delta tables: give them "
+    if scan_id is not None or bootstrap_server is not None or tables is not None or executor is not None:
+        raise click.UsageError("--scan-id, --bootstrap-server, --tables and --executor are for the Delta tables: "
+                               "give them "
                                "with --output DIR (for abort commands without Spark: logscan plan)")
     import json as jsonlib
 
@@ -439,6 +454,22 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
         summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
                               per_replica=per_replica)
     sys.exit(summary.exit_status(fig))
+
+
+def _local_tables(inputs, output, *, as_of, scan_id, tables, **options) -> None:
+    """--output DIR --executor local: the request checked as for the Spark job (spark_jobs.scan_cli),
+    then logscan.scan.delta writes the tables in this process."""
+    from pathlib import Path
+
+    from logscan.scan.delta import scan_to_tables
+    from spark_jobs.scan import default_scan_id
+    from spark_jobs.scan_cli import check_request
+
+    roots = [Path(p) for p in inputs]
+    with _spark_errors():
+        names = check_request(roots, Path(output), scan_id, tables)
+    sys.exit(scan_to_tables(inputs, output, scan_id=scan_id or default_scan_id(roots), tables=names,
+                            as_of_ms=_as_of_ms(as_of), **options))
 
 
 PLAN_HELP = """Print the kafka-transactions abort command for each hanging transaction.
