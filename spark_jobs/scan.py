@@ -215,59 +215,86 @@ def default_scan_id(roots: list[Path]) -> str:
 
 @dataclass(slots=True)
 class ScanFrames:
-    """The tables of one scan, not yet written: each table's rows made by tasks (a DataFrame of
-    its rows.py columns), the rows the driver made (listing, coordinator), and the partition
-    step's WRITTEN rows (that step writes its own tables when it runs)."""
+    """One scan, its tables not yet written: ``writes``, the job that writes the tasks' rows
+    (WRITTEN rows: the Parquet files they wrote), and the rows the driver made itself
+    (listing, coordinator, metadata findings, split files), by table."""
 
-    tables: dict[str, DataFrame]
+    writes: DataFrame
     driver: dict[str, list[R.Row]]
-    written: DataFrame
     as_of_ms: int
     persisted: list[DataFrame]
     broadcasts: list[Broadcast] = field(default_factory=list)
 
 
-def kept_ranges(spark: SparkSession, decoded: DataFrame) -> tuple[DataFrame, dict[str, int]]:
-    """The decoded rows of every file read whole, and of the byte ranges of split files that
-    replica.valid_ranges keeps; and the decode's row count of each member (its record_type).
-    Both come from one small aggregate (a row per member, the ranges' rows listed), the job
-    that runs the decode."""
-    summary = (decoded.groupBy("record_type")
-               .agg(F.count(F.lit(1)).alias("rows"), F.collect_list("range").alias("ranges")).collect())
-    counts = {r["record_type"]: r["rows"] for r in summary}
-    ranges = [rng for r in summary for rng in r["ranges"]]
+@dataclass(slots=True)
+class Tally:
+    """What the driver learns from tasks.tally's rows (one pass over a step's output)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    ranges: list[R.Row] = field(default_factory=list)
+    internal: dict[str, list[tuple]] = field(default_factory=lambda: {TRANSACTION_STATE_TOPIC: [],
+                                                                       CLUSTER_METADATA_TOPIC: []})
+    newest_batch: Optional[int] = None
+    newest_record: list[R.Row] = field(default_factory=list)
+    split_files: list[R.Row] = field(default_factory=list)
+
+    def add(self, tagged: DataFrame) -> None:
+        """Runs tasks.tally over ``tagged`` (one job, no shuffle) and adds what it finds."""
+        rows = tagged.mapInArrow(tasks.tally(self.internal, pipeline.timestamp_ceiling()),
+                                 S.spark_schema(tasks.TALLY)).collect()
+        for r in rows:
+            kind = r["record_type"]
+            if kind == "count":
+                name = r["count"]["record_type"]
+                self.counts[name] = self.counts.get(name, 0) + r["count"]["rows"]
+            elif kind == "range":
+                self.ranges.append(r["range"].asDict(recursive=True))
+            elif kind == "internal":
+                i = r["internal"]
+                self.internal[i["topic"]].append((i["partition"], i["broker"], i["log_end_offset"],
+                                                  i["checkpointed_high_watermark"], i["copy_gap"]))
+            elif kind == "newest_batch":
+                t = r["newest_batch"]["max_timestamp"]
+                self.newest_batch = t if self.newest_batch is None else max(self.newest_batch, t)
+            elif kind == "newest_record":
+                self.newest_record.append(r["newest_record"].asDict())
+            else:
+                self.split_files.append(r["split_file"].asDict())
+
+    def kept(self) -> frozenset[tuple[str, int]]:
+        """The (segment, range_index) pairs of the byte ranges replica.valid_ranges keeps."""
+        by_file: dict[str, dict[int, list[tuple[int, bool]]]] = {}
+        file_ranges: dict[str, int] = {}
+        for r in self.ranges:
+            by_file.setdefault(r["file"], {})[r["range_index"]] = [(h["range_index"], h["clean"])
+                                                                   for h in r["handoffs"]]
+            file_ranges[r["file"]] = r["ranges"]
+        return frozenset((f, i) for f, handoffs in by_file.items()
+                         for i in valid_ranges(file_ranges[f], handoffs))
+
+    def newest_record_of(self, chosen: dict[int, int], kept: frozenset) -> Optional[int]:
+        """The newest record time of the coordinator replicas coordinator_copy chose
+        (``chosen``: partition -> broker), of their files read whole and kept byte ranges."""
+        return max((r["last_update_timestamp_ms"] for r in self.newest_record
+                    if chosen.get(r["partition"]) == r["broker"]
+                    and (r["ranges"] == 1 or (r["segment"], r["range_index"]) in kept)), default=None)
+
+
+def kept_rows(spark: SparkSession, decoded: DataFrame, kept: frozenset) -> DataFrame:
+    """The decoded rows of every file read whole and of the byte ranges of split files that
+    replica.valid_ranges keeps (``kept``)."""
     whole = decoded.where(F.col("ranges") == 1)
-    if not ranges:
-        return whole, counts
-    by_file: dict[str, dict[int, list[tuple[int, bool]]]] = {}
-    file_ranges: dict[str, int] = {}
-    for r in ranges:
-        by_file.setdefault(r["file"], {})[r["range_index"]] = [(h["range_index"], h["clean"]) for h in r["handoffs"]]
-        file_ranges[r["file"]] = r["ranges"]
-    keep = [(f, i) for f, handoffs in by_file.items() for i in sorted(valid_ranges(file_ranges[f], handoffs))]
-    keep_df = spark.createDataFrame(keep, "segment string, range_index int")
+    if not kept:
+        return whole
+    keep_df = spark.createDataFrame(sorted(kept), "segment string, range_index int")
     split = decoded.where(F.col("ranges") > 1).join(F.broadcast(keep_df), ["segment", "range_index"], "left_semi")
-    return whole.unionByName(split), counts
+    return whole.unionByName(split)
 
 
 def write_tasks(rows: int) -> int:
-    """Tasks (and files) a table part of ``rows`` rows is written with: ROWS_PER_WRITE_TASK
+    """Tasks (and files) the rows of a step's output are written with: ROWS_PER_WRITE_TASK
     rows each, at least one."""
     return max(1, -(-rows // ROWS_PER_WRITE_TASK))
-
-
-def decoded_files(kept: DataFrame) -> DataFrame:
-    """The decode's files rows: a file read whole has its own; the rows of a split file's kept
-    ranges are summed into one, with the worst status."""
-    statuses = F.array(*[F.lit(s) for s in R.STATUS_ORDER])
-    rank = F.array_position(statuses, F.col("status"))
-    split = (S.members(kept.where(F.col("ranges") > 1), "file")
-             .groupBy("broker", "topic", "partition", "file", "kind", "size", "detail")
-             .agg(F.sum("error_count").cast("int").alias("error_count"), F.sum("batches").cast("int").alias("batches"),
-                  F.max(rank).alias("_rank"))
-             .withColumn("status", F.element_at(statuses, F.col("_rank").cast("int")))
-             .drop("_rank"))
-    return S.members(kept.where(F.col("ranges") == 1), "file").unionByName(split)
 
 
 def replica_stream_input(replicas: DataFrame, facts: DataFrame) -> DataFrame:
@@ -285,96 +312,84 @@ def replica_stream_input(replicas: DataFrame, facts: DataFrame) -> DataFrame:
             .repartition(*KEYS).sortWithinPartitions(*KEYS, "kind", "segment_base_offset", "position"))
 
 
-def internal_states(states: DataFrame) -> dict[str, list[tuple]]:
-    """The state rows of `__transaction_state` and `__cluster_metadata` (a few per partition
-    of each: small), in one job: (partition, broker, log_end_offset,
-    checkpointed_high_watermark, copy_gap) per replica, by topic. The driver picks the
-    replicas to load from them (coordinator.coordinator_copy, choose_replicas), as the local
-    executor does."""
-    columns = ("partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap")
-    out: dict[str, list[tuple]] = {TRANSACTION_STATE_TOPIC: [], CLUSTER_METADATA_TOPIC: []}
-    for r in states.where(F.col("topic").isin(*out)).select("topic", *columns).collect():
-        out[r[0]].append(tuple(r[1:]))
-    return out
-
-
 def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: str, *,
                  as_of_ms: Optional[int] = None,
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                  include_superseded: bool = False, follow_links: bool = False, split_bytes: int = SPLIT_BYTES,
                  bootstrap: str = pipeline.DEFAULT_BOOTSTRAP, replay_in_decode: bool = True,
                  tables: tuple[str, ...] = DEFAULT_TABLES) -> ScanFrames:
-    """The ``tables`` of a scan (parse_tables's names), the partition step's to be written
-    into ``output`` as scan ``scan_id`` when it runs. ``replay_in_decode=False`` sends every
-    replica through the per-replica step's shuffle, as the replicas plan_tasks cannot give
-    one task (the tests compare both ways)."""
+    """The ``tables`` of a scan (parse_tables's names), to be written into ``output`` as scan
+    ``scan_id`` by ScanFrames.writes. ``replay_in_decode=False`` sends every replica through
+    the per-replica step's shuffle, as the replicas plan_tasks cannot give one task (the tests
+    compare both ways).
+
+    Jobs: the decode (with its tally: counts, byte ranges, the internal topics' states, the
+    newest times), the per-replica step's (only for replicas no decode task read whole), the
+    coordinator's, the metadata's; ScanFrames.writes is the last (the partition step and the
+    writers)."""
     listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes,
                           follow_links=follow_links)
     parallelism = spark.sparkContext.defaultParallelism
     groups = plan_tasks(listing.units, parallelism, replicas=listing.replicas if replay_in_decode else None)
     replayed = {(u["broker"], u["topic"], u["partition"]) for g in groups for u in g if u.get("replica")}
     shuffled = [r for r in listing.replicas if (r["broker"], r["topic"], r["partition"]) not in replayed]
-    # The grouped steps' outputs are cached with as many partitions as the shuffle has, and the
-    # writes read them: Spark's default 200 costs ~20 ms a task each time on a small copy.
-    # A multiple of the cores, so the last wave of tasks does not leave cores idle.
+    # The grouped steps' outputs have as many partitions as the shuffle has: Spark's default
+    # 200 costs ~20 ms a task each on a small copy. A multiple of the cores, so the last wave of
+    # tasks does not leave cores idle.
     waves = -(-len(listing.replicas) // (parallelism * REPLICAS_PER_TASK))
     spark.conf.set("spark.sql.shuffle.partitions", str(min(MAX_SHUFFLE_PARTITIONS, parallelism * max(1, waves))))
     with_batches = "batches" in tables
     decoded = source.read(spark, groups, batches=with_batches).persist()
-    kept, counts = kept_ranges(spark, decoded)
-
-    def sized(part: DataFrame, kind: str) -> DataFrame:
-        """A table's rows of the decode (``kind``), in as few partitions as their count needs."""
-        return part.coalesce(write_tasks(counts.get(kind, 0)))
-
-    txn_log = S.members(kept, "txn_log")
+    persisted = [decoded]
+    tally = Tally()
+    tally.add(decoded)
+    kept = tally.kept()
+    decoded_kept = kept_rows(spark, decoded, kept)
+    # What the tasks write once as_of is known: the decode's rows, in as many tasks as they need
+    # (each writes a file per table), and the per-replica step's.
+    to_write = [(decoded.coalesce(write_tasks(sum(tally.counts.values()))), kept)]
 
     # The per-replica rows: of the replicas the decode replayed, and of the others, replayed
-    # by the per-replica step. Its files and findings rows join the decode's.
-    persisted = [decoded]
+    # by the per-replica step (which writes its tables' rows as the decode does).
     replica_out = decoded.where(F.col("record_type").isin(*tasks.REPLICA_KINDS)).select(
         *S.spark_schema(tasks.REPLICA_OUT).names)
-    replica_tables = {kind: sized(S.members(replica_out, kind), kind) for kind in ("snapshot", "producer", "span")}
-    step_files, step_findings = [], []
     if shuffled:
-        facts = S.members(kept, "batch" if with_batches else "fact")
+        facts = S.members(decoded_kept, "batch" if with_batches else "fact")
         stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), facts)
                    .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
         persisted.append(stepped)
+        tally.add(stepped)
         replica_out = replica_out.unionByName(stepped)
-        replica_tables = {kind: df.unionByName(S.members(stepped, kind)) for kind, df in replica_tables.items()}
-        step_files, step_findings = [S.members(stepped, "file")], [S.members(stepped, "finding")]
-    states = S.members(replica_out, "state")
+        to_write.append((stepped, frozenset()))
 
     # The coordinator's view: per coordinator partition, the replica coordinator.choose_replicas
     # picks (the same rule as the local driver), loaded per partition, merged on the driver.
-    internal = internal_states(states)
-    chosen, coordinator = coordinator_copy(internal[TRANSACTION_STATE_TOPIC])
+    chosen, coordinator = coordinator_copy(tally.internal[TRANSACTION_STATE_TOPIC])
     chosen_df = spark.createDataFrame([(b, TRANSACTION_STATE_TOPIC, p) for p, b in chosen.items()],
                                       "broker int, topic string, partition int")
-    coordinator_log = txn_log.join(F.broadcast(chosen_df), KEYS, "left_semi")
+    coordinator_log = S.members(decoded_kept, "txn_log").join(F.broadcast(chosen_df), KEYS, "left_semi")
     per_partition = (coordinator_log.groupBy("partition")
                      .applyInArrow(tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE)).collect())
     # One row per transactional id: small next to the data, shipped to the partition step.
     coordinator_rows = pipeline.merge_coordinator(r.asDict(recursive=True) for r in per_partition)
-
     if as_of_ms is None:
-        updated, ceiling = F.col("last_update_timestamp_ms"), pipeline.timestamp_ceiling()
-        newest = (states.agg(F.max("max_timestamp").alias("batch"))
-                  .crossJoin(coordinator_log.agg(F.max(F.when(updated <= ceiling, updated)).alias("record"))).first())
-        as_of_ms = pipeline.as_of(newest["batch"], newest["record"])
+        as_of_ms = pipeline.as_of(tally.newest_batch, tally.newest_record_of(chosen, kept))
 
     # Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest.
-    metadata_broker = choose_replicas(r[:3] for r in internal[CLUSTER_METADATA_TOPIC]).get(0)
+    metadata_broker = choose_replicas(r[:3] for r in tally.internal[CLUSTER_METADATA_TOPIC]).get(0)
     metadata_info = [r for r in listing.replicas
                      if (r["broker"], r["topic"], r["partition"]) == (metadata_broker, CLUSTER_METADATA_TOPIC, 0)]
     metadata_out = (_frame(spark, metadata_info, tasks.REPLICA_INFO).repartition(1)
                     .mapInArrow(tasks.metadata_step(as_of_ms), S.spark_schema(tasks.METADATA_OUT))).persist()
-
+    persisted.append(metadata_out)
     # find-hanging can only prove a record absent when every coordinator partition is here.
-    counted = (S.members(metadata_out, "topic").where(F.col("topic") == TRANSACTION_STATE_TOPIC)
-               .select("partitions").collect())
-    coordinator = coordinator.counted(counted[0][0] if counted else None)
+    told = metadata_out.where(F.col("record_type").isin("topic", "finding")).select("record_type", "topic",
+                                                                                   "finding").collect()
+    counted = [r["topic"]["partitions"] for r in told
+               if r["record_type"] == "topic" and r["topic"]["topic"] == TRANSACTION_STATE_TOPIC]
+    coordinator = coordinator.counted(counted[0] if counted else None)
+    metadata_findings = [r["finding"].asDict() for r in told if r["record_type"] == "finding"]
+
     needed = (F.col("record_type").isin("state", "open_txn")
               | ((F.col("record_type") == "span") & F.col("span.end_marker_offset").isNotNull()))
     leaders = S.members(metadata_out, "leader")
@@ -384,41 +399,28 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     row_order = F.lit(len(tasks.PARTITION_ROW_ORDER))
     for i, kind in reversed(list(enumerate(tasks.PARTITION_ROW_ORDER))):
         row_order = F.when(F.col("record_type") == kind, F.lit(i)).otherwise(row_order)
-    partition_in = (replica_out.where(needed).select("record_type", *PARTITION_KEYS, "state", "open_txn", "span")
+    # Of a closed span, only what assess reads of it: most of the step's rows are spans.
+    span = F.when(F.col("span").isNotNull(),
+                  F.struct(*(F.col(f"span.{c}").alias(c) for c in pipeline.CLOSED_SPAN_COLUMNS)))
+    partition_in = (replica_out.where(needed).select("record_type", *PARTITION_KEYS, "state", "open_txn",
+                                                     span.alias("span"))
                     .join(F.broadcast(leaders), PARTITION_KEYS, "left")
                     .repartition(*PARTITION_KEYS)
                     .sortWithinPartitions(*PARTITION_KEYS, row_order,
                                           *(F.col(f"span.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
     # The coordinator's index, built once and broadcast (tasks.partition_stream says why).
     index = spark.sparkContext.broadcast(pipeline.coordinator_index(coordinator_rows))
-    written = (partition_in
-               .mapInArrow(tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
-                                                  coordinator=coordinator, bootstrap=bootstrap, output=output,
-                                                  scan_id=scan_id, tables=tables),
-                           S.spark_schema(WRITTEN)))
+    writers = [frame.mapInArrow(tasks.write_rows(output, scan_id, as_of_ms, tables, keep), S.spark_schema(WRITTEN))
+               for frame, keep in to_write]
+    writers.append(partition_in.mapInArrow(
+        tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
+                               coordinator=coordinator, bootstrap=bootstrap, output=output, scan_id=scan_id,
+                               tables=tables), S.spark_schema(WRITTEN)))
 
-    frames = {
-        "files": reduce(DataFrame.unionByName, [sized(decoded_files(kept), "file"), *step_files]),
-        "corruptions": reduce(DataFrame.unionByName, [sized(S.members(kept, "finding"), "finding"), *step_findings,
-                                                       S.members(metadata_out, "finding")]),
-        "txn_log": sized(txn_log, "txn_log"),
-        "producer_snapshots": replica_tables["snapshot"], "producer_state": replica_tables["producer"],
-        "txn_spans": replica_tables["span"],
-    }
-    if with_batches:   # the decode's batch rows and those of batches failing their CRC (pipeline.DAMAGED)
-        batch_rows = kept.where(F.col("record_type").isin(*pipeline.BATCH_KINDS)).select("batch.*")
-        frames["batches"] = batch_rows.coalesce(write_tasks(sum(counts.get(k, 0) for k in pipeline.BATCH_KINDS)))
-    driver = {"files": listing.files, "corruptions": listing.findings, "coordinator_state": coordinator_rows}
-    return ScanFrames({t: frames[t] for t in tables if t in frames}, {t: driver[t] for t in tables if t in driver},
-                      written, as_of_ms, [*persisted, metadata_out], [index])
-
-
-def write_input(tables: dict[str, DataFrame]) -> DataFrame:
-    """The tables' rows as one tagged union, for tasks.write_tables: ``record_type`` names the
-    table, a struct column of that name holds the row (its rows.py columns, in order)."""
-    members = [df.select(F.lit(t).alias("record_type"),
-                         F.struct(*(F.col(c) for c in R.TABLES[t].names)).alias(t)) for t, df in tables.items()]
-    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), members)
+    driver = {"files": [*listing.files, *pipeline.merge_split_files(tally.split_files, kept)],
+              "corruptions": [*listing.findings, *metadata_findings], "coordinator_state": coordinator_rows}
+    return ScanFrames(reduce(DataFrame.unionByName, writers), {t: driver[t] for t in tables if t in driver},
+                      as_of_ms, persisted, [index])
 
 
 #: The order the tables are committed in: batches, by far the largest, last.
@@ -443,11 +445,8 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     check_output(roots, output)
     frames = build_tables(spark, roots, output, scan_id, **kw)
     try:
-        parallelism = spark.sparkContext.defaultParallelism
-        writers = (write_input(frames.tables).coalesce(parallelism)
-                   .mapInArrow(tasks.write_tables(output, scan_id, frames.as_of_ms), S.spark_schema(WRITTEN)))
         parts: dict[str, list[R.Row]] = defaultdict(list)
-        for row in writers.unionByName(frames.written).collect():
+        for row in frames.writes.collect():
             parts[row["table"]].append(row.asDict())
         for table, rows in frames.driver.items():
             parts[table].extend(write_rows(output, scan_id, frames.as_of_ms, table, rows))

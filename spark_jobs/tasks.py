@@ -381,21 +381,130 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     return run
 
 
-def write_tables(output: str, scan_id: str, as_of_ms: int):
-    """mapInArrow body over the tagged union of tables (a struct column per table, named as
-    the table; scan.write_input): each table's rows into one Parquet file of the task under
-    ``output`` (logscan.scan.output.Parts), then only what it wrote (WRITTEN rows) to Spark."""
+#: The table each tagged row of the decode and the per-replica step is a row of, when the step
+#: that made it is its last (a replica's partition_state row goes on to the partition step;
+#: a split file's files rows are summed on the driver: pipeline.merge_split_files).
+TABLE_OF = {"file": "files", "finding": "corruptions", "txn_log": "txn_log", "snapshot": "producer_snapshots",
+            "producer": "producer_state", "span": "txn_spans", "batch": "batches", DAMAGED: "batches"}
+
+
+def _kept_mask(batch: pa.RecordBatch, kept: frozenset) -> Optional[pa.Array]:
+    """Which rows of a decode batch are kept: rows of a file read whole, and of the byte ranges
+    of split files that replica.valid_ranges keeps (``kept``: (segment, range_index) pairs).
+    None: every row."""
+    if "ranges" not in batch.schema.names:
+        return None
+    split = pc.fill_null(pc.greater(batch.column("ranges"), 1), False)
+    if not pc.any(split).as_py():
+        return None
+    pairs = zip(batch.column("segment").to_pylist(), batch.column("range_index").to_pylist(), split.to_pylist())
+    return pa.array([not is_split or (seg, i) in kept for seg, i, is_split in pairs])
+
+
+def write_rows(output: str, scan_id: str, as_of_ms: int, tables: Iterable[str], kept: frozenset = frozenset()):
+    """mapInArrow body over tagged rows of the decode (DECODED, DECODED_FACTS) or of the
+    per-replica step (REPLICA_OUT): the rows of each member whose table (TABLE_OF) is asked
+    for (``tables``) and whose step is its last, of the kept byte ranges (``kept``, see
+    _kept_mask), into one Parquet file per table of the task under ``output``
+    (logscan.scan.output.Parts); then only what it wrote (WRITTEN rows) to Spark. A split
+    file's files rows are left to the driver (pipeline.merge_split_files)."""
+    wanted = {kind: table for kind, table in TABLE_OF.items() if table in set(tables)}
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_heap()
         parts = Parts(output, scan_id, as_of_ms)
         try:
             for batch in batches:
+                keep = _kept_mask(batch, kept)
                 kinds = batch.column("record_type")
-                for table in pc.unique(kinds).to_pylist():
-                    rows = batch.filter(pc.equal(kinds, table)).column(table)
+                for kind in pc.unique(kinds).to_pylist():
+                    table = wanted.get(kind)
+                    if table is None:
+                        continue
+                    mask = pc.equal(kinds, kind)
+                    if kind == "file" and "ranges" in batch.schema.names:
+                        mask = pc.and_(mask, pc.equal(batch.column("ranges"), 1))
+                    elif keep is not None:
+                        mask = pc.and_(mask, keep)
+                    column = "batch" if kind == DAMAGED else kind
+                    rows = batch.filter(mask).column(column)
                     parts.add(table, pa.RecordBatch.from_struct_array(rows))
         except BaseException:
             parts.abort()
             raise
         yield R.to_batch(parts.close(), WRITTEN)
+    return run
+
+
+_INTERNAL_STATE = ("topic", "partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap")
+#: What the driver needs of the decode's (or the per-replica step's) rows beyond the tables,
+#: from one pass over them (tally), no shuffle: each member's row count; the byte ranges'
+#: hand-offs; the partition_state columns of the internal topics' replicas
+#: (coordinator.coordinator_copy and choose_replicas pick from them); the newest batch
+#: timestamp of any replica; per coordinator replica and byte range, its newest record (the
+#: scan's as_of, pipeline.as_of); the files rows of split files (pipeline.merge_split_files).
+TALLY = R.tagged_schema({
+    "count": pa.schema([pa.field("record_type", pa.string()), pa.field("rows", pa.int64())]),
+    "range": RANGES,
+    "internal": pa.schema([R.PARTITION_STATE.field(n) for n in _INTERNAL_STATE]),
+    "newest_batch": pa.schema([pa.field("max_timestamp", pa.int64())]),
+    "newest_record": pa.schema([pa.field("broker", pa.int32()), pa.field("partition", pa.int32()),
+                                pa.field("segment", pa.string()), pa.field("range_index", pa.int32()),
+                                pa.field("ranges", pa.int32()), pa.field("last_update_timestamp_ms", pa.int64())]),
+    "split_file": pa.schema([*R.FILES, pa.field("range_index", pa.int32())]),
+})
+
+
+def tally(internal_topics: Iterable[str], ceiling_ms: int):
+    """mapInArrow body: the TALLY rows of a task's tagged rows (DECODED, DECODED_FACTS or
+    REPLICA_OUT), one Arrow batch at its end; coordinator records whose time is past
+    ``ceiling_ms`` (pipeline.timestamp_ceiling) do not count as newest."""
+    internal = set(internal_topics)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
+        counts: dict[str, int] = {}
+        out: list[tuple[str, R.Row]] = []
+        newest_batch: Optional[int] = None
+        newest: dict[tuple, int] = {}
+        for batch in batches:
+            names = set(batch.schema.names)
+            kinds = batch.column("record_type")
+            for kind, n in zip(*pc.value_counts(kinds).flatten()):
+                counts[kind.as_py()] = counts.get(kind.as_py(), 0) + n.as_py()
+            for kind in ("range", "state", "txn_log", "file"):
+                if kind not in names or (kind == "file" and "ranges" not in names):  # no byte ranges there
+                    continue
+                mask = pc.equal(kinds, kind)
+                if kind == "file":
+                    mask = pc.and_(mask, pc.greater(batch.column("ranges"), 1))
+                picked = batch.filter(mask)
+                if not picked.num_rows:
+                    continue
+                if kind == "range":
+                    out.extend(("range", r) for r in picked.column("range").to_pylist())
+                elif kind == "file":
+                    out.extend(("split_file", {**r, "range_index": i}) for r, i in
+                               zip(picked.column("file").to_pylist(), picked.column("range_index").to_pylist()))
+                elif kind == "state":
+                    states = picked.column("state")
+                    top = pc.max(pc.struct_field(states, "max_timestamp")).as_py()
+                    if top is not None and (newest_batch is None or top > newest_batch):
+                        newest_batch = top
+                    for r in states.to_pylist():
+                        if r["topic"] in internal:
+                            out.append(("internal", {c: r[c] for c in _INTERNAL_STATE}))
+                else:
+                    for r, seg, i, n in zip(picked.column("txn_log").to_pylist(), picked.column("segment").to_pylist(),
+                                            picked.column("range_index").to_pylist(), picked.column("ranges").to_pylist()):
+                        t = r["last_update_timestamp_ms"]
+                        key = (r["broker"], r["partition"], seg, i, n)
+                        if t is not None and t <= ceiling_ms and t > newest.get(key, t - 1):
+                            newest[key] = t
+        out.extend(("count", {"record_type": k, "rows": n}) for k, n in counts.items())
+        if newest_batch is not None:
+            out.append(("newest_batch", {"max_timestamp": newest_batch}))
+        out.extend(("newest_record", {"broker": b, "partition": p, "segment": seg, "range_index": i, "ranges": n,
+                                      "last_update_timestamp_ms": t}) for (b, p, seg, i, n), t in newest.items())
+        yield R.to_tagged_batch(out, TALLY)
     return run

@@ -219,6 +219,24 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
                    "batches": read.batches + read.damaged_count, "detail": None}
 
 
+def merge_split_files(rows: Iterable[R.Row], kept: set[tuple[str, int]]) -> list[R.Row]:
+    """The files rows of files decode read in byte ranges (a row per range, with its
+    ``range_index``): one per file, summed over the ranges replica.valid_ranges keeps
+    (``kept``: (file, range_index) pairs), with the worst status (rows.STATUS_ORDER)."""
+    merged: dict[str, R.Row] = {}
+    for r in rows:
+        if (r["file"], r["range_index"]) not in kept:
+            continue
+        m = merged.get(r["file"])
+        if m is None:
+            merged[r["file"]] = {k: v for k, v in r.items() if k != "range_index"}
+            continue
+        m["error_count"] += r["error_count"]
+        m["batches"] += r["batches"]
+        m["status"] = max(m["status"], r["status"], key=R.STATUS_ORDER.index)
+    return list(merged.values())
+
+
 def _future(path: str, position: int, timestamp_ms: int) -> Finding:
     return Finding(path, position, "timestamp",
                    f"maxTimestamp {timestamp_ms} is past the scan's clock by more than a day ({iso_ms(timestamp_ms)}; "
@@ -321,6 +339,9 @@ def metadata(info: R.Row, as_of_ms: int) -> list[tuple[str, R.Row]]:
 #: ClosedMarkers compares replicas by, holding one offset's markers at a time), then broker and
 #: span index, so that both executors feed the same sequence.
 CLOSED_SPAN_ORDER = ("end_marker_offset", "broker", "span_index")
+#: What assess reads of a closed span: its order and rows.closed_from_row's columns (an
+#: executor may move only these).
+CLOSED_SPAN_COLUMNS = tuple(dict.fromkeys((*CLOSED_SPAN_ORDER, *R.CLOSED_COLUMNS)))
 
 
 def closed_spans(spans: Iterable[R.Row]) -> Iterator[tuple[int, P.ClosedTxn]]:

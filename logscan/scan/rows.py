@@ -524,6 +524,10 @@ def view_from_rows(state: Row, open_txns: list[Row]) -> ReplicaView:
                        state["max_timestamp"], state["leader_epoch"])
 
 
+#: The txn_spans columns closed_from_row reads.
+CLOSED_COLUMNS = ("broker", "producer_id", "first_offset", "end_marker_offset", "outcome")
+
+
 def closed_from_row(span: Row) -> tuple[int, ClosedTxn]:
     """(broker, closed transaction) out of a txn_spans row with an end marker."""
     return span["broker"], ClosedTxn(span["producer_id"], span["first_offset"], span["end_marker_offset"],
