@@ -66,7 +66,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit
 
 import pyarrow as pa
 from pyspark import Broadcast, cloudpickle
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logscan.scan import pipeline
@@ -239,9 +239,19 @@ class Tally:
     split_files: list[R.Row] = field(default_factory=list)
 
     def add(self, tagged: DataFrame) -> None:
-        """Runs tasks.tally over ``tagged`` (one job, no shuffle) and adds what it finds."""
-        rows = tagged.mapInArrow(tasks.tally(self.internal, pipeline.timestamp_ceiling()),
-                                 S.spark_schema(tasks.TALLY)).collect()
+        """Runs tasks.tally over ``tagged`` (one job, no shuffle) and adds what it finds. Only
+        the columns it reads reach it: the JVM hands a Python worker every field of every
+        member of a tagged row, null or not."""
+        def part(member: str, fields) -> Column:
+            return F.when(F.col(member).isNotNull(), F.struct(*(F.col(f"{member}.{c}").alias(c) for c in fields)))
+
+        columns = [c for c in ("record_type", "segment", "range_index", "ranges", "range", "file")
+                   if c in tagged.columns]
+        columns.append(part("state", tasks.TALLY_STATE).alias("state"))
+        if "txn_log" in tagged.columns:
+            columns.append(part("txn_log", tasks.TALLY_TXN_LOG).alias("txn_log"))
+        rows = tagged.select(*columns).mapInArrow(tasks.tally(self.internal, pipeline.timestamp_ceiling()),
+                                                  S.spark_schema(tasks.TALLY)).collect()
         for r in rows:
             kind = r["record_type"]
             if kind == "count":
@@ -289,6 +299,22 @@ def kept_rows(spark: SparkSession, decoded: DataFrame, kept: frozenset) -> DataF
     keep_df = spark.createDataFrame(sorted(kept), "segment string, range_index int")
     split = decoded.where(F.col("ranges") > 1).join(F.broadcast(keep_df), ["segment", "range_index"], "left_semi")
     return whole.unionByName(split)
+
+
+def member_writes(tagged: DataFrame, writer, tables: tuple[str, ...], counts: dict[str, int]) -> list[DataFrame]:
+    """The writes (tasks.write_rows ``writer``: WRITTEN rows) of the asked-for tables' rows in a
+    step's tagged output, a member at a time: its rows only, its column and the byte-range
+    keys, in as many tasks as its rows need (write_tasks: a file per task). A member's rows
+    alone cost the JVM their own fields; the whole tagged rows would cost every member's."""
+    keys = [c for c in ("segment", "range_index", "ranges") if c in tagged.columns]
+    out = []
+    for kind, table in tasks.TABLE_OF.items():
+        column = "batch" if kind == pipeline.DAMAGED else kind
+        if table not in tables or column not in tagged.columns or not counts.get(kind, 0):
+            continue
+        rows = tagged.where(F.col("record_type") == kind).select("record_type", *keys, column)
+        out.append(rows.coalesce(write_tasks(counts[kind])).mapInArrow(writer, S.spark_schema(WRITTEN)))
+    return out
 
 
 def write_tasks(rows: int) -> int:
@@ -345,9 +371,8 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     tally.add(decoded)
     kept = tally.kept()
     decoded_kept = kept_rows(spark, decoded, kept)
-    # What the tasks write once as_of is known: the decode's rows, in as many tasks as they need
-    # (each writes a file per table), and the per-replica step's.
-    to_write = [(decoded.coalesce(write_tasks(sum(tally.counts.values()))), kept)]
+    # What the tasks write once as_of is known: the decode's rows and the per-replica step's.
+    to_write = [(decoded, kept)]
 
     # The per-replica rows: of the replicas the decode replayed, and of the others, replayed
     # by the per-replica step (which writes its tables' rows as the decode does).
@@ -410,8 +435,9 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
                                           *(F.col(f"span.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
     # The coordinator's index, built once and broadcast (tasks.partition_stream says why).
     index = spark.sparkContext.broadcast(pipeline.coordinator_index(coordinator_rows))
-    writers = [frame.mapInArrow(tasks.write_rows(output, scan_id, as_of_ms, tables, keep), S.spark_schema(WRITTEN))
-               for frame, keep in to_write]
+    writers = [w for frame, keep in to_write
+               for w in member_writes(frame, tasks.write_rows(output, scan_id, as_of_ms, tables, keep), tables,
+                                      tally.counts)]
     writers.append(partition_in.mapInArrow(
         tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
                                coordinator=coordinator, bootstrap=bootstrap, output=output, scan_id=scan_id,

@@ -437,6 +437,9 @@ def write_rows(output: str, scan_id: str, as_of_ms: int, tables: Iterable[str], 
 
 
 _INTERNAL_STATE = ("topic", "partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap")
+#: The fields of a state and of a txn_log row tally reads.
+TALLY_STATE = (*_INTERNAL_STATE, "max_timestamp")
+TALLY_TXN_LOG = ("broker", "partition", "last_update_timestamp_ms")
 #: What the driver needs of the decode's (or the per-replica step's) rows beyond the tables,
 #: from one pass over them (tally), no shuffle: each member's row count; the byte ranges'
 #: hand-offs; the partition_state columns of the internal topics' replicas
