@@ -181,10 +181,10 @@ class _Store:
         return self.prefix + fs_path[len(self.fs_prefix):]
 
 
-def _make_store(scheme: str, authority: str) -> _Store:
+def _make_store(scheme: str, authority: str, given: Optional[Mapping[str, str]] = None) -> _Store:
     from pyarrow import fs as pafs
 
-    kw = _kwargs(_options)
+    kw = _kwargs(_options if given is None else given)
     what = {"s3": "S3FileSystem", "gs": "GcsFileSystem", "hdfs": "HadoopFileSystem",
             "abfs": "AzureFileSystem", "file": "LocalFileSystem"}.get(scheme, scheme)
     try:
@@ -552,3 +552,105 @@ def spool_object(path: str) -> tuple[Optional[mmap.mmap], int]:
         if source.size == 0:
             return None, 0
         return source._spool(0, source.size), source.size
+
+
+# --- writes, Delta's options, commands to print ----------------------------------------------
+
+def options() -> dict[str, str]:
+    """The storage options configured now (--storage-option): what a writer in another process
+    (a Spark task) must be given to reach the same stores."""
+    with _lock:
+        return dict(_options)
+
+
+_written: dict[tuple, "_Store"] = {}
+
+
+def store_with(uri: str, given: Optional[Mapping[str, str]] = None) -> _Store:
+    """store_of(uri), or with ``given`` storage options instead of the configured ones (a Spark
+    task's writer, which gets its options in its closure: nothing was configured there)."""
+    if given is None or dict(given) == _options:
+        return store_of(uri)
+    scheme, authority = _split(uri)
+    key = (scheme, authority if scheme not in ("s3", "s3a", "s3n", "gs", "gcs") else "", tuple(sorted(given.items())))
+    store = _written.get(key)
+    if store is None:
+        with _lock:
+            store = _written[key] = _make_store(scheme, authority, given)
+    return store
+
+
+#: pyarrow's S3FileSystem keyword -> delta-rs's (object_store's) storage option for the same.
+_DELTA_S3 = {"access_key": "AWS_ACCESS_KEY_ID", "secret_key": "AWS_SECRET_ACCESS_KEY",
+             "session_token": "AWS_SESSION_TOKEN", "region": "AWS_REGION"}
+#: pyarrow's AzureFileSystem / GcsFileSystem keywords delta-rs takes under another name.
+_DELTA_OTHER = {"account_name": "AZURE_STORAGE_ACCOUNT_NAME", "account_key": "AZURE_STORAGE_ACCOUNT_KEY",
+                "sas_token": "AZURE_STORAGE_SAS_TOKEN", "client_id": "AZURE_CLIENT_ID",
+                "client_secret": "AZURE_CLIENT_SECRET", "tenant_id": "AZURE_TENANT_ID"}
+
+
+def delta_options(uri: str, given: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """The delta-rs storage options that reach the store of ``uri`` as the pyarrow filesystem
+    made with ``given`` (default: the configured options) does: for S3, endpoint_override and
+    scheme -> AWS_ENDPOINT_URL (and AWS_ALLOW_HTTP for http), access_key, secret_key,
+    session_token, region -> AWS_*, force_virtual_addressing -> AWS_VIRTUAL_HOSTED_STYLE_REQUEST.
+    A key already in delta-rs's form (upper case: AWS_S3_LOCKING_PROVIDER, ...) is passed as is;
+    a pyarrow keyword delta-rs has no counterpart for (timeouts, retry strategies) is left out.
+    Nothing is added for safety: delta-rs 1.6 commits to S3 with a conditional put (docs/spark.md)."""
+    given = options() if given is None else dict(given)
+    scheme = _split(uri)[0]
+    out = {k: v for k, v in given.items() if k.isupper()}
+    if scheme in ("s3", "s3a", "s3n"):
+        for key, name in _DELTA_S3.items():
+            if key in given:
+                out[name] = given[key]
+        if "endpoint_override" in given:
+            endpoint = given["endpoint_override"]
+            if "://" not in endpoint:
+                endpoint = f"{given.get('scheme', 'https')}://{endpoint}"
+            out["AWS_ENDPOINT_URL"] = endpoint
+            if endpoint.startswith("http://"):
+                out["AWS_ALLOW_HTTP"] = "true"
+        if given.get("force_virtual_addressing", "").lower() == "true":
+            out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "true"
+    elif scheme in ("abfs", "abfss", "az"):
+        out.update({name: given[key] for key, name in _DELTA_OTHER.items() if key in given})
+    elif scheme in ("gs", "gcs") and "endpoint_override" in given:
+        out["GOOGLE_ENDPOINT"] = given["endpoint_override"]   # a GCS emulator (tests)
+    return out
+
+
+#: Storage options that are secrets: never printed. Each is shown as the environment variable
+#: a printed command reads it from instead.
+SECRET_OPTIONS = {"secret_key": "AWS_SECRET_ACCESS_KEY", "session_token": "AWS_SESSION_TOKEN",
+                  "account_key": "AZURE_STORAGE_ACCOUNT_KEY", "sas_token": "AZURE_STORAGE_SAS_TOKEN",
+                  "client_secret": "AZURE_CLIENT_SECRET", "access_token": "GOOGLE_ACCESS_TOKEN",
+                  "AWS_SECRET_ACCESS_KEY": "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN": "AWS_SESSION_TOKEN",
+                  "AZURE_STORAGE_ACCOUNT_KEY": "AZURE_STORAGE_ACCOUNT_KEY",
+                  "AZURE_STORAGE_SAS_TOKEN": "AZURE_STORAGE_SAS_TOKEN", "AZURE_CLIENT_SECRET": "AZURE_CLIENT_SECRET"}
+
+
+def option_flags(paths, given: Optional[Mapping[str, str]] = None) -> str:
+    """The ``--storage-option`` flags a printed command needs to read ``paths`` (any of them a
+    URI) as this run did, shell-quoted, each led by a space ('' when none is a URI or no option
+    was given). A secret's value is never printed: it is read from its environment variable
+    (``"secret_key=$AWS_SECRET_ACCESS_KEY"``, SECRET_OPTIONS), which the operator sets before
+    pasting the command."""
+    import shlex
+
+    given = options() if given is None else dict(given)
+    if not given or not any(is_uri(str(p)) for p in paths):
+        return ""
+    out = []
+    for key, value in given.items():
+        if key in SECRET_OPTIONS:
+            out.append(f'--storage-option "{key}=${SECRET_OPTIONS[key]}"')
+        else:
+            out.append(f"--storage-option {shlex.quote(f'{key}={value}')}")
+    return " " + " ".join(out)
+
+
+def secret_variables(given: Optional[Mapping[str, str]] = None) -> list[str]:
+    """The environment variables option_flags' commands read secrets from."""
+    given = options() if given is None else dict(given)
+    return sorted({SECRET_OPTIONS[k] for k in given if k in SECRET_OPTIONS})
