@@ -19,6 +19,13 @@ same scan replaces its own rows, other scans' rows stay. A commit that would add
 nothing makes no version, as Spark's Delta does not. Two writers of one table are ordered by
 Delta's log (a commit is a new numbered file, put if absent); a table's first commit creates it.
 
+Where: ``output`` is a local folder (written with os.*, as always) or a URI (``s3://``, ``gs://``,
+``abfs://``, ``hdfs://``, ``file://``): the Parquet then goes through the pyarrow filesystem of
+logscan.logdir.store (the storage options of --storage-option, as for reading a copy), the
+commits through delta-rs with the same options in its spelling (store.delta_options). A
+writer in another process (a Spark task) gets them in its closure: an :class:`Output` is the
+output's text carrying its storage options, pickled with them.
+
 A column a newer logscan adds is merged into a table an older one wrote (its earlier scans read
 null there); a column the table has that this logscan does not write is kept (null in these
 rows). A column whose type changed is refused (TableError) rather than rewritten.
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Iterable, Optional
@@ -81,6 +89,46 @@ def table_uri(output: str, table: str) -> str:
     return f"{output.rstrip('/')}/{table}"
 
 
+class Output(str):
+    """An output folder or URI (the str) with the storage options (``storage_options``) its
+    writers and commits reach the store with; a str, so it goes wherever an output did, and
+    into a Spark task's closure with its options. Never printed with them (they may hold a
+    secret): str() and repr() are the URI's."""
+
+    storage_options: dict
+
+    def __new__(cls, location: str, storage_options=None):
+        self = super().__new__(cls, location)
+        self.storage_options = dict(storage_options or {})
+        return self
+
+    def __reduce__(self):
+        return (Output, (str(self), self.storage_options))
+
+    def __repr__(self) -> str:
+        return f"Output({str(self)!r})"
+
+
+def _given(output: str):
+    """The storage options ``output`` carries (None: the ones configured in this process)."""
+    return output.storage_options if isinstance(output, Output) else None
+
+
+def is_remote(output: str) -> bool:
+    from logscan.logdir.store import is_uri
+
+    return is_uri(str(output))
+
+
+def delta_options(output: str) -> Optional[dict]:
+    """delta-rs's storage options for the tables under ``output`` (None for a local folder)."""
+    if not is_remote(output):
+        return None
+    from logscan.logdir import store
+
+    return store.delta_options(str(output), _given(output))
+
+
 @dataclass
 class _Open:
     """One table's file being written: its writer, the rows gathered for its next row group."""
@@ -90,6 +138,7 @@ class _Open:
     pending: list[pa.RecordBatch]
     pending_rows: int = 0
     rows: int = 0
+    sink: object = None   # the store's output stream, for a URI output
 
 
 class Parts:
@@ -98,6 +147,11 @@ class Parts:
 
     def __init__(self, output: str, scan_id: str, as_of_ms: int) -> None:
         self.output = output
+        self._store = None
+        if is_remote(output):
+            from logscan.logdir import store
+
+            self._store = store.store_with(str(output), _given(output))
         self.folder = f"{PARTITION_COLUMN}={scan_id}"
         self._as_of = pa.scalar(as_of_ms * 1000, AS_OF_TYPE)
         self._open: dict[str, _Open] = {}
@@ -120,6 +174,12 @@ class Parts:
     def _start(self, table: str) -> _Open:
         relative = f"{self.folder}/part-{uuid.uuid4()}.snappy.parquet"
         path = f"{table_uri(self.output, table)}/{relative}"
+        if self._store is not None:   # a URI: a stream of the store (object stores need no folders)
+            fs_path = self._store.path(path)
+            if self._store.prefix.startswith(("file:", "hdfs:", "viewfs:")):
+                self._store.fs.create_dir(fs_path.rsplit("/", 1)[0], recursive=True)
+            sink = self._store.fs.open_output_stream(fs_path)
+            return _Open(relative, pq.ParquetWriter(sink, file_schema(table), compression="snappy"), [], sink=sink)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return _Open(relative, pq.ParquetWriter(path, file_schema(table), compression="snappy"), [])
 
@@ -136,9 +196,16 @@ class Parts:
         for table, f in self._open.items():
             self._write(f)
             f.writer.close()
-            st = os.stat(f"{table_uri(self.output, table)}/{f.path}")
-            out.append({"table": table, "path": f.path, "size": st.st_size, "rows": f.rows,
-                        "modification_time": int(st.st_mtime * 1000)})
+            path = f"{table_uri(self.output, table)}/{f.path}"
+            if f.sink is not None:
+                f.sink.close()   # the object is put (or its multipart upload completed) here
+                info = self._store.fs.get_file_info(self._store.path(path))
+                mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else int(time.time() * 1000)
+                size = info.size
+            else:
+                st = os.stat(path)
+                size, mtime = st.st_size, int(st.st_mtime * 1000)
+            out.append({"table": table, "path": f.path, "size": size, "rows": f.rows, "modification_time": mtime})
         self._open.clear()
         return out
 
@@ -148,6 +215,8 @@ class Parts:
         for f in self._open.values():
             try:
                 f.writer.close()
+                if f.sink is not None:
+                    f.sink.close()
             except Exception:  # noqa: BLE001 - already failing; the file is an orphan either way
                 pass
         self._open.clear()
@@ -202,17 +271,18 @@ def commit(output: str, table: str, scan_id: str, parts: list[R.Row]) -> None:
     from deltalake.transaction import create_table_with_add_actions
 
     uri = table_uri(output, table)
+    options = delta_options(output)
     adds = [_add(scan_id, p) for p in parts]
     try:
-        dt = DeltaTable(uri)
+        dt = DeltaTable(uri, storage_options=options)
     except TableNotFoundError:
         try:
             create_table_with_add_actions(uri, merged_schema(table, None), adds, mode="error",
-                                          partition_by=[PARTITION_COLUMN])
+                                          partition_by=[PARTITION_COLUMN], storage_options=options)
             return
         except Exception as e:  # noqa: BLE001 - another writer may have created it first
             try:
-                dt = DeltaTable(uri)
+                dt = DeltaTable(uri, storage_options=options)
             except TableNotFoundError:
                 raise e from None
     if not adds and not any(p.get(PARTITION_COLUMN) == scan_id for p in dt.partitions()):
@@ -221,3 +291,92 @@ def commit(output: str, table: str, scan_id: str, parts: list[R.Row]) -> None:
     dt.create_write_transaction(adds, mode="overwrite", schema=merged_schema(table, current),
                                 partition_by=[PARTITION_COLUMN],
                                 partition_filters=[(PARTITION_COLUMN, "=", scan_id)])
+
+
+def written_tables(output: str) -> list[str]:
+    """The Delta tables under ``output`` (folder or URI), by name."""
+    from logscan.sql.delta import TablesError, delta_tables
+
+    try:
+        return list(delta_tables(output))
+    except TablesError:
+        return []
+
+
+def where_lines(output: str) -> str:
+    """What a scan into ``output`` prints last: its tables, and the `logscan sql` and `logscan
+    report` commands over them, shell-quoted, with the --storage-option flags a URI needs
+    (store.option_flags: a secret's value never printed, read from its environment variable,
+    which a last line names)."""
+    import shlex
+
+    from logscan.logdir import store
+
+    where = shlex.quote(str(output)) + store.option_flags([str(output)], _given(output))
+    text = (f"  {', '.join(written_tables(output))} (Delta tables, one folder each)\n"
+            f"  logscan sql --tables {where} 'SELECT * FROM abort_plans'\n"
+            f"  logscan report --tables {where} --out report.html\n")
+    secrets = store.secret_variables(_given(output)) if is_remote(output) else []
+    if secrets:
+        text += f"  (the secret options are read from {', '.join('$' + s for s in secrets)}: set them first)\n"
+    return text
+
+
+def failure(error: BaseException) -> str:
+    """A failed write's error in one line (delta-rs's run to many, with the store's XML): its
+    type, first line and the store's answer (status, code), without terminal escapes."""
+    import re
+
+    from logscan.text import printable
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = re.sub(r"\s*\(Request ID: [^)]*\)?", "", (lines[0] if lines else "").replace("Kernel error -> ", ""))
+    status = re.search(r"\b([45]\d\d) ([A-Z][A-Za-z]+(?: [A-Z][A-Za-z]+)*)", text)
+    code = re.search(r"<Code>([^<]+)</Code>", text)
+    if status and status.group(0) not in first:
+        first += f" ({status.group(0)}{', ' + code.group(1) if code else ''})"
+    return printable(f"{type(error).__name__}: {' '.join(first.split())}")[:400]
+
+
+#: URI schemes that name the same store (Hadoop's s3a/s3n and s3; gcs and gs; abfss and abfs).
+_SAME_STORE = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs", "az": "abfs"}
+
+
+def _place(location) -> tuple[str, tuple[str, ...]]:
+    """Where a folder or URI is, comparably: (store, path parts). A local path and a file://
+    URI are the same place (resolved); s3a://b/x and s3://b/x/ too."""
+    from pathlib import Path
+
+    from logscan.logdir.store import is_uri
+
+    text = str(location)
+    if is_uri(text):
+        scheme, _, rest = text.partition("://")
+        scheme = scheme.lower()
+        if scheme != "file":
+            return _SAME_STORE.get(scheme, scheme), tuple(p for p in rest.split("/") if p)
+        text = rest[rest.index("/"):] if "/" in rest else "/"
+    return "", Path(text).resolve().parts
+
+
+def inside(output, root) -> bool:
+    """Whether ``output`` is ``root`` or lies under it (folders or URIs, compared as places)."""
+    (out_store, out), (root_store, at) = _place(output), _place(root)
+    return out_store == root_store and out[:len(at)] == at
+
+
+def probe(output: str) -> None:
+    """Before a scan into a URI: one request that the store answers only with working
+    credentials and endpoint (a listing of the output's prefix), so a refusal is said at once,
+    not after the whole scan. OSError (one line: store.retried's, naming the URI) when it fails."""
+    if not is_remote(output):
+        return
+    from pyarrow import fs as pafs
+
+    from logscan.logdir import store
+
+    st = store.store_with(str(output), _given(output))
+    base = st.path(str(output).rstrip("/"))
+    store.retried(lambda: st.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)),
+                  f"listing the --output {output}")
