@@ -32,7 +32,7 @@ class NoScan(ValueError):
     """The tables hold no rows for the scan asked for (one sentence, with the fix)."""
 
 
-def load(tables_dir: Path, scan_id: Optional[str] = None) -> dict[str, Any]:
+def load(tables_dir, scan_id: Optional[str] = None) -> dict[str, Any]:
     engine = EmbeddedEngine(tables_dir)
     try:
         return _load(engine, tables_dir, scan_id)
@@ -60,7 +60,7 @@ def scan_figures(engine: EmbeddedEngine, scan_id: str, as_of_ms: int, tables: Op
                            files=streamed("files", ("kind", "size")), tables=tables)
 
 
-def _load(engine: EmbeddedEngine, tables_dir: Path, scan_id: Optional[str]) -> dict[str, Any]:
+def _load(engine: EmbeddedEngine, tables_dir, scan_id: Optional[str]) -> dict[str, Any]:
     if "partition_state" not in engine.paths:
         raise TablesError(f"{tables_dir}: no partition_state table; give the --output folder of a scan")
     if scan_id is None:
@@ -141,7 +141,11 @@ def queries(tables_dir: str, scan_id: str) -> dict[str, str]:
                      f"open_transactions, replica_differences FROM partition_state WHERE {where} AND NOT is_leader "
                      f"AND NOT replicas_agree ORDER BY topic, partition, broker",
     }
-    return {k: shlex.join(["logscan", "sql", "--tables", tables_dir, q]) for k, q in sql.items()}
+    from logscan.logdir.store import option_flags
+
+    flags = option_flags([tables_dir])   # a URI's --storage-option flags, never a secret's value
+    return {k: f"{shlex.join(['logscan', 'sql', '--tables', tables_dir])}{flags} {shlex.quote(q)}"
+            for k, q in sql.items()}
 
 
 def _input_root(ends: Optional[dict[str, Any]]) -> Optional[str]:

@@ -1,7 +1,13 @@
 """A scan's Delta tables as delta-rs reads them: which tables, their newest version's files
 (through the Delta log, never a listing of the folder, where removed files still lie), and
 their schema as Spark describes it (Spark's type names, the column comments of the scan's
-schemas)."""
+schemas).
+
+The tables are a local folder or a URI (``s3://bucket/tables``, ``gs://``, ``abfs://``,
+``file://``): a URI's tables are found with one listing of its children through
+logscan.logdir.store's filesystem, and opened by delta-rs with the same storage options
+(store.delta_options); the rows then come as Arrow datasets from delta-rs either way (DuckDB
+reads no file itself)."""
 
 from __future__ import annotations
 
@@ -18,8 +24,19 @@ class TablesError(Exception):
     """The --tables folder holds no Delta table (one sentence, with the fix)."""
 
 
-def delta_tables(tables_dir: Path) -> dict[str, Path]:
-    """View name -> table folder, for every child folder with a `_delta_log`."""
+class TablesUnreadable(TablesError):
+    """The store of a --tables URI refused or failed (credentials, endpoint, network): one
+    sentence naming the URI and the store's answer."""
+
+
+def delta_tables(tables_dir) -> dict[str, Any]:
+    """View name -> table folder (a Path, or a URI's str), for every child folder with a
+    `_delta_log`."""
+    from logscan.logdir.store import is_uri
+
+    if is_uri(str(tables_dir)):
+        return _stored_tables(str(tables_dir).rstrip("/"))
+    tables_dir = Path(tables_dir)
     if not tables_dir.is_dir():
         raise TablesError(f"{tables_dir}: no such folder; give the --output folder of a scan "
                           f"(e.g. `logscan scan COPY --output {shlex.quote(str(tables_dir))}`)")
@@ -30,11 +47,64 @@ def delta_tables(tables_dir: Path) -> dict[str, Path]:
     return found
 
 
-def open_table(path: Path):
-    """The table at its newest version (deltalake.DeltaTable)."""
+def _stored_tables(uri: str) -> dict[str, str]:
+    """delta_tables of a URI: one recursive-free listing of its children and their
+    ``_delta_log`` folders (an object store lists ``prefix/*/_delta_log/`` keys as folders)."""
+    from pyarrow import fs as pafs
+
+    from logscan.logdir import store
+
+    try:
+        st = store.store_of(uri)
+        base = st.path(uri)
+        children = store.retried(lambda: st.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)),
+                                 f"listing {uri}")
+        found = {}
+        for child in sorted(children, key=lambda i: i.path):
+            if child.type != pafs.FileType.Directory:
+                continue
+            log = store.retried(lambda: st.fs.get_file_info(f"{child.path}/_delta_log"), f"listing {uri}")
+            if log.type == pafs.FileType.Directory:
+                found[child.path.rstrip("/").rsplit("/", 1)[-1]] = st.uri(child.path.rstrip("/"))
+    except OSError as e:
+        raise TablesUnreadable(f"{uri}: the tables cannot be listed: {_store_error(e)}; check the --storage-option values "
+                          "or the credentials in the environment") from None
+    if not found:
+        raise TablesError(f"{uri}: no Delta tables in it (no <table>/_delta_log); run a scan with "
+                          f"--output {shlex.quote(uri)} first")
+    return found
+
+
+def open_table(path):
+    """The table at its newest version (deltalake.DeltaTable); a URI's with the storage
+    options of logscan.logdir.store. TablesError (one sentence) when the store refuses."""
     from deltalake import DeltaTable
 
-    return DeltaTable(str(path.resolve()))
+    from logscan.logdir import store
+
+    if store.is_uri(str(path)):
+        uri = str(path)
+        try:
+            return DeltaTable(uri, storage_options=store.delta_options(uri))
+        except OSError as e:
+            raise TablesUnreadable(f"{uri}: the table cannot be read: {_store_error(e)}; check the --storage-option "
+                              "values or the credentials in the environment") from None
+    return DeltaTable(str(Path(path).resolve()))
+
+
+def _store_error(error: BaseException) -> str:
+    """delta-rs's error text in one line: its first line and the store's answer code, if any."""
+    import re
+
+    text = str(error)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    code = re.search(r"<Code>([^<]+)</Code>", text)
+    status = re.search(r"\b([45]\d\d) [A-Z][A-Za-z ]+", text)
+    said = re.sub(r"\s*\(Request ID: [^)]*\)?", "", first.replace("Kernel error -> ", ""))
+    if status:
+        said += f" ({status.group(0).strip()}"
+        said += f", {code.group(1)})" if code else ")"
+    return " ".join(said.split())[:300]
 
 
 def unfinished_scans(paths: dict[str, Path]) -> dict[str, list[str]]:

@@ -44,7 +44,8 @@ DESCRIBE_COLUMNS = ["col_name", "data_type", "comment"]
 class EmbeddedEngine:
     """A DuckDB connection whose views are the Delta tables under ``tables_dir``."""
 
-    def __init__(self, tables_dir: Path):
+    def __init__(self, tables_dir):
+        """``tables_dir``: a local folder or a URI (logscan.sql.delta.delta_tables)."""
         import duckdb
 
         self.paths = delta_tables(tables_dir)
