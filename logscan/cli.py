@@ -395,7 +395,8 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
 @main.command("scan", help=SCAN_HELP, context_settings={"max_content_width": 100})
 @_scan_options
 @click.option("--output", metavar="DIR", default=None,
-              help="Write the scan's Delta tables to DIR: the Spark job on a local Spark with Delta, "
+              help="Write the scan's Delta tables to DIR (a folder, or a URI: s3://, gs://, abfs://, hdfs://, "
+              "file://, with --storage-option): the Spark job on a local Spark with Delta, "
               "or this process with --executor local.")
 @click.option("--executor", type=click.Choice(["spark", "local"]), default=None,
               help="With --output: who runs the scan and writes the tables: spark (the Spark job on a local "
@@ -423,6 +424,7 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
         if any(is_uri(p) for p in inputs):
             raise click.UsageError("--output (the Spark job) reads local folders only for now: scan a URI "
                                    "without --output (issue 31)")
+        _check_stores([output])   # an --output URI's store: made now, so a bad option is a usage error
         if executor == "local":
             _local_tables(inputs, output, as_of=as_of, max_transaction_timeout_ms=max_transaction_timeout_ms,
                           include_superseded=include_superseded, follow_links=follow_links, scan_id=scan_id,
@@ -467,7 +469,7 @@ def _local_tables(inputs, output, *, as_of, scan_id, tables, **options) -> None:
 
     roots = [Path(p) for p in inputs]
     with _spark_errors():
-        names = check_request(roots, Path(output), scan_id, tables)
+        names = check_request(roots, output, scan_id, tables)
     sys.exit(scan_to_tables(inputs, output, scan_id=scan_id or default_scan_id(roots), tables=names,
                             as_of_ms=_as_of_ms(as_of), **options))
 
@@ -546,6 +548,17 @@ class _spark_errors:
         from spark_jobs.console import SetupFailed
         from spark_jobs.scan_cli import BadRequest
 
+        from logscan.sql.delta import TablesUnreadable
+        from spark_jobs.scan_cli import OutputUnreachable
+
+        if isinstance(error, OutputUnreachable):   # no answer: the scan's exit status for a failed write
+            from logscan.scan.summary import EXIT_FAILED
+
+            click.echo(f"logscan scan: {error}", err=True)
+            sys.exit(EXIT_FAILED)
+        if isinstance(error, TablesUnreadable):   # the store refused: exit 3, as an unreadable file
+            click.echo(f"logscan: {error}", err=True)
+            sys.exit(3)
         if isinstance(error, (BadRequest, TablesError)):
             raise click.UsageError(str(error)) from None
         if isinstance(error, SetupFailed):   # e.g. no Delta jars: `make delta-jars`
@@ -591,7 +604,9 @@ interrupted (Ctrl-C).
 
 @main.command("sql", help=SQL_HELP, context_settings={"max_content_width": 100})
 @click.argument("query", required=False)
-@click.option("--tables", "tables_dir", metavar="DIR", required=True, help="Folder of the Delta tables.")
+@click.option("--tables", "tables_dir", metavar="DIR", required=True,
+              help="Folder or URI (s3://, gs://, abfs://, file://) of the Delta tables.")
+@_storage_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
 @click.option("--limit", type=click.IntRange(1), default=1000, show_default=True,
               help="Most rows printed per statement.")
@@ -613,6 +628,12 @@ def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> 
     todo = None if query is None else split(query)
     if todo == []:
         raise click.UsageError("QUERY holds no statement (only blanks or comments)")
+    from logscan.logdir.store import is_uri
+
+    if engine == "spark" and is_uri(tables_dir):
+        raise click.UsageError("--engine spark reads local --tables folders only; a URI's tables are read by "
+                               "the embedded engine (the default)")
+    _check_stores([tables_dir])
     with _spark_errors():
         if engine == "spark":
             from spark_jobs.sql import SparkEngine
@@ -621,25 +642,26 @@ def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> 
         else:
             from logscan.sql.embedded import EmbeddedEngine
 
-            runner = EmbeddedEngine(Path(tables_dir))
-    _warn_unfinished(Path(tables_dir))
+            runner = EmbeddedEngine(tables_dir)
     failed = False
     try:
-        if todo is None:
-            print(f"tables: {', '.join(runner.names)}; end statements with ';', \\q to quit", file=sys.stderr)
-            todo = statements(_prompt_lines() if sys.stdin.isatty() else sys.stdin)
-        for statement in todo:
-            try:
-                if not allow_writes:
-                    check_read_only(statement)
-                result = runner.run(statement, limit=limit)
-            except (Refused, QueryError) as e:
-                print(f"error: {e}", file=sys.stderr)
-                failed = True
-                continue
-            render_rows(result.columns, result.rows, fmt, sys.stdout)
-            if result.truncated:
-                print(f"(first {limit} rows shown; --limit to see more)", file=sys.stderr)
+        with _spark_errors():   # a store that refuses a table as it is opened: one sentence, exit 3
+            _warn_unfinished(tables_dir)
+            if todo is None:
+                print(f"tables: {', '.join(runner.names)}; end statements with ';', \\q to quit", file=sys.stderr)
+                todo = statements(_prompt_lines() if sys.stdin.isatty() else sys.stdin)
+            for statement in todo:
+                try:
+                    if not allow_writes:
+                        check_read_only(statement)
+                    result = runner.run(statement, limit=limit)
+                except (Refused, QueryError) as e:
+                    print(f"error: {e}", file=sys.stderr)
+                    failed = True
+                    continue
+                render_rows(result.columns, result.rows, fmt, sys.stdout)
+                if result.truncated:
+                    print(f"(first {limit} rows shown; --limit to see more)", file=sys.stderr)
     except KeyboardInterrupt:
         print(file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
@@ -684,7 +706,9 @@ Exit status: 0 written, 2 bad command line, or no tables (or no such scan) in DI
 
 
 @main.command("report", help=REPORT_HELP, context_settings={"max_content_width": 100})
-@click.option("--tables", "tables_dir", metavar="DIR", required=True, help="Folder of the Delta tables.")
+@click.option("--tables", "tables_dir", metavar="DIR", required=True,
+              help="Folder or URI (s3://, gs://, abfs://, file://) of the Delta tables.")
+@_storage_option
 @click.option("--out", "out_path", metavar="FILE", default="logscan-report.html", show_default=True)
 @click.option("--scan-id", default=None, help="Scan to report (default: the newest in DIR).")
 def report_command(tables_dir, out_path, scan_id) -> None:
@@ -694,8 +718,10 @@ def report_command(tables_dir, out_path, scan_id) -> None:
     from logscan.report.data import NoScan, load
     from logscan.sql.delta import TablesError
 
+    _check_stores([tables_dir])
     try:
-        data = load(Path(tables_dir), scan_id)
+        with _spark_errors():   # a store that refuses: one sentence, exit 3
+            data = load(tables_dir, scan_id)
     except (TablesError, NoScan) as e:
         raise click.UsageError(str(e)) from None
     Path(out_path).write_text(render(data), encoding="utf-8")

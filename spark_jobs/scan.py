@@ -73,7 +73,8 @@ from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan import summary as summary_text
 from logscan.scan.listing import list_copy
-from logscan.scan.output import WRITTEN, commit, write_rows
+from logscan.logdir import store
+from logscan.scan.output import WRITTEN, Output, commit, inside, is_remote, write_rows
 from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, valid_ranges
 from logscan.state import hanging
 from logscan.state.facts import BatchFact
@@ -469,6 +470,8 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     scan_id = scan_id or default_scan_id(roots)
     check_scan_id(scan_id)
     check_output(roots, output)
+    if is_remote(output) and not isinstance(output, Output):   # the tasks' writers get the storage options
+        output = Output(output, store.options())
     frames = build_tables(spark, roots, output, scan_id, **kw)
     try:
         parts: dict[str, list[R.Row]] = defaultdict(list)
@@ -497,12 +500,8 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
 def check_output(roots: list[Path], output: str) -> None:
     """Raises ValueError (one sentence) for an output inside an input: the scan never writes
     into the copied log dirs."""
-    if "://" in output:   # an object store or HDFS URI: never inside a local copy
-        return
-    out = Path(output).resolve()
     for root in roots:
-        root = root.resolve()
-        if out == root or root in out.parents:
+        if inside(output, root):
             raise ValueError(f"--output {output} is inside the input {root}: the scan never writes into "
                              "the copied log dirs; give a folder outside them")
 
@@ -543,7 +542,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "table but batches, a row per batch of the copy; files, corruptions, partition_state "
                         "and hanging_candidates, which the summary reads, are always written)")
     p.add_argument("--master", default="local[*]", help="Spark master when not under spark-submit")
+    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="for an s3://, gs://, abfs://, hdfs:// --output: a keyword argument of pyarrow's "
+                        "filesystem (repeatable; e.g. endpoint_override=host:9000, access_key=...), given to "
+                        "the tasks' writers and, in delta-rs's spelling, to the commits")
     args = p.parse_args(argv)
+    try:
+        store.configure(store.parse_storage_options(args.storage_option))
+    except ValueError as e:
+        p.error(f"--storage-option: {e}")
     if args.split_bytes < 1:
         p.error("--split-bytes must be positive")
     from logscan.state.plans import check_bootstrap
@@ -588,7 +595,7 @@ def figures(output: str, scan_id: str, as_of_ms: int) -> summary_text.Figures:
     from logscan.report.data import scan_figures
     from logscan.sql.embedded import EmbeddedEngine
 
-    engine = EmbeddedEngine(Path(output))
+    engine = EmbeddedEngine(output)
     try:
         return scan_figures(engine, scan_id, as_of_ms, tables=output)
     finally:

@@ -27,6 +27,11 @@ class BadRequest(ValueError):
     """What was asked cannot run (one sentence, with the fix)."""
 
 
+class OutputUnreachable(BadRequest):
+    """The store of an --output URI refused or failed before the scan began (credentials,
+    endpoint): one sentence naming the URI and the store's answer."""
+
+
 def failure_cause(error: BaseException) -> str:
     """The cause of a failed Spark job in one line: the innermost Java exception behind a Py4J
     error (a full disk's IOException under a SparkException), or, when that is a Python
@@ -78,7 +83,7 @@ def report_failure(error: BaseException, err: TextIO, program: str) -> int:
     return EXIT_FAILED
 
 
-def check_request(inputs: list[Path], output: Path, scan_id: Optional[str],
+def check_request(inputs: list[Path], output: str, scan_id: Optional[str],
                   tables: Optional[str] = None) -> tuple[str, ...]:
     """Before Spark starts: the tables go outside the copy, the scan id can name a partition,
     and --tables names tables. Returns the tables to write (scan.parse_tables; None: the
@@ -98,6 +103,13 @@ def check_request(inputs: list[Path], output: Path, scan_id: Optional[str],
         find_log_dirs(inputs)   # an INPUT with no log dir: one sentence, before Spark starts
     except NoLogDirs as e:
         raise BadRequest(str(e)) from None
+    from logscan.scan.output import failure, probe
+
+    try:
+        probe(output)   # an --output URI's store answers with these credentials, before the scan
+    except OSError as e:
+        raise OutputUnreachable(f"the --output store cannot be reached: {failure(e)}; check the --storage-option "
+                                "values or the credentials in the environment") from None
     return names
 
 
@@ -115,12 +127,14 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     from logscan import progress
     from logscan.scan import summary as summary_text
 
+    from logscan.scan.output import where_lines
+
     from . import scan as job
     from .console import session
 
     out, err = out or sys.stdout, err or sys.stderr
     roots = [Path(p) for p in inputs]
-    names = check_request(roots, Path(output), scan_id, tables)
+    names = check_request(roots, output, scan_id, tables)
     started = time.monotonic()
     spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress))
     try:
@@ -139,11 +153,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
     summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
                                per_replica=per_replica)
-    tables = sorted(p.name for p in Path(output).iterdir() if (p / "_delta_log").is_dir())
-    where = shlex.quote(output)
-    text.write(f"  {', '.join(tables)} (Delta tables, one folder each)\n"
-               f"  logscan sql --tables {where} 'SELECT * FROM abort_plans'\n"
-               f"  logscan report --tables {where} --out report.html\n")
+    text.write(where_lines(output))
     for c in candidates:
         out.write(jsonlib.dumps(c) + "\n")
     return summary_text.exit_status(figures)
@@ -155,7 +165,7 @@ def _candidates(output: str, scan_id: str) -> list[dict]:
     from logscan.scan.summary import candidate_order
     from logscan.sql.embedded import EmbeddedEngine
 
-    engine = EmbeddedEngine(Path(output))
+    engine = EmbeddedEngine(output)
     try:
         rows = engine.stream("SELECT * EXCLUDE (scan_id, as_of) FROM hanging_candidates WHERE scan_id = ?",
                              [scan_id], tables=["hanging_candidates"])

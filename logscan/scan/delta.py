@@ -102,7 +102,7 @@ def figures(output: str, scan_id: str, as_of_ms: int):
     from logscan.report.data import scan_figures
     from logscan.sql.embedded import EmbeddedEngine
 
-    engine = EmbeddedEngine(Path(output))
+    engine = EmbeddedEngine(output)
     try:
         return scan_figures(engine, scan_id, as_of_ms, tables=output)
     finally:
@@ -116,7 +116,7 @@ def candidates(output: str, scan_id: str) -> list[dict]:
 
     from .summary import candidate_order
 
-    engine = EmbeddedEngine(Path(output))
+    engine = EmbeddedEngine(output)
     try:
         rows = engine.stream("SELECT * EXCLUDE (scan_id, as_of) FROM hanging_candidates WHERE scan_id = ?",
                              [scan_id], tables=["hanging_candidates"])
@@ -135,6 +135,8 @@ def scan_to_tables(inputs: list[str], output: str, *, scan_id: str, tables: tupl
     rest on ``err``); returns the exit status (summary.exit_status). A write that fails (a full
     disk, an unwritable output, a table of another schema) is one line on ``err`` and
     EXIT_FAILED: no answer."""
+    from deltalake.exceptions import DeltaError
+
     from logscan import progress
 
     from . import summary
@@ -145,19 +147,15 @@ def scan_to_tables(inputs: list[str], output: str, *, scan_id: str, tables: tupl
     try:
         as_of_ms = write_tables(roots, output, scan_id=scan_id, tables=tables, progress=progress.wanted(no_progress),
                                 max_transaction_timeout_ms=max_transaction_timeout_ms, **scan_options)
-    except (OSError, delta_output.TableError) as e:
-        err.write(f"logscan scan: writing the tables into {shlex.quote(output)} failed: {type(e).__name__}: {e}\n")
+    except (OSError, delta_output.TableError, DeltaError) as e:
+        err.write(f"logscan scan: writing the tables into {shlex.quote(output)} failed: {delta_output.failure(e)}\n")
         return summary.EXIT_FAILED
     fig = figures(output, scan_id, as_of_ms)
     text = err if json else out
     text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
     summary.write_figures(fig, text, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
                           per_replica=per_replica)
-    written = sorted(p.name for p in Path(output).iterdir() if (p / "_delta_log").is_dir())
-    where = shlex.quote(output)
-    text.write(f"  {', '.join(written)} (Delta tables, one folder each)\n"
-               f"  logscan sql --tables {where} 'SELECT * FROM abort_plans'\n"
-               f"  logscan report --tables {where} --out report.html\n")
+    text.write(delta_output.where_lines(output))
     if json:
         for c in candidates(output, scan_id):
             out.write(jsonlib.dumps(c) + "\n")

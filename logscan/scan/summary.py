@@ -489,7 +489,10 @@ def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int,
         _candidate_transactions(out, width, fig, head)
     if inputs and any(hanging is True for _, hanging, _ in fig.reasons):
         out.write("\nNext: the abort command of each hanging transaction, with what to check first:\n")
-        out.write(f"  {shlex.join(['logscan', 'plan', *map(str, inputs)])} --bootstrap-server HOST:PORT\n")
+        from logscan.logdir.store import option_flags   # a URI's flags, never a secret's value
+
+        out.write(f"  {shlex.join(['logscan', 'plan', *map(str, inputs)])}{option_flags(inputs)} "
+                  f"--bootstrap-server HOST:PORT\n")
     if fig.tables:
         out.write(f"\nTables: {fig.tables}\n")
 
