@@ -152,6 +152,8 @@ _NUMERIC = frozenset({"connect_timeout", "request_timeout", "port", "replication
 def _kwargs(options: Mapping[str, str]) -> dict:
     out = {}
     for key, text in options.items():
+        if key.isupper():   # delta-rs's own spelling (AWS_S3_LOCKING_PROVIDER=...): delta_options passes it
+            continue
         value = _value(text)
         if key in _NUMERIC and isinstance(value, str):
             try:
