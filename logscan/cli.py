@@ -464,7 +464,7 @@ def _local_tables(inputs, output, *, as_of, scan_id, tables, **options) -> None:
     from pathlib import Path
 
     from logscan.scan.delta import scan_to_tables
-    from spark_jobs.scan import default_scan_id
+    from logscan.scan.tables import default_scan_id
     from spark_jobs.scan_cli import check_request
 
     roots = [Path(p) for p in inputs]

@@ -49,10 +49,8 @@ producer state at a time.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import heapq
 import io
-import re
 import sys
 import time
 from collections import defaultdict
@@ -74,7 +72,9 @@ from logscan.scan import rows as R
 from logscan.scan import summary as summary_text
 from logscan.scan.listing import list_copy
 from logscan.logdir import store
-from logscan.scan.output import WRITTEN, Output, commit, inside, is_remote, write_rows
+from logscan.scan.output import WRITTEN, Output, inside, is_remote, write_rows
+from logscan.scan.tables import (DEFAULT_TABLES, TABLES, check_scan_id, commit_scan, default_scan_id, figures,
+                                 parse_tables)
 from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, valid_ranges
 from logscan.state import hanging
 from logscan.state.facts import BatchFact
@@ -108,35 +108,6 @@ MAX_SHUFFLE_PARTITIONS = 2000
 #: 40 tasks and 40 files each, ~2 s of task time per table (2026-11-24). At ~15 us a batches
 #: row, a full task writes for ~2 s, and a copy of 1 TB in 16 KiB batches is ~500 files.
 ROWS_PER_WRITE_TASK = 1 << 17
-_SCAN_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
-#: Every table, in rows.TABLES's order; the default of --tables leaves out batches (a row per
-#: batch of the copy: most of a scan's output, and of its decode's work when written).
-TABLES = tuple(R.TABLES)
-DEFAULT_TABLES = tuple(t for t in TABLES if t != "batches")
-#: What the summary (figures) reads: written whatever --tables says.
-SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates")
-
-
-def check_scan_id(scan_id: str) -> None:
-    """Raises ValueError (one sentence) for a scan id that cannot name a table partition: it is
-    a folder name (scan_id=ID) and sits quoted in replaceWhere's predicate."""
-    if not _SCAN_ID.fullmatch(scan_id):
-        raise ValueError(f"scan id {scan_id!r}: use 1 to 100 letters, digits, '.', '_' or '-'")
-
-
-def parse_tables(text: str) -> tuple[str, ...]:
-    """--tables: "all", or a comma list of table names (in TABLES's order, with the summary's
-    tables). Raises ValueError (one sentence naming the tables) for an unknown name."""
-    names = {n.strip() for n in text.split(",") if n.strip()}
-    if names == {"all"}:
-        return TABLES
-    unknown = sorted(names - set(TABLES))
-    if unknown or not names:
-        raise ValueError(f"--tables {text!r}: {'unknown table ' + ', '.join(unknown) if unknown else 'no table'}; "
-                         f"give 'all' or a comma list of {', '.join(TABLES)}")
-    return tuple(t for t in TABLES if t in names or t in SUMMARY_TABLES)
-
-
 @dataclass(slots=True)
 class Listing:
     """What the driver learns from directory listings and checkpoint files alone."""
@@ -207,11 +178,6 @@ def _frame(spark: SparkSession, rows: list[R.Row], schema: pa.Schema) -> DataFra
     coordinator_state rows, and about as much again when the write read them, against 0.12 to
     0.38 s and 0.1 to 0.3 s through Arrow (2026-11-24). Same schema, same rows."""
     return spark.createDataFrame(pa.Table.from_pylist(rows, schema=S.plain(schema)))
-
-
-def default_scan_id(roots: list[Path]) -> str:
-    digest = hashlib.sha256("\n".join(sorted(str(p.resolve()) for p in roots)).encode()).hexdigest()
-    return f"scan-{digest[:16]}"
 
 
 @dataclass(slots=True)
@@ -450,11 +416,6 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
                       as_of_ms, persisted, [index])
 
 
-#: The order the tables are committed in: batches, by far the largest, last.
-def commit_order(tables) -> list[str]:
-    return sorted(tables, key=lambda t: (t == "batches", TABLES.index(t)))
-
-
 def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optional[str] = None,
         **kw) -> tuple[str, int]:
     """Build and write the tables (``tables``: parse_tables's names; by default every table
@@ -479,22 +440,19 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
             parts[row["table"]].append(row.asDict())
         for table, rows in frames.driver.items():
             parts[table].extend(write_rows(output, scan_id, frames.as_of_ms, table, rows))
-        tables = kw.get("tables", DEFAULT_TABLES)
-        for table in commit_order(tables):
-            if faults.asked(f"write:{table}"):   # its files written, its commit not made
-                faults.pause()
-            commit(output, table, scan_id, parts.get(table, []))
-        # Last, once every table holds the scan: the row that says it is whole (readers warn of
-        # a scan id without one: logscan.sql.delta.unfinished_scans).
-        finished = {"tables": list(tables), "inputs": [str(r) for r in roots],
-                    "finished_ms": int(time.time() * 1000)}
-        commit(output, R.SCANS_TABLE, scan_id, write_rows(output, scan_id, frames.as_of_ms, R.SCANS_TABLE, [finished]))
+        commit_scan(output, scan_id, frames.as_of_ms, parts, kw.get("tables", DEFAULT_TABLES), roots,
+                    before_commit=_fault_before_commit)
     finally:
         for df in frames.persisted:
             df.unpersist()
         for b in frames.broadcasts:
             b.destroy()
     return scan_id, frames.as_of_ms
+
+
+def _fault_before_commit(table: str) -> None:
+    if faults.asked(f"write:{table}"):   # its files written, its commit not made
+        faults.pause()
 
 
 def check_output(roots: list[Path], output: str) -> None:
@@ -587,19 +545,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
         return report_failure(e, sys.stderr, "spark_jobs/scan.py")
     return 0
-
-
-def figures(output: str, scan_id: str, as_of_ms: int) -> summary_text.Figures:
-    """logscan.scan.summary's figures (the scan's last step) over this scan's Delta tables,
-    read in this process (logscan.report.data.scan_figures: DuckDB over delta-rs, no Spark job)."""
-    from logscan.report.data import scan_figures
-    from logscan.sql.embedded import EmbeddedEngine
-
-    engine = EmbeddedEngine(output)
-    try:
-        return scan_figures(engine, scan_id, as_of_ms, tables=output)
-    finally:
-        engine.close()
 
 
 def summary(output: str, scan_id: str, as_of_ms: int, seconds: float, *,

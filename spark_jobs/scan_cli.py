@@ -88,7 +88,9 @@ def check_request(inputs: list[Path], output: str, scan_id: Optional[str],
     """Before Spark starts: the tables go outside the copy, the scan id can name a partition,
     and --tables names tables. Returns the tables to write (scan.parse_tables; None: the
     default)."""
-    from .scan import DEFAULT_TABLES, check_output, check_scan_id, parse_tables
+    from logscan.scan.tables import DEFAULT_TABLES, check_scan_id, parse_tables
+
+    from .scan import check_output
 
     try:
         check_output(inputs, str(output))
@@ -126,7 +128,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     console.SetupFailed when Spark with Delta cannot start (Delta's jars missing)."""
     from logscan import progress
     from logscan.scan import summary as summary_text
-
+    from logscan.scan import tables as written
     from logscan.scan.output import where_lines
 
     from . import scan as job
@@ -146,8 +148,8 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
         return report_failure(e, err, "logscan scan")
     finally:
         spark.stop()
-    figures = job.figures(output, scan_id, as_of_ms)
-    candidates = _candidates(output, scan_id) if json else []
+    figures = written.figures(output, scan_id, as_of_ms)
+    candidates = written.candidates(output, scan_id) if json else []
 
     text = out if not json else err
     text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
@@ -157,18 +159,3 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     for c in candidates:
         out.write(jsonlib.dumps(c) + "\n")
     return summary_text.exit_status(figures)
-
-
-def _candidates(output: str, scan_id: str) -> list[dict]:
-    """Every hanging candidate of the scan, without the scan tags, in summary.candidate_order:
-    the objects `logscan scan --format json` prints (read in this process: DuckDB over delta-rs)."""
-    from logscan.scan.summary import candidate_order
-    from logscan.sql.embedded import EmbeddedEngine
-
-    engine = EmbeddedEngine(output)
-    try:
-        rows = engine.stream("SELECT * EXCLUDE (scan_id, as_of) FROM hanging_candidates WHERE scan_id = ?",
-                             [scan_id], tables=["hanging_candidates"])
-        return sorted(rows, key=candidate_order)
-    finally:
-        engine.close()

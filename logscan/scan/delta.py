@@ -4,8 +4,8 @@ local executor (logscan.scan.local), without Spark.
 The tables, their rows and their schemas are the Spark job's (spark_jobs.scan.run; the tests
 compare the two table by table), written the way it writes them (logscan.scan.output): the
 rows as Parquet parts in each table's folder, then one Delta commit per table replacing this
-scan's rows, in the job's order (commit_order: ``batches``, by far the largest, last), then
-the scan's row in the ``scans`` table, last, which says the scan is whole. So the same promises
+scan's rows, in the job's order, then the scan's row in the ``scans`` table, last, which says
+the scan is whole (logscan.scan.tables.commit_scan, which both use). So the same promises
 hold (README, "The Delta output"): a table's commit names its files, a run killed before a
 table's commit leaves that table at its previous version (the files written for it belong to
 no version), re-running the same scan id replaces its rows, other scans' rows stay.
@@ -31,17 +31,9 @@ from typing import Iterable, Optional, TextIO
 from . import output as delta_output
 from . import rows as R
 from .spool import SpoolFolder
+from .tables import candidates, commit_scan, figures
 
-__all__ = ["TableParts", "commit_order", "write_tables", "scan_to_tables"]
-
-#: Every table, in rows.TABLES's order (spark_jobs.scan.TABLES).
-TABLES = tuple(R.TABLES)
-
-
-def commit_order(tables: Iterable[str]) -> list[str]:
-    """The order the tables are committed in: rows.TABLES's, ``batches`` last (as
-    spark_jobs.scan.commit_order)."""
-    return sorted(tables, key=lambda t: (t == "batches", TABLES.index(t)))
+__all__ = ["TableParts", "write_tables", "scan_to_tables"]
 
 
 class TableParts:
@@ -50,7 +42,7 @@ class TableParts:
 
     def __init__(self, folder: SpoolFolder, tables: Iterable[str]) -> None:
         self.tables = frozenset(tables)
-        self._spools = {t: folder.spool(t, R.TABLES[t].names) for t in TABLES if t in self.tables}
+        self._spools = {t: folder.spool(t, R.TABLES[t].names) for t in R.TABLES if t in self.tables}
 
     def add(self, table: str, row: R.Row) -> None:
         self._spools[table].add(table, row)
@@ -86,43 +78,8 @@ def write_tables(roots: list[Path], output: str, *, scan_id: str, tables: tuple[
         sink = TableParts(folder, tables)
         result = bar.scan(roots, enabled=progress, keep=(), sink=sink, **scan_options)
         parts = sink.write(output, scan_id, result.as_of_ms)
-    for table in commit_order(tables):
-        delta_output.commit(output, table, scan_id, parts.get(table, []))
-    # Last, once every table holds the scan: the row that says it is whole (readers warn of a
-    # scan id without one: logscan.sql.delta.unfinished_scans).
-    finished = {"tables": list(tables), "inputs": [str(r) for r in roots], "finished_ms": int(time.time() * 1000)}
-    delta_output.commit(output, R.SCANS_TABLE, scan_id,
-                        delta_output.write_rows(output, scan_id, result.as_of_ms, R.SCANS_TABLE, [finished]))
+    commit_scan(output, scan_id, result.as_of_ms, parts, tables, roots)
     return result.as_of_ms
-
-
-def figures(output: str, scan_id: str, as_of_ms: int):
-    """The summary's figures read back from the tables (logscan.report.data.scan_figures), as
-    the Spark job's (spark_jobs.scan.figures)."""
-    from logscan.report.data import scan_figures
-    from logscan.sql.embedded import EmbeddedEngine
-
-    engine = EmbeddedEngine(output)
-    try:
-        return scan_figures(engine, scan_id, as_of_ms, tables=output)
-    finally:
-        engine.close()
-
-
-def candidates(output: str, scan_id: str) -> list[dict]:
-    """The scan's hanging candidates read back, without the scan tags, in summary.candidate_order:
-    what `logscan scan --format json` prints."""
-    from logscan.sql.embedded import EmbeddedEngine
-
-    from .summary import candidate_order
-
-    engine = EmbeddedEngine(output)
-    try:
-        rows = engine.stream("SELECT * EXCLUDE (scan_id, as_of) FROM hanging_candidates WHERE scan_id = ?",
-                             [scan_id], tables=["hanging_candidates"])
-        return sorted(rows, key=candidate_order)
-    finally:
-        engine.close()
 
 
 def scan_to_tables(inputs: list[str], output: str, *, scan_id: str, tables: tuple[str, ...],

@@ -24,6 +24,7 @@ from logscan.logdir import store
 from logscan.scan import delta
 from logscan.scan import rows as R
 from logscan.scan.output import table_schema
+from logscan.scan.tables import commit_order
 from tests.objectstore.conftest import object_store, weed_binary  # noqa: F401 (the session's store)
 
 from .conftest import FIXTURES
@@ -230,7 +231,7 @@ def test_a_scan_killed_before_a_commit_leaves_the_table_on_the_store_as_it_was(s
     proc.wait()
 
     after = versions(uri, names)
-    order = delta.commit_order(ALL)
+    order = commit_order(ALL)
     stopped = order.index("txn_spans")
     for name in order[stopped:] + [R.SCANS_TABLE]:
         assert after[name] == before[name], name        # killed before its commit: as it was
@@ -287,7 +288,7 @@ def test_the_spark_job_killed_before_a_commit_leaves_the_table_on_the_store_as_i
         proc.wait()
 
     after = versions(uri, names)
-    order = delta.commit_order(ALL)
+    order = commit_order(ALL)
     stopped = order.index("txn_spans")
     for name in order[stopped:] + [R.SCANS_TABLE]:
         assert after[name] == before[name] and rows(uri, name, "b") == [], name

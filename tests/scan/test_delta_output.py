@@ -26,6 +26,7 @@ from logscan.cli import main
 from logscan.scan import delta
 from logscan.scan import rows as R
 from logscan.scan.output import table_schema
+from logscan.scan.tables import DEFAULT_TABLES, commit_order
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -108,13 +109,10 @@ def test_each_table_has_the_spark_jobs_rows(both, cluster):
             assert want, name
 
 
-def test_commit_order_is_the_spark_jobs():
-    pytest.importorskip("pyspark")
-    from spark_jobs import scan as spark_scan
-
-    assert delta.TABLES == spark_scan.TABLES
-    assert delta.commit_order(ALL) == spark_scan.commit_order(ALL)
-    assert delta.commit_order(spark_scan.DEFAULT_TABLES) == spark_scan.commit_order(spark_scan.DEFAULT_TABLES)
+def test_commit_order_puts_the_largest_table_last():
+    # Both executors commit through logscan.scan.tables.commit_scan, in this order.
+    assert commit_order(ALL) == [*(t for t in R.TABLES if t != "batches"), "batches"]
+    assert commit_order(reversed(DEFAULT_TABLES)) == list(DEFAULT_TABLES)
 
 
 # --- crash safety ------------------------------------------------------------------------------
@@ -196,7 +194,7 @@ def test_a_clean_scan_commits_each_table_once(runs):
 
 def test_a_scan_killed_before_a_commit_leaves_that_table_and_the_later_ones_as_they_were(runs):
     before, killed = runs["a"], runs["killed"]
-    order = delta.commit_order(ALL)
+    order = commit_order(ALL)
     done = order[:order.index("txn_spans")]
     for t in [*ALL, R.SCANS_TABLE]:
         if t in done and before["rows"][t]["a"]:
