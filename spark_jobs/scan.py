@@ -19,31 +19,42 @@ jars passed for you::
 INPUT is a root of one copied cluster: a Kafka log dir or a folder of them, one per broker.
 Each table is a path-based Delta table DIR/<table> (files, batches, corruptions, txn_log,
 coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state,
-hanging_candidates, abort_plans), partitioned by scan_id. --tables names the tables to
-write: by default every table but batches (a row per batch of the copy, by far the largest:
---tables all writes it too); the four the summary is computed from (files, corruptions,
-partition_state, hanging_candidates) are always written, and a table not written is left
-as it was. The output is crash-safe (README,
-"The Delta output"): nothing is written while the copy is decoded and replayed; at the end
-each table gets one Delta commit replacing this scan_id's rows (replaceWhere), so a killed job leaves
+hanging_candidates, abort_plans, and scans), partitioned by scan_id. --tables names the
+tables to write: by default every table but batches (a row per batch of the copy, by far the
+largest: --tables all writes it too); the four the summary is computed from (files,
+corruptions, partition_state, hanging_candidates) are always written, and a table not written
+is left as it was. The output is crash-safe (docs/spark.md, "The Delta output"): nothing is
+committed while the copy is decoded and replayed; the tasks that hold a table's rows last
+write them as Parquet in its folder (logscan.scan.output.Parts), then the driver gives each
+table one Delta commit replacing this scan_id's rows and commits the scan's row in the scans
+table last (logscan.scan.tables.commit_scan, the local executor's too). A killed job leaves
 every table at its previous version or holding this scan whole, and re-running the same
 command (same scan_id) gives the rows of one clean run, nothing twice; other scan ids' rows
 stay. The job refuses an output inside an input and leaves nothing in its working folder
 (spark_jobs/session.py); spark_jobs/faults.py names the points tests kill it at. A summary
 (partitions scanned, open transactions, hanging candidates with their reasons, where the
-tables are) is printed at the end.
+tables are), read back from the committed tables, is printed at the end.
 
-The driver only lists files. Segment files are decoded on executors by a Python Data Source
-(spark_jobs.source): its partitions are the tasks plan_tasks makes (a group of small files,
-a large file, or a byte range of a file larger than --split-bytes), its reader yields Arrow
-batches. A replica no larger than a task's share goes whole to one
-decode task, which runs Kafka's per-replica rules over it as it reads it (plan_tasks); the
-other replicas' batches are shuffled and sorted by (broker, topic, partition) and log order
-and streamed through one mapInArrow per shuffle partition. The cross-replica rules (leader,
-agreement, find-hanging, abort plans) run the same way per (topic, partition); all call the
-same logscan functions as the single-process driver, logscan.scan.local. Grouping is Spark's
-sort, not a Python call per group: a Python worker holds one Arrow batch and one replica's
-producer state at a time.
+The driver lists files and plans; Spark runs five kinds of jobs, each a pass with no
+Python object per batch crossing into the JVM:
+
+1. the decode, a Python Data Source (spark_jobs.source) whose partitions are the tasks
+   plan_tasks makes (a group of small files, a large file, or a byte range of a file larger
+   than --split-bytes). A replica no larger than a task's share goes whole to one decode task,
+   which runs Kafka's per-replica rules over it as it reads it; its tally (tasks.tally) tells
+   the driver the byte ranges kept, the internal topics' replicas and the newest times;
+2. the per-replica step, only for the other replicas: their batch facts shuffled and sorted by
+   (broker, topic, partition) and log order, streamed through one mapInArrow per partition;
+3. the coordinator's (one group per `__transaction_state` partition, of the replica
+   coordinator_copy picks) and the metadata's (the `__cluster_metadata` replica);
+4. the last one: the writers of the decode's and per-replica step's rows (a table member at a
+   time) and the partition step (leader, agreement, find-hanging, abort plans per
+   (topic, partition), over the states, open transactions and the closed spans' keys), which
+   writes its own tables.
+
+Every step is logscan.scan.pipeline's, as in the single-process executor (logscan.scan.local).
+Grouping is Spark's sort, not a Python call per group: a Python worker holds one Arrow batch
+and one replica's producer state, or one partition's states, at a time.
 """
 
 from __future__ import annotations
