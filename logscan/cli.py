@@ -350,6 +350,10 @@ def _scan_options(fn):
                      default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                      show_default=True,
                      help="transaction.max.timeout.ms of the cluster; older open transactions are candidates."),
+        click.option("--max-prepare-ms", type=click.IntRange(0), default=None, metavar="MS",
+                     help="A coordinator's PrepareCommit/PrepareAbort record older than this is "
+                          "coordinator_stuck_preparing (its markers may never land; never a partition abort), not "
+                          "markers_pending [default: --max-transaction-timeout-ms]."),
         click.option("--include-superseded", is_flag=True,
                      help="Also read -delete/-future/-stray dirs and .deleted/.cleaned/.swap files."),
         click.option("--follow-links", is_flag=True,
@@ -414,8 +418,8 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
 @click.option("--per-replica", is_flag=True,
               help="Text: a row per replica (every broker's numbers and verdicts) instead of a row per partition "
               "(its leader's numbers) and per transaction (its verdict once).")
-def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, fmt, no_progress,
-                 output, master, scan_id, bootstrap_server, tables, per_replica, executor) -> None:
+def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, include_superseded, follow_links, fmt,
+                 no_progress, output, master, scan_id, bootstrap_server, tables, per_replica, executor) -> None:
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
 
@@ -427,13 +431,14 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
         _check_stores([output])   # an --output URI's store: made now, so a bad option is a usage error
         if executor == "local":
             _local_tables(inputs, output, as_of=as_of, max_transaction_timeout_ms=max_transaction_timeout_ms,
-                          include_superseded=include_superseded, follow_links=follow_links, scan_id=scan_id,
+                          max_prepare_ms=max_prepare_ms, include_superseded=include_superseded, follow_links=follow_links, scan_id=scan_id,
                           bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, json=fmt == "json",
                           no_progress=no_progress, tables=tables, per_replica=per_replica)
 
         with _spark_errors():
             sys.exit(scan_to_tables(inputs, output, as_of_ms=_as_of_ms(as_of),
                                     max_transaction_timeout_ms=max_transaction_timeout_ms,
+                                    max_prepare_ms=max_prepare_ms,
                                     include_superseded=include_superseded, follow_links=follow_links,
                                     scan_id=scan_id,
                                     bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, master=master,
@@ -447,7 +452,8 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, 
 
     from logscan.scan import summary
 
-    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress)
+    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress,
+                         max_prepare_ms=max_prepare_ms)
     fig = summary.table_figures(result.tables, result.as_of_ms)
     if fmt == "json":
         for c in sorted(result.tables["hanging_candidates"], key=summary.candidate_order):
@@ -497,14 +503,14 @@ Exit status: 0 no plans, 4 plans printed.
 @_scan_options
 @click.option("--bootstrap-server", default=DEFAULT_BOOTSTRAP, show_default=True, callback=_bootstrap,
               help="Put into the commands (logscan itself never connects to anything).")
-def plan_command(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, fmt, no_progress,
-                 bootstrap_server) -> None:
+def plan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, include_superseded, follow_links, fmt,
+                 no_progress, bootstrap_server) -> None:
     import json as jsonlib
 
     from logscan.scan.summary import EXIT_HANGING
 
     result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress,
-                         bootstrap=bootstrap_server)
+                         bootstrap=bootstrap_server, max_prepare_ms=max_prepare_ms)
     plans = result.tables["abort_plans"]
     for plan in plans:
         if fmt == "json":

@@ -321,7 +321,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                  include_superseded: bool = False, follow_links: bool = False, split_bytes: int = SPLIT_BYTES,
                  bootstrap: str = pipeline.DEFAULT_BOOTSTRAP, replay_in_decode: bool = True,
-                 tables: tuple[str, ...] = DEFAULT_TABLES) -> ScanFrames:
+                 tables: tuple[str, ...] = DEFAULT_TABLES, max_prepare_ms: Optional[int] = None) -> ScanFrames:
     """The ``tables`` of a scan (parse_tables's names), to be written into ``output`` as scan
     ``scan_id`` by ScanFrames.writes. ``replay_in_decode=False`` sends every replica through
     the per-replica step's shuffle, as the replicas plan_tasks cannot give one task (the tests
@@ -419,7 +419,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     writers.append(partition_in.mapInArrow(
         tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
                                coordinator=coordinator, bootstrap=bootstrap, output=output, scan_id=scan_id,
-                               tables=tables), S.spark_schema(WRITTEN)))
+                               tables=tables, max_prepare_ms=max_prepare_ms), S.spark_schema(WRITTEN)))
 
     driver = {"files": [*listing.files, *pipeline.merge_split_files(tally.split_files, kept)],
               "corruptions": [*listing.findings, *metadata_findings], "coordinator_state": coordinator_rows}
@@ -496,6 +496,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--as-of", type=_as_of, help="the scan's 'now': ISO-8601 or epoch ms (default: newest timestamp)")
     p.add_argument("--max-transaction-timeout-ms", type=int, default=hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                    help="transaction.max.timeout.ms for find-hanging's rule (default %(default)s)")
+    p.add_argument("--max-prepare-ms", type=int, default=None,
+                   help="a PrepareCommit/PrepareAbort record older than this is coordinator_stuck_preparing, "
+                        "not markers_pending (default: --max-transaction-timeout-ms)")
     p.add_argument("--scan-id", help="id tagging every row (default: derived from the inputs)")
     p.add_argument("--include-superseded", action="store_true",
                    help="also read -delete/-future folders and .deleted/.cleaned/.swap files")
@@ -522,6 +525,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error(f"--storage-option: {e}")
     if args.split_bytes < 1:
         p.error("--split-bytes must be positive")
+    if args.max_prepare_ms is not None and args.max_prepare_ms < 0:
+        p.error("--max-prepare-ms must not be negative")
     from logscan.state.plans import check_bootstrap
 
     try:
@@ -548,6 +553,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
                                 as_of_ms=args.as_of,
                                 max_transaction_timeout_ms=args.max_transaction_timeout_ms,
+                                max_prepare_ms=args.max_prepare_ms,
                                 include_superseded=args.include_superseded, follow_links=args.follow_links,
                                 split_bytes=args.split_bytes,
                                 bootstrap=args.bootstrap_server, tables=args.tables)

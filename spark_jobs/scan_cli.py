@@ -119,9 +119,11 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
                    include_superseded: bool, scan_id: Optional[str], bootstrap: str, master: str, json: bool,
                    follow_links: bool = False,
                    no_progress: bool, tables: Optional[str] = None, out: Optional[TextIO] = None,
-                   err: Optional[TextIO] = None, per_replica: bool = False) -> int:
+                   err: Optional[TextIO] = None, per_replica: bool = False,
+                   max_prepare_ms: Optional[int] = None) -> int:
     """Runs the job into ``output``, prints what it found; returns the exit status. ``tables``:
-    --tables as given (None: every table but batches).
+    --tables as given (None: every table but batches); ``max_prepare_ms``: --max-prepare-ms
+    (None: the max transaction timeout).
 
     Raises BadRequest (one sentence) for an output inside an input, a bad scan id or an
     unknown table, and
@@ -142,6 +144,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     try:
         scan_id, as_of_ms = job.run(spark, roots, output, scan_id=scan_id, as_of_ms=as_of_ms,
                                     max_transaction_timeout_ms=max_transaction_timeout_ms,
+                                    max_prepare_ms=max_prepare_ms,
                                     include_superseded=include_superseded, follow_links=follow_links,
                                     bootstrap=bootstrap, tables=names)
     except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer

@@ -295,7 +295,7 @@ PARTITION_ROW_ORDER = ("state", "open_txn", "span")
 
 def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                      coordinator: CoordinatorCopy, bootstrap: str, output: str, scan_id: str,
-                     tables: Iterable[str] = tuple(PARTITION_TABLES.values())):
+                     tables: Iterable[str] = tuple(PARTITION_TABLES.values()), max_prepare_ms: Optional[int] = None):
     """mapInArrow body over the replicas' state, open-transaction and closed-span rows,
     clustered by (topic, partition), each carrying the partition's leader from
     __cluster_metadata (null when it names none): per partition,
@@ -340,7 +340,7 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                 pass
             return []
         return pipeline.assess(states, open_txns, spans, leader, index=index, as_of_ms=as_of_ms,
-                               max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap)
+                               max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap, max_prepare_ms=max_prepare_ms)
 
     def spans_after(first: R.Row, rows: Iterator[tuple]) -> Iterator[R.Row]:
         yield first

@@ -116,7 +116,7 @@ def _replica(row: R.Row) -> tuple[int, str, int]:
 
 @young_collections_only()
 def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
-         max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+         max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, max_prepare_ms: Optional[int] = None,
          include_superseded: bool = False, follow_links: bool = False, keep_batches: bool = False,
          bootstrap: str = DEFAULT_BOOTSTRAP, on_file: Optional[OnFile] = None,
          keep: Iterable[str] = ALL_TABLES, sink: Optional[TableSink] = None, spool_dir: Optional[str] = None) -> Scan:
@@ -125,7 +125,9 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     takes every row of its tables as it is made (batch rows are made when it takes them);
     ``on_file(path, size)`` is called as each segment file has been read (a progress bar);
     ``follow_links`` follows symbolic links out of the roots (listing.list_copy); ``spool_dir``:
-    where the spooled rows go (default: the system's temporary folder; removed at the end).
+    where the spooled rows go (default: the system's temporary folder; removed at the end);
+    ``max_prepare_ms``: a PrepareCommit/PrepareAbort record older than this is
+    coordinator_stuck_preparing (None: ``max_transaction_timeout_ms``).
     Python's cyclic collector is paused while it runs (collector.young_collections_only)."""
     out = _Tables([t for t in keep if t != "batches" or keep_batches], sink)
     with_batches = out.wants("batches")
@@ -194,7 +196,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         index = pipeline.coordinator_index(coordinator_rows)
         for table, row in _assess(states, txns, closed_spans, leaders, index=index,
                                   as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
-                                  coordinator=coordinator, bootstrap=bootstrap):
+                                  max_prepare_ms=max_prepare_ms, coordinator=coordinator, bootstrap=bootstrap):
             out.add(table, row)
     return Scan(out.kept, as_of_ms, open_txns, leaders, coordinator)
 
@@ -256,10 +258,11 @@ def _assess(states: dict[tuple[str, int], list[R.Row]], txns: dict[tuple[str, in
 
 
 def assess_partitions(result: Scan, *, as_of_ms: int, max_timeout_ms: int,
-                      bootstrap: str = DEFAULT_BOOTSTRAP) -> dict[str, list[R.Row]]:
+                      bootstrap: str = DEFAULT_BOOTSTRAP, max_prepare_ms: Optional[int] = None
+                      ) -> dict[str, list[R.Row]]:
     """The partition step over every partition of ``result`` (a scan that kept every table):
     its partition_state, hanging_candidates and abort_plans tables (judged at ``as_of_ms`` with
-    ``max_timeout_ms``; the scan itself runs it with its own)."""
+    ``max_timeout_ms`` and ``max_prepare_ms``; the scan itself runs it with its own)."""
     tables = result.tables
     states: dict[tuple[str, int], list[R.Row]] = defaultdict(list)
     for s in tables["partition_state"]:
@@ -276,6 +279,6 @@ def assess_partitions(result: Scan, *, as_of_ms: int, max_timeout_ms: int,
                               lambda key, _: sorted(spans.get(key, ()), key=itemgetter(*pipeline.CLOSED_SPAN_ORDER)),
                               result.leaders, index=pipeline.coordinator_index(tables["coordinator_state"]),
                               as_of_ms=as_of_ms, max_timeout_ms=max_timeout_ms, coordinator=result.coordinator,
-                              bootstrap=bootstrap):
+                              bootstrap=bootstrap, max_prepare_ms=max_prepare_ms):
         out[table].append(row)
     return out

@@ -354,7 +354,7 @@ def closed_spans(spans: Iterable[R.Row]) -> Iterator[tuple[int, P.ClosedTxn]]:
 
 def assess(states: list[R.Row], open_txns: list[R.Row], spans: Iterable[R.Row], leader: Optional[int], *,
            index: dict, as_of_ms: int, max_timeout_ms: int, coordinator: CoordinatorCopy,
-           bootstrap: str) -> list[tuple[str, R.Row]]:
+           bootstrap: str, max_prepare_ms: Optional[int] = None) -> list[tuple[str, R.Row]]:
     """One partition: its replicas' partition_state rows (from Replay) and open_txn rows, its
     txn_spans rows in CLOSED_SPAN_ORDER (consumed once, never held), the leader
     `__cluster_metadata` names (None: none). Gives each replica's partition_state row with
@@ -367,7 +367,7 @@ def assess(states: list[R.Row], open_txns: list[R.Row], spans: Iterable[R.Row], 
         txns.setdefault(t["broker"], []).append(t)
     views = [R.view_from_rows(by_broker[b], txns.get(b, [])) for b in sorted(by_broker)]
     result = P.assess_partition(views, closed_spans(spans), metadata_leader=leader, index=index, as_of_ms=as_of_ms,
-                                max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap)
+                                max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap, max_prepare_ms=max_prepare_ms)
     out = [("state", R.assessed(by_broker[a.broker], a)) for a in result.replicas]
     out.extend(("candidate", R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn, c.age_ms,
                                              c.verdict)) for c in result.candidates)

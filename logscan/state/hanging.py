@@ -143,7 +143,7 @@ def _with_record(txn: OpenTxn, rec: TxnLogRecord, as_of_ms: Optional[int] = None
             # KAFKA-20322): past the limit the copy cannot say which. The transaction is decided
             # either way: the remedy is on the coordinator's side, never a partition abort.
             return Verdict(COORDINATOR_STUCK_PREPARING, None,
-                           f"{where} has been {state} for {age // 60000} min (last updated {age} ms before the "
+                           f"{where} has been {state} for {_duration(age)} (last updated {age} ms before the "
                            f"scan's time, more than {max_prepare_ms} ms): the coordinator has not finished writing "
                            f"its markers. The transaction is decided: never abort this partition by hand; check "
                            f"the coordinator of __transaction_state-{rec.coordinator_partition} (its leader and ISR, "
@@ -181,6 +181,11 @@ def _with_record(txn: OpenTxn, rec: TxnLogRecord, as_of_ms: Optional[int] = None
     return Verdict(COORDINATOR_MOVED_ON, True,
                    f"{where} is {state} while {txn.topic}-{txn.partition} still has the transaction of "
                    f"epoch {txn.producer_epoch} open since offset {txn.start_offset}: a missed marker", tid)
+
+
+def _duration(ms: int) -> str:
+    """An age for a person: whole minutes, or seconds under one."""
+    return f"{ms // 60000} min" if ms >= 60000 else f"{ms // 1000} s"
 
 
 @dataclass(frozen=True, slots=True)

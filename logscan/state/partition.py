@@ -462,10 +462,15 @@ def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMa
 
 
 def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[int, list[ProducerIdMatch]],
-                 as_of_ms: int, max_timeout_ms: int, coordinator: CoordinatorCopy) -> list[HangingCandidate]:
+                 as_of_ms: int, max_timeout_ms: int, coordinator: CoordinatorCopy,
+                 max_prepare_ms: Optional[int] = None) -> list[HangingCandidate]:
     """find-hanging over every replica of one partition: open transactions older than the max
     timeout, judged against the coordinator records that name the producer id and against
-    the other replicas (a marker they hold, whether this one is behind)."""
+    the other replicas (a marker they hold, whether this one is behind). A PrepareCommit or
+    PrepareAbort record older than ``max_prepare_ms`` (None: the max timeout) is
+    hanging.COORDINATOR_STUCK_PREPARING."""
+    if max_prepare_ms is None:
+        max_prepare_ms = max_timeout_ms
     out = []
     for view in views:
         st = view.state
@@ -481,7 +486,7 @@ def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[i
                                             hanging.log_fault(st.log_fault)))
                 continue
             verdict = hanging.classify(txn, index.get(txn.producer_id, []), coordinator, as_of_ms=as_of_ms,
-                                       max_prepare_ms=max_timeout_ms)
+                                       max_prepare_ms=max_prepare_ms)
             closed = [hanging.ClosedElsewhere(p.state.broker, c.end_marker_offset, c.outcome)
                       for p in peers
                       for c in [markers.closed(p.state.broker, txn.producer_id, txn.start_offset)] if c is not None]
@@ -531,10 +536,11 @@ def oldest_txn_last_timestamp(view: ReplicaView) -> int:
 
 def assess_partition(views: list[ReplicaView], closed: Iterable[tuple[int, ClosedTxn]] = (), *,
                      metadata_leader: Optional[int], index: dict[int, list[ProducerIdMatch]], as_of_ms: int,
-                     max_timeout_ms: int, coordinator: CoordinatorCopy, bootstrap: str) -> PartitionAssessment:
+                     max_timeout_ms: int, coordinator: CoordinatorCopy, bootstrap: str,
+                     max_prepare_ms: Optional[int] = None) -> PartitionAssessment:
     """Every cross-replica fact of one partition (views: all its replicas in the copy;
     closed: their closed transactions as (broker, transaction) ordered by end-marker offset,
-    consumed once)."""
+    consumed once; ``max_prepare_ms``: find_hanging's, None for the max timeout)."""
     views = sorted(views, key=lambda v: v.state.broker)
     markers = closed_markers(views, closed)
     leader, source, is_leader = leadership(views, metadata_leader)
@@ -546,7 +552,7 @@ def assess_partition(views: list[ReplicaView], closed: Iterable[tuple[int, Close
         replicas.append(ReplicaAssessment(
             view.state.broker, leader, source, is_leader[view.state.broker], len(views), not diffs,
             " | ".join(diffs) or None, oldest, hanging.is_late(oldest, as_of_ms, max_timeout_ms)))
-    candidates = find_hanging(views, markers, index, as_of_ms, max_timeout_ms, coordinator)
+    candidates = find_hanging(views, markers, index, as_of_ms, max_timeout_ms, coordinator, max_prepare_ms)
     return PartitionAssessment(replicas, candidates, plan_aborts(views, candidates, is_leader, bootstrap))
 
 

@@ -9,15 +9,19 @@ hanging unknown, and never an abort plan (the transaction is decided)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from logscan.cli import main
 from logscan.scan.local import scan
 from logscan.state import hanging
 
-PENDING = Path(__file__).resolve().parents[2] / "fixtures" / "pending"
+ROOT = Path(__file__).resolve().parents[2]
+PENDING = ROOT / "fixtures" / "pending"
 TRUTH = json.loads((PENDING / "truth" / "truth.json").read_text())
 MINUTE = 60_000
 
@@ -57,3 +61,84 @@ def test_a_prepare_record_older_than_the_limit_is_stuck_not_pending():
     out = CliRunner().invoke(main, ["scan", str(PENDING / "brokers"), "--as-of", str(later), "--no-progress"])
     # The summary counts transactions (each once, whichever replicas judge it so): the two Prepare records.
     assert "coordinator_stuck_preparing (unknown): 2" in out.output, out.output
+
+
+def _prepare_ages(result) -> dict[int, int]:
+    """Producer id -> the age of its coordinator's Prepare* record at the scan's time."""
+    return {r["producer_id"]: result.as_of_ms - r["last_update_timestamp_ms"]
+            for r in result.tables["coordinator_state"] if r["state"] in ("PrepareCommit", "PrepareAbort")}
+
+
+def _by_producer(candidates) -> dict[int, set]:
+    out: dict[int, set] = {}
+    for c in candidates:
+        if c["topic"] == "pending":
+            out.setdefault(c["producer_id"], set()).add((c["reason"], c["hanging"]))
+    return out
+
+
+def test_max_prepare_ms_sets_the_age_past_which_a_prepare_record_is_stuck():
+    # At the recorded time both Prepare* records are ~20 s old: pending by the default limit.
+    # With --max-prepare-ms between their two ages, the older one is stuck and the younger
+    # still pending (the limit is strict, as find-hanging's); the candidates stay those of the
+    # max transaction timeout.
+    recorded = TRUTH["recorded_at_ms"]
+    ages = _prepare_ages(scan([PENDING / "brokers"], as_of_ms=recorded))
+    assert len(ages) == 2 and len(set(ages.values())) == 2, ages
+    older, younger = sorted(ages, key=ages.get, reverse=True)
+    limit = ages[younger]
+    result = scan([PENDING / "brokers"], as_of_ms=recorded, max_prepare_ms=limit)
+    assert _by_producer(result.tables["hanging_candidates"]) == {
+        older: {(hanging.COORDINATOR_STUCK_PREPARING, None)}, younger: {(hanging.MARKERS_PENDING, False)}}
+    assert result.tables["abort_plans"] == []
+    stuck = [c["evidence"] for c in result.tables["hanging_candidates"]
+             if c["producer_id"] == older and c["topic"] == "pending"]
+    assert all(f"more than {limit} ms" in e for e in stuck), stuck
+    # One ms under the younger age: both stuck.
+    both = scan([PENDING / "brokers"], as_of_ms=recorded, max_prepare_ms=limit - 1)
+    assert _by_producer(both.tables["hanging_candidates"]) == {
+        p: {(hanging.COORDINATOR_STUCK_PREPARING, None)} for p in ages}
+    # The CLI: scan and plan take it, the text counts the stuck ones, and no plan is printed.
+    args = [str(PENDING / "brokers"), "--as-of", str(recorded), "--no-progress", "--max-prepare-ms", str(limit)]
+    out = CliRunner().invoke(main, ["scan", *args])
+    assert "coordinator_stuck_preparing (unknown): 1" in out.output and "markers_pending" in out.output, out.output
+    out = CliRunner().invoke(main, ["scan", *args, "--format", "json"])
+    rows = [json.loads(line) for line in out.output.splitlines()]
+    assert _by_producer(rows) == _by_producer(result.tables["hanging_candidates"])
+    out = CliRunner().invoke(main, ["plan", *args])
+    assert out.exit_code == 0 and "kafka-transactions" not in out.output, out.output
+    out = CliRunner().invoke(main, ["plan", *args[:-1], "-1"])
+    assert out.exit_code == 2 and "--max-prepare-ms" in out.output, out.output
+
+
+@pytest.mark.spark
+def test_max_prepare_ms_reaches_the_delta_tables_of_both_executors(tmp_path):
+    # logscan scan --output --executor local and the Spark job's own command line: the
+    # hanging_candidates they write judge the Prepare* records by the limit given.
+    pytest.importorskip("deltalake")
+    from logscan.sql.delta import open_table
+
+    recorded = TRUTH["recorded_at_ms"]
+    ages = _prepare_ages(scan([PENDING / "brokers"], as_of_ms=recorded))
+    limit = min(ages.values())
+    want = _by_producer(scan([PENDING / "brokers"], as_of_ms=recorded, max_prepare_ms=limit)
+                        .tables["hanging_candidates"])
+    assert {r for v in want.values() for r in v} == {(hanging.COORDINATOR_STUCK_PREPARING, None),
+                                                     (hanging.MARKERS_PENDING, False)}
+    out = CliRunner().invoke(main, ["scan", str(PENDING / "brokers"), "--as-of", str(recorded), "--no-progress",
+                                    "--max-prepare-ms", str(limit), "--output", str(tmp_path / "local"),
+                                    "--executor", "local"])
+    assert out.exit_code == 0, out.output
+    got = open_table(str(tmp_path / "local" / "hanging_candidates")).to_pyarrow_table().to_pylist()
+    assert _by_producer(got) == want
+    # The Spark job, as spark-submit runs it: its own process and JVM.
+    job = subprocess.run([sys.executable, "-m", "spark_jobs.scan", str(PENDING / "brokers"), "--output",
+                          str(tmp_path / "spark"), "--as-of", str(recorded), "--max-prepare-ms", str(limit),
+                          "--master", "local[1]", "--tables", "hanging_candidates"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert job.returncode == 0, job.stderr[-3000:]
+    got = open_table(str(tmp_path / "spark" / "hanging_candidates")).to_pyarrow_table().to_pylist()
+    assert _by_producer(got) == want
+    bad = subprocess.run([sys.executable, "-m", "spark_jobs.scan", str(PENDING / "brokers"), "--output",
+                          str(tmp_path / "bad"), "--max-prepare-ms", "-5"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "--max-prepare-ms must not be negative" in bad.stderr, bad.stderr
