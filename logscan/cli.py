@@ -45,6 +45,7 @@ def main() -> None:
       logscan scan COPY/ --output tables/            the Spark job: Delta tables
       logscan sql --tables tables/ "SELECT ..."      SQL over those tables
       logscan report --tables tables/ --out r.html   an HTML page of them
+      logscan diff --tables tables/ SCAN_A SCAN_B    what changed between two scans
 
     \b
     Exit status, every command:
@@ -688,11 +689,12 @@ def _warn_unfinished(tables_dir) -> None:
               file=sys.stderr)
 
 
-REPORT_HELP = """Write an HTML report of a scan's Delta tables (one file, no network needed).
+REPORT_HELP = """Write an HTML report of a scan's Delta tables (one file, no network needed), or Markdown.
 
 \b
   logscan scan COPY --output tables/ --bootstrap-server broker1:9092
   logscan report --tables tables/ --out /tmp/incident.html
+  logscan report --tables tables/ --format md --out -   Markdown on stdout, for a ticket
   logscan report --tables tables/ --scan-id demo        another scan written into tables/
 
 \b
@@ -707,6 +709,10 @@ names another. Open the file in any browser: it fetches nothing. The tables are 
 process (delta-rs and DuckDB, as `logscan sql` does): no Spark, no JVM.
 
 \b
+--format md writes the same in Markdown (pipe tables, each abort command in a fenced block),
+for pasting into a ticket; text from the copy is escaped so that it shows as itself.
+
+\b
 Exit status: 0 written, 2 bad command line, or no tables (or no such scan) in DIR.
 """
 
@@ -715,13 +721,17 @@ Exit status: 0 written, 2 bad command line, or no tables (or no such scan) in DI
 @click.option("--tables", "tables_dir", metavar="DIR", required=True,
               help="Folder or URI (s3://, gs://, abfs://, file://) of the Delta tables.")
 @_storage_option
-@click.option("--out", "out_path", metavar="FILE", default="logscan-report.html", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["html", "md"]), default="html", show_default=True,
+              help="html: one page for a browser; md: Markdown for a ticket.")
+@click.option("--out", "out_path", metavar="FILE", default=None,
+              help="Where to write it, '-' for stdout [default: logscan-report.html, or .md with --format md].")
 @click.option("--scan-id", default=None, help="Scan to report (default: the newest in DIR).")
-def report_command(tables_dir, out_path, scan_id) -> None:
+def report_command(tables_dir, fmt, out_path, scan_id) -> None:
     from pathlib import Path
 
     from logscan.report import render
     from logscan.report.data import NoScan, load
+    from logscan.report.markdown import render_markdown
     from logscan.sql.delta import TablesError
 
     _check_stores([tables_dir])
@@ -730,9 +740,65 @@ def report_command(tables_dir, out_path, scan_id) -> None:
             data = load(tables_dir, scan_id)
     except (TablesError, NoScan) as e:
         raise click.UsageError(str(e)) from None
-    Path(out_path).write_text(render(data), encoding="utf-8")
+    document = render_markdown(data) if fmt == "md" else render(data)
+    if out_path == "-":
+        sys.stdout.write(document)
+        return
+    out_path = out_path or f"logscan-report.{fmt}"
+    Path(out_path).write_text(document, encoding="utf-8")
     print(f"wrote {out_path}: scan {data['scan_id']}, {len(data['candidates'])} candidates, "
           f"{len(data['partitions'])} partitions drawn")
+
+
+DIFF_HELP = """What changed between two scans of the same cluster written into one tables DIR.
+
+\b
+  logscan scan COPY-monday --output tables/ --scan-id monday
+  logscan scan COPY-tuesday --output tables/ --scan-id tuesday
+  logscan diff --tables tables/ monday tuesday
+  logscan diff --tables tables/ monday tuesday --format md > ticket.md
+
+\b
+SCAN_A is the earlier state, SCAN_B the later (scan ids: `logscan sql --tables DIR
+"SELECT DISTINCT scan_id, as_of FROM partition_state"` lists them). Transactions that hang in
+either scan, one per partition, producer id and start offset:
+  new            hanging in B, not in A
+  still hanging  hanging in both (its idle time in each)
+  resolved       hanging in A; in B its COMMIT/ABORT marker is there, or B judges it not hanging
+  undetermined   hanging in A; B cannot tell, no longer lists it, or lacks the partition
+and per partition (its leader's replica, else the one furthest ahead) the high watermark, LSO
+and LSO lag in each scan and how far the LSO and the high watermark moved: a partition whose
+LSO stayed put while its high watermark moved on is named as stuck. The text and Markdown
+list the changed partitions and those with an LSO lag (the first 100); --format json lists
+every partition.
+
+\b
+Exit status: 0 nothing hangs in SCAN_B, 4 transactions hang in SCAN_B (new or still), 2 bad
+command line, no tables, an unknown or unfinished scan id.
+"""
+
+
+@main.command("diff", help=DIFF_HELP, context_settings={"max_content_width": 100})
+@click.argument("scan_a")
+@click.argument("scan_b")
+@click.option("--tables", "tables_dir", metavar="DIR", required=True,
+              help="Folder or URI (s3://, gs://, abfs://, file://) of the Delta tables holding both scans.")
+@_storage_option
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text", show_default=True)
+def diff_command(scan_a, scan_b, tables_dir, fmt) -> None:
+    from logscan.report import diff
+    from logscan.scan.summary import EXIT_HANGING
+    from logscan.sql.delta import TablesError
+
+    _check_stores([tables_dir])
+    try:
+        with _spark_errors():   # a store that refuses: one sentence, exit 3
+            result = diff.load(tables_dir, scan_a, scan_b)
+    except (TablesError, diff.DiffError) as e:
+        raise click.UsageError(str(e)) from None
+    render = {"text": diff.render_text, "md": diff.render_markdown, "json": diff.as_json}[fmt]
+    print(render(result).rstrip("\n"))
+    sys.exit(EXIT_HANGING if result.hanging_in_b else 0)
 
 
 def _prompt_lines():
