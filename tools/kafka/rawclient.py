@@ -125,15 +125,17 @@ def _retrying(call):
 
 
 def build_transactional_batch(producer: ProducerIdAndEpoch, values: list[bytes],
-                              timestamp_ms: int, base_sequence: int = 0) -> bytes:
+                              timestamp_ms: int, base_sequence: int = 0,
+                              keys: list[bytes] | None = None) -> bytes:
     """One magic-2 batch with the transactional attribute (bit 4), offsets 0..n-1 relative,
-    every record stamped `timestamp_ms` (CreateTime); the broker assigns the base offset."""
+    every record stamped `timestamp_ms` (CreateTime); the broker assigns the base offset.
+    `keys`, one per value (a compacted topic refuses a record without a key), else none."""
     builder = DefaultRecordBatchBuilder(
         magic=2, compression_type=CODEC_NONE, is_transactional=True,
         producer_id=producer.producer_id, producer_epoch=producer.producer_epoch,
         base_sequence=base_sequence, batch_size=1 << 20)
     for i, value in enumerate(values):
-        builder.append(i, timestamp=timestamp_ms, key=None, value=value, headers=[])
+        builder.append(i, timestamp=timestamp_ms, key=None if keys is None else keys[i], value=value, headers=[])
     return bytes(builder.build())
 
 
@@ -324,7 +326,7 @@ class RawClient:
 
     def produce_transactional(self, transactional_id: str | None, producer: ProducerIdAndEpoch,
                               topic: str, partition: int, values: list[bytes], timestamp_ms: int,
-                              base_sequence: int = 0) -> ProducedBatch:
+                              base_sequence: int = 0, keys: list[bytes] | None = None) -> ProducedBatch:
         """Write one transactional batch straight to the partition leader.
 
         No AddPartitionsToTxn is sent: whether the coordinator knows about this partition is
@@ -332,7 +334,7 @@ class RawClient:
         the past makes find-hanging's `now - lastTimestamp > timeout` rule fire at once.
         """
         leader = self.leader_of(topic, partition)
-        records = build_transactional_batch(producer, values, timestamp_ms, base_sequence)
+        records = build_transactional_batch(producer, values, timestamp_ms, base_sequence, keys)
         req = ProduceRequest(
             transactional_id=transactional_id,
             acks=ACKS_ALL,

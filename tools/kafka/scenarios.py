@@ -74,7 +74,7 @@ CLUSTERS[JBOD_CLUSTER] = ClusterSpec(
     transaction_version=2, log_dirs=2,
     broker_config={"transaction.partition.verification.enable": "false"})
 SCENARIOS: dict[str, Scenario] = {}
-SCENARIO_MODULES = ["tools.kafka.scenarios", "tools.kafka.hanging", "tools.kafka.groups"]
+SCENARIO_MODULES = ["tools.kafka.scenarios", "tools.kafka.hanging", "tools.kafka.groups", "tools.kafka.retention"]
 
 
 def scenario(name: str, clusters: tuple[str, ...] = ("tv1", "tv2")):

@@ -1,0 +1,133 @@
+"""What a partition's last stable offset holds back on disk (issue 35 item 3): bytes the log
+cleaner may not clean on a compacted topic, and bytes tiered storage may not upload, by
+Kafka's own rules, over plain rows (a replica's live segments: base offset and size).
+
+Both rules work by whole segments and stop at the LSO, so a hanging transaction keeps every
+segment from the one holding its first offset to the active one out of their reach, however
+much is written after it:
+
+- **the log cleaner** (LogCleanerManager.cleanableOffsets, LogToClean): the first uncleanable
+  offset is the least of the LSO, the active segment's base offset and the first segment
+  within min.compaction.lag.ms of now; a pass cleans from the first dirty offset (the
+  partition's ``cleaner-offset-checkpoint`` entry, reset to the log start when it lies outside
+  the log) up to the base offset of the segment holding that offset, and checkpoints it. The
+  lag is a topic setting the copy does not hold: the figures here are what the LSO alone
+  allows (the lag can only stop the cleaner earlier).
+- **tiered storage** (RemoteLogManager.candidateLogSegments): a segment is uploaded once the
+  next segment's base offset is at or below the LSO; the active segment never is. Only where
+  remote storage is in use: the copy holds ``__remote_log_metadata`` partitions (its
+  TopicBasedRemoteLogMetadataManager's topic).
+
+``held_by_cleaner`` and ``held_from_tiering`` take a replica's segments in offset order, the
+last being the active one; ``segments_of`` makes them from the scan's ``files`` rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from logscan.logdir.naming import base_offset_from_name
+
+#: The topic of Kafka's default RemoteLogMetadataManager (TopicBasedRemoteLogMetadataManager):
+#: its partitions in a log dir say remote storage is enabled on the cluster.
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
+#: Internal topics Kafka creates with cleanup.policy=compact.
+COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    base_offset: int
+    size: int   # bytes of the segment's .log file
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerHold:
+    """Where the log cleaner may clean a replica, and what the LSO keeps from it."""
+
+    first_dirty_offset: int             # where the next pass starts
+    first_uncleanable_offset: int       # where it must stop: the base of the segment holding min(LSO, active base)
+    cleanable_bytes: int                # segments a pass may clean now (first dirty .. first uncleanable)
+    held_back_bytes: int                # closed segments from the LSO's segment on: dirty until the LSO moves
+    held_back_segments: int
+    cleaner_checkpoint: Optional[int]   # the partition's cleaner-offset-checkpoint entry, as the copy has it
+    cleaner_at_limit: bool              # the checkpoint is at the first uncleanable offset: the cleaner
+                                        # has done all the LSO lets it do
+
+
+@dataclass(frozen=True, slots=True)
+class TieringHold:
+    """What tiered storage may not upload from a replica because of its LSO."""
+
+    held_back_bytes: int    # closed segments whose next segment starts past the LSO
+    held_back_segments: int
+    first_held_offset: Optional[int]   # base offset of the first of them; None when none
+
+
+def segments_of(files: Iterable[dict]) -> list[Segment]:
+    """A replica's live segments in offset order from its ``files`` rows (kind log_segment;
+    a ``.deleted``/``.cleaned``/``.swap`` file is not a segment of the log)."""
+    out = []
+    for row in files:
+        if row["kind"] != "log_segment" or row.get("size") is None or row["size"] < 0:
+            continue
+        base = base_offset_from_name(row["file"].rsplit("/", 1)[-1])
+        if base is not None and row["file"].endswith(".log"):
+            out.append(Segment(base, row["size"]))
+    return sorted(out, key=lambda s: s.base_offset)
+
+
+def _floor_index(segments: list[Segment], offset: int) -> int:
+    """Index of the segment holding ``offset`` (the last whose base is at or below it)."""
+    index = 0
+    for i, s in enumerate(segments):
+        if s.base_offset <= offset:
+            index = i
+    return index
+
+
+def held_by_cleaner(segments: list[Segment], *, last_stable_offset: int, log_start_offset: int,
+                    log_end_offset: int, cleaner_checkpoint: Optional[int]) -> Optional[CleanerHold]:
+    """The cleaner's reach over a compacted replica's ``segments`` (None: no segment)."""
+    if not segments:
+        return None
+    active = len(segments) - 1
+    # LogCleanerManager.cleanableOffsets: a checkpoint outside [log start, log end] is reset
+    # to the log start (a truncated or deleted-records log, or a corrupt checkpoint).
+    if cleaner_checkpoint is None or not log_start_offset <= cleaner_checkpoint <= log_end_offset:
+        first_dirty = log_start_offset
+    else:
+        first_dirty = cleaner_checkpoint
+    uncleanable = min(last_stable_offset, segments[active].base_offset)
+    # LogToClean: the first segment from the uncleanable offset on, before the active one,
+    # else the active one: the base of the segment holding it.
+    stop = _floor_index(segments, uncleanable)
+    first_uncleanable = segments[stop].base_offset
+    start = _floor_index(segments, first_dirty)
+    cleanable = sum(s.size for s in segments[start:stop]) if first_dirty < first_uncleanable else 0
+    lso_stop = _floor_index(segments, last_stable_offset)
+    held = segments[lso_stop:active] if last_stable_offset < segments[active].base_offset else []
+    return CleanerHold(first_dirty, first_uncleanable, cleanable, sum(s.size for s in held), len(held),
+                       cleaner_checkpoint, cleaner_checkpoint == first_uncleanable)
+
+
+def held_from_tiering(segments: list[Segment], *, last_stable_offset: int) -> TieringHold:
+    """The closed segments tiered storage may not upload: those whose next segment's base
+    offset is past the LSO (RemoteLogManager copies a segment once ``next.base <= LSO``)."""
+    held = [s for s, nxt in zip(segments, segments[1:]) if nxt.base_offset > last_stable_offset]
+    return TieringHold(sum(s.size for s in held), len(held), held[0].base_offset if held else None)
+
+
+def remote_storage_in_copy(topics: Iterable[str]) -> bool:
+    """The copy shows remote storage enabled: a ``__remote_log_metadata`` partition is in it."""
+    return REMOTE_LOG_METADATA_TOPIC in set(topics)
+
+
+def is_compacted(topic: str, cleaner_checkpointed: bool, cleanup_policy: Optional[str] = None) -> bool:
+    """A compacted topic: its cleanup.policy (from ``__cluster_metadata``'s ConfigRecords, when
+    known) includes compact, else it is one of Kafka's compacted internal topics or the log
+    cleaner has checkpointed it (the cleaner only ever takes compacted logs)."""
+    if cleanup_policy is not None:
+        return "compact" in [p.strip() for p in cleanup_policy.split(",")]
+    return topic in COMPACTED_INTERNAL_TOPICS or cleaner_checkpointed

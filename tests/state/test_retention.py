@@ -1,0 +1,137 @@
+"""What a hang holds back on disk (logscan.state.retention), on the real ``retention`` cluster
+(tools/kafka/retention.py): ``hang-compact``/0, a compacted topic whose log cleaner Kafka ran
+with a hanging transaction open at offset 25, and ``hang-segments``/0, a delete-policy topic
+with the same hang, both with 1024-byte segments rolled past it.
+
+Kafka's own numbers: the cleaner's ``cleaner-offset-checkpoint`` entry as it wrote it live
+(truth.json notes), the partition sizes of ``kafka-log-dirs --describe`` and the LSO and high
+watermark from ListOffsets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from logscan.format.checkpoint import parse_offset_checkpoint
+from logscan.scan.local import scan
+from logscan.state.retention import (Segment, held_by_cleaner, held_from_tiering, is_compacted,
+                                     remote_storage_in_copy, segments_of)
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+RETENTION = FIXTURES / "retention"
+
+
+def _truth(root: Path) -> dict:
+    return json.loads((root / "truth" / "truth.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def copy():
+    truth = _truth(RETENTION)
+    result = scan([RETENTION / "brokers"], as_of_ms=truth["recorded_at_ms"])
+    return truth, result.tables
+
+
+def _replica(tables, broker: int, topic: str):
+    files = [f for f in tables["files"] if (f["broker"], f["topic"], f["partition"]) == (broker, topic, 0)]
+    (state,) = [s for s in tables["partition_state"] if (s["broker"], s["topic"], s["partition"]) == (broker, topic, 0)]
+    return segments_of(files), state
+
+
+def _log_dirs_size(truth: dict, broker: int, name: str) -> int:
+    (b,) = [b for b in truth["log_dirs"]["brokers"] if b["broker"] == broker]
+    return next(p["size"] for d in b["logDirs"] for p in d["partitions"] if p["partition"] == name)
+
+
+def _cleaner_checkpoint(broker: int, topic: str) -> int:
+    data = (RETENTION / "brokers" / f"broker-{broker}" / "cleaner-offset-checkpoint").read_bytes()
+    return next(e.offset for e in parse_offset_checkpoint(data).entries if (e.topic, e.partition) == (topic, 0))
+
+
+def _recorded(truth: dict, topic: str) -> dict:
+    return next(p for p in truth["partitions"] if (p["topic"], p["partition"]) == (topic, 0))
+
+
+@pytest.mark.parametrize("broker", [0, 1, 2])
+def test_the_cleaner_stops_where_kafkas_did(copy, broker):
+    truth, tables = copy
+    segments, state = _replica(tables, broker, "hang-compact")
+    recorded = _recorded(truth, "hang-compact")
+    assert state["last_stable_offset"] == recorded["last_stable_offset"] < recorded["high_watermark"]
+    # the segments the scan lists are the partition's whole size as kafka-log-dirs gave it
+    # (the cleaner's replaced .log.deleted files are not segments of the log)
+    assert sum(s.size for s in segments) == _log_dirs_size(truth, broker, "hang-compact-0")
+    live = truth["scenario_notes"]["compacted_hang"]["cleaner_checkpoint"][str(broker)]
+    hold = held_by_cleaner(segments, last_stable_offset=state["last_stable_offset"],
+                           log_start_offset=state["log_start_offset"], log_end_offset=state["log_end_offset"],
+                           cleaner_checkpoint=_cleaner_checkpoint(broker, "hang-compact"))
+    # Kafka's cleaner cleaned up to the base of the segment holding the LSO and checkpointed it
+    assert hold.first_uncleanable_offset == live == hold.cleaner_checkpoint and hold.cleaner_at_limit
+    assert hold.cleanable_bytes == 0
+    # held back: every closed segment from that one on; the active segment is never cleaned
+    held = [s for s in segments[:-1] if s.base_offset >= live]
+    assert held and segments[0].base_offset < live   # the cleaner did clean below the hang
+    assert (hold.held_back_bytes, hold.held_back_segments) == (sum(s.size for s in held), len(held))
+    below = sum(s.size for s in segments if s.base_offset < live)
+    assert below + hold.held_back_bytes + segments[-1].size == _log_dirs_size(truth, broker, "hang-compact-0")
+    assert is_compacted("hang-compact", cleaner_checkpointed=True)
+
+
+@pytest.mark.parametrize("broker", [0, 1, 2])
+def test_tiered_storage_would_keep_every_segment_rolled_after_the_hang(copy, broker):
+    truth, tables = copy
+    segments, state = _replica(tables, broker, "hang-segments")
+    lso = _recorded(truth, "hang-segments")["last_stable_offset"]
+    assert state["last_stable_offset"] == lso and len(segments) > 2
+    assert sum(s.size for s in segments) == _log_dirs_size(truth, broker, "hang-segments-0")
+    hold = held_from_tiering(segments, last_stable_offset=lso)
+    holding = max(s.base_offset for s in segments if s.base_offset <= lso)   # the segment holding the LSO
+    assert hold.first_held_offset == holding
+    uploadable = [s for s in segments if s.base_offset < holding]
+    assert uploadable, "a segment below the hang"
+    assert sum(s.size for s in uploadable) + hold.held_back_bytes + segments[-1].size == \
+        _log_dirs_size(truth, broker, "hang-segments-0")
+    # no __remote_log_metadata in this copy: remote storage is not in use there
+    assert not remote_storage_in_copy({t["topic"] for t in tables["partition_state"]})
+    assert not is_compacted("hang-segments", cleaner_checkpointed=False)
+
+
+def test_a_compacted_topic_without_a_hang_holds_nothing_back():
+    root = FIXTURES / "tv2"
+    truth = _truth(root)
+    tables = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"]).tables
+    segments, state = _replica(tables, 0, "compacted")
+    assert state["last_stable_offset"] == state["high_watermark"] and len(segments) > 1
+    data = (root / "brokers" / "broker-0" / "cleaner-offset-checkpoint").read_bytes()
+    checkpoint = next(e.offset for e in parse_offset_checkpoint(data).entries if e.topic == "compacted")
+    hold = held_by_cleaner(segments, last_stable_offset=state["last_stable_offset"],
+                           log_start_offset=state["log_start_offset"], log_end_offset=state["log_end_offset"],
+                           cleaner_checkpoint=checkpoint)
+    assert (hold.held_back_bytes, hold.held_back_segments) == (0, 0)
+    assert hold.first_uncleanable_offset == segments[-1].base_offset   # only the active segment stops it
+    assert held_from_tiering(segments, last_stable_offset=state["last_stable_offset"]).held_back_bytes == 0
+
+
+def test_rules_on_plain_rows():
+    segments = [Segment(0, 100), Segment(10, 200), Segment(20, 300), Segment(30, 50)]
+    # a checkpoint past the log end is reset to the log start, as cleanableOffsets does
+    hold = held_by_cleaner(segments, last_stable_offset=15, log_start_offset=0, log_end_offset=35,
+                           cleaner_checkpoint=99)
+    assert (hold.first_dirty_offset, hold.first_uncleanable_offset, hold.cleanable_bytes) == (0, 10, 100)
+    assert (hold.held_back_bytes, hold.held_back_segments, hold.cleaner_at_limit) == (500, 2, False)
+    # an LSO in the active segment holds nothing back from either
+    assert held_by_cleaner(segments, last_stable_offset=33, log_start_offset=0, log_end_offset=35,
+                           cleaner_checkpoint=30).held_back_bytes == 0
+    assert held_from_tiering(segments, last_stable_offset=30).held_back_bytes == 0
+    # tiering uploads a segment once the next one starts at or below the LSO
+    assert held_from_tiering(segments, last_stable_offset=20).first_held_offset == 20
+    assert held_by_cleaner([], last_stable_offset=0, log_start_offset=0, log_end_offset=0,
+                           cleaner_checkpoint=None) is None
+    assert remote_storage_in_copy(["t", "__remote_log_metadata"])
+    assert is_compacted("t", False, "compact,delete") and not is_compacted("__consumer_offsets", True, "delete")
+    files = [{"kind": "log_segment", "file": "b/t-0/00000000000000000010.log", "size": 5},
+             {"kind": "log_segment", "file": "b/t-0/00000000000000000000.log", "size": 7},
+             {"kind": "producer_snapshot", "file": "b/t-0/00000000000000000010.snapshot", "size": 9}]
+    assert segments_of(files) == [Segment(0, 7), Segment(10, 5)]
