@@ -62,37 +62,23 @@ def marker_row(offsets_partition: int, offset: int, timestamp_ms: int, producer_
             "control_type": control_type}
 
 
-def _records(path: str, partition: int, entry: RecordBatch, win, findings: list[Finding],
-             budget: DecompressionBudget) -> Iterator[Row]:
+def _batch_rows(path: str, partition: int, position: int, records: Iterable, producer_id: int, producer_epoch: int,
+                findings: list[Finding], budget: DecompressionBudget) -> Iterator[Row]:
+    """The commit rows of one batch's ``records`` (each with offset, timestamp, key and value;
+    a v2 batch's or a legacy wrapper's): a record that does not decode is a finding at the
+    batch and the next goes on; records that cannot be read end the batch with one."""
     try:
-        for rec in iter_records(win.buf, entry, base=win.base, budget=budget):
+        for rec in records:
             try:
-                row = commit_row(partition, rec.offset, rec.timestamp, entry.producer_id, entry.producer_epoch,
-                                 rec.key, rec.value)
+                row = commit_row(partition, rec.offset, rec.timestamp, producer_id, producer_epoch, rec.key, rec.value)
             except DecodeError as err:
-                findings.append(Finding(path, entry.position, err.reason, f"offset {rec.offset}: {err.message}"))
+                findings.append(Finding(path, position, err.reason, f"offset {rec.offset}: {err.message}"))
                 continue
             if row is not None:
                 yield row
     except DecompressionBudgetSpent as e:
         if e.position == budget.spent_at:  # said once per segment, where it was spent
             findings.append(Finding.from_error(path, e))
-    except DecodeError as e:
-        findings.append(Finding.from_error(path, e))
-
-
-def _legacy_records(path: str, partition: int, entry: LegacyBatch, findings: list[Finding],
-                    budget: DecompressionBudget) -> Iterator[Row]:
-    try:
-        for msg in iter_legacy_records(entry, budget=budget):
-            try:
-                row = commit_row(partition, msg.offset, msg.timestamp, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
-                                 msg.key, msg.value)
-            except DecodeError as err:
-                findings.append(Finding(path, entry.position, err.reason, f"offset {msg.offset}: {err.message}"))
-                continue
-            if row is not None:
-                yield row
     except DecodeError as e:
         findings.append(Finding.from_error(path, e))
 
@@ -113,15 +99,18 @@ def segment_rows(path: str, partition: int, findings: list[Finding]) -> Iterator
             if not entry.crc_valid:
                 findings.append(crc_finding(path, entry))
                 continue
-            if isinstance(entry, LegacyBatch):
-                yield from _legacy_records(path, partition, entry, findings, budget)
+            if isinstance(entry, LegacyBatch):   # before 0.11: no producer, never transactional
+                yield from _batch_rows(path, partition, entry.position, iter_legacy_records(entry, budget=budget),
+                                       NO_PRODUCER_ID, NO_PRODUCER_EPOCH, findings, budget)
             elif entry.is_control:
                 fact = batch_fact(win.buf, entry, path, findings, win.base)
                 if fact.control_type in COMMIT_KINDS:
                     yield marker_row(partition, entry.base_offset, fact.marker_timestamp, entry.producer_id,
                                      entry.producer_epoch, fact.control_type)
             else:
-                yield from _records(path, partition, entry, win, findings, budget)
+                yield from _batch_rows(path, partition, entry.position,
+                                       iter_records(win.buf, entry, base=win.base, budget=budget),
+                                       entry.producer_id, entry.producer_epoch, findings, budget)
 
 
 def replica_rows(replica: ReplicaDir, findings: Optional[list[Finding]] = None) -> Iterator[Row]:
@@ -130,13 +119,3 @@ def replica_rows(replica: ReplicaDir, findings: Optional[list[Finding]] = None) 
     findings = [] if findings is None else findings
     for _, path in replica.segments:
         yield from segment_rows(str(path), replica.partition, findings)
-
-
-def read_replicas(replicas: Iterable[ReplicaDir]) -> tuple[dict[tuple[int, int], list[Row]], list[Finding]]:
-    """The rows of each ``__consumer_offsets`` replica among ``replicas`` by (broker, partition)."""
-    out: dict[tuple[int, int], list[Row]] = {}
-    findings: list[Finding] = []
-    for r in replicas:
-        if r.topic == CONSUMER_OFFSETS_TOPIC:
-            out[(r.broker, r.partition)] = list(replica_rows(r, findings))
-    return out, findings

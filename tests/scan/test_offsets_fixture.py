@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from logscan.format.offsets import group_partition
-from logscan.logdir.tree import ReplicaDir
 from logscan.scan import groups as G
-from logscan.scan.consumer_offsets import CONSUMER_OFFSETS_TOPIC, read_replicas
+from logscan.scan.consumer_offsets import CONSUMER_OFFSETS_TOPIC, replica_rows
 from logscan.scan.listing import list_copy
 from logscan.scan.local import assess_partitions, scan
+from logscan.scan import rows as R
 from logscan.scan.rows import to_batch
 from logscan.state.offsets import (COMMITTED, OPEN, PENDING, READ_COMMITTED_STUCK, UNSTABLE_OFFSET_COMMIT,
                                    affected_groups, committed_offsets)
@@ -28,6 +28,16 @@ OFFSETS_PARTITIONS = sum(1 for t, _ in PARTITIONS if t == CONSUMER_OFFSETS_TOPIC
 # a max transaction timeout (15 min) past the recording: the open transaction holding offs-txn's
 # commit is then a find-hanging candidate
 PAST_TIMEOUT_MS = 15 * 60_000 + 1
+
+
+def read_replicas(replicas) -> tuple[dict[tuple[int, int], list[dict]], list]:
+    """The rows of every ``__consumer_offsets`` replica by (broker, partition), with the
+    findings: every replica, to hold each to Kafka (the scan reads the served one only)."""
+    out, findings = {}, []
+    for r in replicas:
+        if r.topic == CONSUMER_OFFSETS_TOPIC:
+            out[(r.broker, r.partition)] = list(replica_rows(r, findings))
+    return out, findings
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +170,7 @@ def test_the_scan_step_loads_each_partition_from_its_leader_and_fills_both_table
                   for o in offsets_of(copy))
     assert affected == affected_groups(offsets_of(copy), t["partition_state"], t["hanging_candidates"],
                                        t["txn_spans"], as_of_ms=scanned.as_of_ms)
-    for rows, schema in ((offsets, G.COMMITTED_OFFSETS), (affected, G.AFFECTED_GROUPS)):
+    for rows, schema in ((offsets, R.COMMITTED_OFFSETS), (affected, R.AFFECTED_GROUPS)):
         assert set(rows[0]) == set(schema.names)
         assert to_batch(rows, schema).to_pylist() == [{n: r[n] for n in schema.names} for r in rows]
 
@@ -190,9 +200,9 @@ def test_every_cluster_s_offsets_are_its_scenarios_commits(root):
     rows, findings = read_replicas(r.replica for r in listing.replicas)
     assert [f.line() for f in findings] == []
     hw = {p["partition"]: p["high_watermark"] for p in truth["partitions"] if p["topic"] == CONSUMER_OFFSETS_TOPIC}
-    for (broker, partition), replica_rows in rows.items():
+    for (broker, partition), read in rows.items():
         end = hw[partition] if str(broker) not in map(str, truth.get("stopped_brokers", ())) else None
-        offsets = committed_offsets(replica_rows, end_offset=end)
+        offsets = committed_offsets(read, end_offset=end)
         wanted = {k: v for k, v in want.items()
                   if group_partition(k[0], len(hw)) == partition}
         got = {(o["group_id"], o["topic"], o["partition"]): o["committed_offset"] for o in offsets}

@@ -249,3 +249,27 @@ def test_a_pending_commit_of_a_transaction_within_its_timeout_is_open():
 @pytest.mark.parametrize("committed", [5, 12])
 def test_nothing_is_stuck_where_the_lso_is_the_high_watermark(committed):
     assert affected_groups([offset("g", "t", 0, committed)], [state("t", 0, 12, 12)], [], as_of_ms=T0) == []
+
+
+def test_commits_in_a_log_written_before_0_11(tmp_path):
+    """magic 0/1 messages (one plain, one in a gzip wrapper) and a v2 batch after them: every
+    commit is plain (no producer), a record that does not decode is a finding at its message,
+    and the next goes on."""
+    from logscan.format import compression
+    from logscan.testing.encoder import legacy_message, legacy_wrapper
+
+    first, second = commit_record("g", "t", 0, 4), commit_record("g", "t", 1, 6)
+    broken = Rec(b"\x00\x03", commit_record("g", "t", 2, 1).key, (), T0)   # a value cut short
+    parts = [legacy_message(0, first.value, first.key, magic=0),
+             legacy_wrapper([(second.key, second.value, T0), (broken.key, broken.value, T0)], offset=2, magic=1,
+                            codec=compression.GZIP, timestamp=T0),
+             encode_batch([commit_record("g", "t", 0, 8)], base_offset=3)]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(parts))
+    findings: list = []
+    rows = list(segment_rows(str(path), 0, findings))
+    assert [(r["partition"], r["committed_offset"], r["producer_id"]) for r in rows] == [(0, 4, -1), (1, 6, -1),
+                                                                                        (0, 8, -1)]
+    (finding,) = findings
+    assert finding.position == len(parts[0]) and "offset 2" in finding.message
+    assert view(committed_offsets(rows)) == {(COMMITTED, "g", "t", 0, 8, -1), (COMMITTED, "g", "t", 1, 6, -1)}
