@@ -32,6 +32,8 @@ from logscan.logdir.naming import base_offset_from_name
 #: The topic of Kafka's default RemoteLogMetadataManager (TopicBasedRemoteLogMetadataManager):
 #: its partitions in a log dir say remote storage is enabled on the cluster.
 REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
+#: ConfigRecord's ResourceType of a topic (ConfigResource.Type.TOPIC).
+TOPIC_RESOURCE = 2
 #: Internal topics Kafka creates with cleanup.policy=compact.
 COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
@@ -122,6 +124,22 @@ def held_from_tiering(segments: list[Segment], *, last_stable_offset: int) -> Ti
 def remote_storage_in_copy(topics: Iterable[str]) -> bool:
     """The copy shows remote storage enabled: a ``__remote_log_metadata`` partition is in it."""
     return REMOTE_LOG_METADATA_TOPIC in set(topics)
+
+
+def topic_configs(records: Iterable[tuple[int, str, str, Optional[str]]]) -> dict[str, dict[str, str]]:
+    """Each topic's configs set in ``__cluster_metadata``: its ConfigRecords (resource type,
+    resource name, config name, value) in log order, the last value winning and a null value
+    removing the config (an incremental alter's DELETE), as the controller's ConfigurationControlManager
+    replays them. Only what was set for the topic: the broker defaults are not in the log."""
+    out: dict[str, dict[str, str]] = {}
+    for resource_type, name, key, value in records:
+        if resource_type != TOPIC_RESOURCE:
+            continue
+        if value is None:
+            out.get(name, {}).pop(key, None)
+        else:
+            out.setdefault(name, {})[key] = value
+    return out
 
 
 def is_compacted(topic: str, cleaner_checkpointed: bool, cleanup_policy: Optional[str] = None) -> bool:

@@ -17,7 +17,7 @@ import pytest
 from logscan.format.checkpoint import parse_offset_checkpoint
 from logscan.scan.local import scan
 from logscan.state.retention import (Segment, held_by_cleaner, held_from_tiering, is_compacted,
-                                     remote_storage_in_copy, segments_of)
+                                     remote_storage_in_copy, segments_of, topic_configs)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 RETENTION = FIXTURES / "retention"
@@ -135,3 +135,34 @@ def test_rules_on_plain_rows():
              {"kind": "log_segment", "file": "b/t-0/00000000000000000000.log", "size": 7},
              {"kind": "producer_snapshot", "file": "b/t-0/00000000000000000010.snapshot", "size": 9}]
     assert segments_of(files) == [Segment(0, 7), Segment(10, 5)]
+
+
+def _config_records(log: Path) -> list[tuple]:
+    from logscan.format.batch import RecordBatch, iter_records
+    from logscan.format.logfile import walk_batches
+    from logscan.format.metadata import decode_metadata_record
+
+    buf, out = log.read_bytes(), []
+    for batch in walk_batches(buf):
+        if isinstance(batch, RecordBatch) and not batch.is_control:
+            for rec in iter_records(buf, batch):
+                m, _ = decode_metadata_record(rec.value)
+                if m.type_name == "CONFIG_RECORD":
+                    out.append((m.message.resource_type, m.message.resource_name, m.message.name, m.message.value))
+    return out
+
+
+def test_the_copys_metadata_says_which_topic_is_compacted():
+    records = _config_records(RETENTION / "brokers" / "broker-0" / "__cluster_metadata-0" /
+                              "00000000000000000000.log")
+    configs = topic_configs(records)
+    policy = {t: c.get("cleanup.policy") for t, c in configs.items()}
+    # the topics' configs as the scenario created them (tools/kafka/retention.py)
+    assert policy["hang-compact"] == "compact" and policy["hang-segments"] == "delete"
+    assert configs["hang-compact"]["min.compaction.lag.ms"] == "0"
+    assert is_compacted("hang-compact", False, policy["hang-compact"])
+    assert not is_compacted("hang-segments", False, policy["hang-segments"])
+    # a later record wins, a null value removes; a broker-level record is not a topic's
+    assert topic_configs([(2, "t", "cleanup.policy", "delete"), (2, "t", "cleanup.policy", "compact"),
+                          (2, "t", "segment.ms", "5"), (2, "t", "segment.ms", None),
+                          (4, "", "cleanup.policy", "delete")]) == {"t": {"cleanup.policy": "compact"}}
