@@ -139,6 +139,10 @@ PRODUCER_STATE = _schema(
     _f("last_sequence", pa.int32(), "LastSequence (-1 when the cached batches were dropped by an epoch bump)"),
     _f("last_timestamp", pa.int64(), "LastTimestamp, epoch ms"),
     _f("current_txn_start_offset", pa.int64(), "CurrentTransactionStartOffset; null when no transaction is open"),
+    _f("loaded_from", pa.string(), "what gave this row, by the broker's loading rules (LogLoader, ProducerStateManager): "
+                                   "'snapshot' (the entry of the producer snapshot it loads), 'snapshot+batches' (that "
+                                   "entry with the later batches replayed over it) or 'batches' (no snapshot loaded, or "
+                                   "a producer it does not hold)"),
     _f("snapshot_offset", pa.int64(), "offset of the replica's newest loadable producer snapshot (the "
                                       "state after every offset below it); null when there is none"),
     _f("snapshot_producer_epoch", pa.int32(), "ProducerEpoch in that snapshot (null: producer not in it)"),
@@ -441,6 +445,7 @@ def producer_rows(psm: ProducerStateManager, key: Row, check: Optional[SnapshotC
         difference = check.differences.get(pid) if check is not None and check.comparable else None
         yield {**key, "producer_id": pid, "producer_epoch": epoch, "coordinator_epoch": coord,
                "last_sequence": seq, "last_timestamp": ts, "current_txn_start_offset": start,
+               "loaded_from": psm.loaded_from(pid),
                "snapshot_offset": None if check is None else check.offset,
                **dict(zip(("snapshot_producer_epoch", "snapshot_coordinator_epoch", "snapshot_last_sequence",
                            "snapshot_last_timestamp", "snapshot_current_txn_start_offset"),

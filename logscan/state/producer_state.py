@@ -22,6 +22,14 @@ from .facts import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchFact
 # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 NUM_BATCHES_TO_RETAIN = 5
 
+# Where a producer's state came from (ProducerStateManager.loaded_from), as the broker loads a
+# log: its entry in the producer snapshot loaded, that entry with the batches after the
+# snapshot's offset replayed over it, or the batches alone (no snapshot loaded, or a producer
+# the snapshot does not hold).
+FROM_SNAPSHOT = "snapshot"
+FROM_SNAPSHOT_AND_BATCHES = "snapshot+batches"
+FROM_BATCHES = "batches"
+
 
 @dataclass(frozen=True, slots=True)
 class BatchMetadata:
@@ -95,18 +103,34 @@ class ProducerStateManager:
         # Where the producers come from: None, replayed from the log; else the offset of the
         # producer snapshot they were loaded from (then the batches from that offset on).
         self.loaded_snapshot_offset: Optional[int] = None
+        # With a snapshot loaded: the producers it held, and those a batch after it changed.
+        self._from_snapshot: frozenset[int] = frozenset()
+        self._replayed: Optional[set[int]] = None
 
     def seed(self, entries: Iterable[ProducerStateEntry], snapshot_offset: int) -> None:
         """Start from a producer snapshot: the state after every offset below ``snapshot_offset``."""
         for entry in entries:
             self.producers[entry.producer_id] = entry
         self.map_end_offset = snapshot_offset
+        self.loaded_snapshot_offset = snapshot_offset
+        self._from_snapshot = frozenset(self.producers)
+        self._replayed = set()
+
+    def loaded_from(self, producer_id: int) -> str:
+        """FROM_SNAPSHOT, FROM_SNAPSHOT_AND_BATCHES or FROM_BATCHES: what gave this producer's
+        state. A batch counts when the broker's append takes something from it: an emptied
+        control batch (count 0) gives nothing (ProducerAppendInfo.append), so a snapshot entry
+        it follows stays the snapshot's."""
+        if self.loaded_snapshot_offset is None or producer_id not in self._from_snapshot:
+            return FROM_BATCHES
+        return FROM_SNAPSHOT_AND_BATCHES if producer_id in self._replayed else FROM_SNAPSHOT
 
     def take_producers(self, loaded: "ProducerStateManager") -> None:
         """Replace the producers with the ones the broker loads (:class:`BrokerLoad`); the
         completed transactions and anomalies stay this replay's."""
         self.producers = loaded.producers
         self.loaded_snapshot_offset = loaded.loaded_snapshot_offset
+        self._from_snapshot, self._replayed = loaded._from_snapshot, loaded._replayed
 
     def ongoing(self) -> dict[int, int]:
         """Open transactions: producer id -> first offset."""
@@ -131,6 +155,8 @@ class ProducerStateManager:
                        f"epoch {epoch} is smaller than the last seen epoch {entry.producer_epoch}")
 
     def _append_data(self, entry: ProducerStateEntry, batch: BatchFact) -> None:
+        if self._replayed is not None:
+            self._replayed.add(entry.producer_id)
         self._check_epoch(entry, batch.producer_epoch, batch.base_offset)
         entry.update_epoch(batch.producer_epoch)
         entry.batches.append(BatchMetadata(batch.last_sequence, batch.last_offset,
@@ -158,6 +184,8 @@ class ProducerStateManager:
             self._note(batch.base_offset, entry.producer_id, "unknown_control_type",
                        f"producer-owned control batch of type {batch.control_type}")
             return None
+        if self._replayed is not None:
+            self._replayed.add(entry.producer_id)
         self._check_epoch(entry, batch.producer_epoch, batch.base_offset)
         if entry.coordinator_epoch > batch.coordinator_epoch:
             self._note(batch.base_offset, entry.producer_id, "coordinator_epoch_regression",
@@ -266,7 +294,6 @@ class BrokerLoad:
         # full replay's, kept by the high watermark floor (here the log start: at most one).
         psm = ProducerStateManager(self._floor)
         psm.seed(load(), offset)
-        psm.loaded_snapshot_offset = offset
         self.psm = psm
 
 
