@@ -42,6 +42,7 @@ COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_stat
 class Segment:
     base_offset: int
     size: int   # bytes of the segment's .log file
+    largest_timestamp: Optional[int] = None   # its batches' largest maxTimestamp (LogSegment.largestTimestamp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,7 @@ class CleanerHold:
     """Where the log cleaner may clean a replica, and what the LSO keeps from it."""
 
     first_dirty_offset: int             # where the next pass starts
+    lag_limit_offset: Optional[int]     # base of the first dirty segment within min.compaction.lag.ms of now
     first_uncleanable_offset: int       # where it must stop: the base of the segment holding min(LSO, active base)
     cleanable_bytes: int                # segments a pass may clean now (first dirty .. first uncleanable)
     held_back_bytes: int                # closed segments from the LSO's segment on: dirty until the LSO moves
@@ -67,16 +69,20 @@ class TieringHold:
     first_held_offset: Optional[int]   # base offset of the first of them; None when none
 
 
-def segments_of(files: Iterable[dict]) -> list[Segment]:
+def segments_of(files: Iterable[dict], batches: Iterable[dict] = ()) -> list[Segment]:
     """A replica's live segments in offset order from its ``files`` rows (kind log_segment;
-    a ``.deleted``/``.cleaned``/``.swap`` file is not a segment of the log)."""
+    a ``.deleted``/``.cleaned``/``.swap`` file is not a segment of the log), each with its
+    largest batch timestamp when its ``batches`` rows are given."""
+    largest: dict[str, int] = {}
+    for b in batches:
+        largest[b["file"]] = max(largest.get(b["file"], -1), b["max_timestamp"])
     out = []
     for row in files:
         if row["kind"] != "log_segment" or row.get("size") is None or row["size"] < 0:
             continue
         base = base_offset_from_name(row["file"].rsplit("/", 1)[-1])
         if base is not None and row["file"].endswith(".log"):
-            out.append(Segment(base, row["size"]))
+            out.append(Segment(base, row["size"], largest.get(row["file"])))
     return sorted(out, key=lambda s: s.base_offset)
 
 
@@ -89,9 +95,21 @@ def _floor_index(segments: list[Segment], offset: int) -> int:
     return index
 
 
+def _lag_limit(segments: list[Segment], first_dirty: int, now_ms: int, min_compaction_lag_ms: int) -> Optional[int]:
+    """findFirstUncleanableSegment: the base of the first closed segment from the first dirty
+    one whose largest timestamp is within the lag of now (a segment whose largest timestamp
+    the copy does not give stops the search: the lag may hold it)."""
+    for s in segments[_floor_index(segments, first_dirty):-1]:
+        if s.largest_timestamp is None or s.largest_timestamp > now_ms - min_compaction_lag_ms:
+            return s.base_offset
+    return None
+
+
 def held_by_cleaner(segments: list[Segment], *, last_stable_offset: int, log_start_offset: int,
-                    log_end_offset: int, cleaner_checkpoint: Optional[int]) -> Optional[CleanerHold]:
-    """The cleaner's reach over a compacted replica's ``segments`` (None: no segment)."""
+                    log_end_offset: int, cleaner_checkpoint: Optional[int], now_ms: Optional[int] = None,
+                    min_compaction_lag_ms: int = 0) -> Optional[CleanerHold]:
+    """The cleaner's reach over a compacted replica's ``segments`` (None: no segment); the
+    compaction lag counts when ``now_ms`` is given and the lag is positive."""
     if not segments:
         return None
     active = len(segments) - 1
@@ -101,7 +119,10 @@ def held_by_cleaner(segments: list[Segment], *, last_stable_offset: int, log_sta
         first_dirty = log_start_offset
     else:
         first_dirty = cleaner_checkpoint
-    uncleanable = min(last_stable_offset, segments[active].base_offset)
+    lag_limit = (_lag_limit(segments, first_dirty, now_ms, min_compaction_lag_ms)
+                 if now_ms is not None and min_compaction_lag_ms > 0 else None)
+    uncleanable = min(last_stable_offset, segments[active].base_offset,
+                      *([lag_limit] if lag_limit is not None else []))
     # LogToClean: the first segment from the uncleanable offset on, before the active one,
     # else the active one: the base of the segment holding it.
     stop = _floor_index(segments, uncleanable)
@@ -110,7 +131,7 @@ def held_by_cleaner(segments: list[Segment], *, last_stable_offset: int, log_sta
     cleanable = sum(s.size for s in segments[start:stop]) if first_dirty < first_uncleanable else 0
     lso_stop = _floor_index(segments, last_stable_offset)
     held = segments[lso_stop:active] if last_stable_offset < segments[active].base_offset else []
-    return CleanerHold(first_dirty, first_uncleanable, cleanable, sum(s.size for s in held), len(held),
+    return CleanerHold(first_dirty, lag_limit, first_uncleanable, cleanable, sum(s.size for s in held), len(held),
                        cleaner_checkpoint, cleaner_checkpoint == first_uncleanable)
 
 

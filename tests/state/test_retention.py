@@ -69,7 +69,12 @@ def test_the_cleaner_stops_where_kafkas_did(copy, broker):
                            cleaner_checkpoint=_cleaner_checkpoint(broker, "hang-compact"))
     # Kafka's cleaner cleaned up to the base of the segment holding the LSO and checkpointed it
     assert hold.first_uncleanable_offset == live == hold.cleaner_checkpoint and hold.cleaner_at_limit
-    assert hold.cleanable_bytes == 0
+    assert hold.cleanable_bytes == 0 and hold.lag_limit_offset is None
+    # the topic's own min.compaction.lag.ms (0, from the copy's metadata) changes nothing
+    assert held_by_cleaner(segments, last_stable_offset=state["last_stable_offset"],
+                           log_start_offset=state["log_start_offset"], log_end_offset=state["log_end_offset"],
+                           cleaner_checkpoint=hold.cleaner_checkpoint, now_ms=truth["recorded_at_ms"],
+                           min_compaction_lag_ms=0) == hold
     # held back: every closed segment from that one on; the active segment is never cleaned
     held = [s for s in segments[:-1] if s.base_offset >= live]
     assert held and segments[0].base_offset < live   # the cleaner did clean below the hang
@@ -127,6 +132,16 @@ def test_rules_on_plain_rows():
     assert held_from_tiering(segments, last_stable_offset=30).held_back_bytes == 0
     # tiering uploads a segment once the next one starts at or below the LSO
     assert held_from_tiering(segments, last_stable_offset=20).first_held_offset == 20
+    # min.compaction.lag.ms: the first closed dirty segment whose largest timestamp is within
+    # the lag of now stops the cleaner before the LSO would
+    stamped = [Segment(0, 100, 1_000), Segment(10, 200, 5_000), Segment(20, 300, 9_000), Segment(30, 50, 9_500)]
+    lagged = held_by_cleaner(stamped, last_stable_offset=33, log_start_offset=0, log_end_offset=35,
+                             cleaner_checkpoint=None, now_ms=10_000, min_compaction_lag_ms=6_000)
+    assert (lagged.lag_limit_offset, lagged.first_uncleanable_offset, lagged.cleanable_bytes) == (10, 10, 100)
+    assert lagged.held_back_bytes == 0   # the LSO is in the active segment: the lag holds them, not the LSO
+    unknown = held_by_cleaner([Segment(0, 100), *stamped[1:]], last_stable_offset=33, log_start_offset=0,
+                              log_end_offset=35, cleaner_checkpoint=None, now_ms=10_000, min_compaction_lag_ms=1)
+    assert unknown.first_uncleanable_offset == 0   # no timestamp for the first segment: the lag may hold it
     assert held_by_cleaner([], last_stable_offset=0, log_start_offset=0, log_end_offset=0,
                            cleaner_checkpoint=None) is None
     assert remote_storage_in_copy(["t", "__remote_log_metadata"])
@@ -135,6 +150,9 @@ def test_rules_on_plain_rows():
              {"kind": "log_segment", "file": "b/t-0/00000000000000000000.log", "size": 7},
              {"kind": "producer_snapshot", "file": "b/t-0/00000000000000000010.snapshot", "size": 9}]
     assert segments_of(files) == [Segment(0, 7), Segment(10, 5)]
+    batches = [{"file": "b/t-0/00000000000000000010.log", "max_timestamp": 30},
+               {"file": "b/t-0/00000000000000000010.log", "max_timestamp": 20}]
+    assert segments_of(files, batches) == [Segment(0, 7), Segment(10, 5, 30)]
 
 
 def _config_records(log: Path) -> list[tuple]:
