@@ -184,3 +184,27 @@ def test_the_copys_metadata_says_which_topic_is_compacted():
     assert topic_configs([(2, "t", "cleanup.policy", "delete"), (2, "t", "cleanup.policy", "compact"),
                           (2, "t", "segment.ms", "5"), (2, "t", "segment.ms", None),
                           (4, "", "cleanup.policy", "delete")]) == {"t": {"cleanup.policy": "compact"}}
+
+
+TIERED = FIXTURES / "tiered"
+
+
+@pytest.mark.parametrize("broker", [0, 1, 2])
+def test_tiered_storage_uploaded_what_the_rule_allows(broker):
+    """The ``tiered`` cluster (tools/kafka/tiered.py): remote storage on, a hang at offset 25;
+    what Kafka's RemoteLogManager uploaded (the notes' ``uploaded``, read from the remote
+    storage) is every closed segment the rule does not hold back, and only those."""
+    truth = _truth(TIERED)
+    tables = scan([TIERED / "brokers"], as_of_ms=truth["recorded_at_ms"]).tables
+    segments, state = _replica(tables, broker, "hang-tiered")
+    lso = _recorded(truth, "hang-tiered")["last_stable_offset"]
+    assert state["last_stable_offset"] == lso
+    assert remote_storage_in_copy({t["topic"] for t in tables["partition_state"]})
+    hold = held_from_tiering(segments, last_stable_offset=lso)
+    held = {s.base_offset for s in segments if hold.first_held_offset is not None
+            and hold.first_held_offset <= s.base_offset < segments[-1].base_offset}
+    up = truth["scenario_notes"]["tiered_hang"]["uploaded"]
+    closed = [(s, nxt) for s, nxt in zip(segments, segments[1:])]
+    assert [(u["start_offset"], u["end_offset"], u["size"]) for u in up] == \
+        [(s.base_offset, nxt.base_offset - 1, s.size) for s, nxt in closed if s.base_offset not in held]
+    assert up and held and hold.held_back_bytes == sum(s.size for s, _ in closed if s.base_offset in held)

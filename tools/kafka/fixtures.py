@@ -98,8 +98,9 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
     truth_dir = out / "truth"
     timings = {}
     t0 = time.monotonic()
+    prepared = spec.prepare(work_root / name) if spec.prepare else {}
     cluster = Cluster(work_root / name, transaction_version=spec.transaction_version,
-                      broker_config=spec.broker_config, kafka_version=kafka_version,
+                      broker_config={**spec.broker_config, **prepared}, kafka_version=kafka_version,
                       log_dirs_per_node=spec.log_dirs)
     cluster.start()
     timings["start_s"] = round(cluster.start_seconds, 1)

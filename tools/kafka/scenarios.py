@@ -16,7 +16,8 @@ marker); the TV2 client case comes from the Java client (tools.kafka.hanging).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Optional
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
@@ -34,6 +35,9 @@ class ClusterSpec:
     # ``log.dirs`` per node: more than one is a JBOD broker, each dir copied on its own
     # (tools.kafka.fixtures.copied_dirs)
     log_dirs: int = 1
+    # run before the cluster starts, given its work dir (wiped at start: use a sibling); returns
+    # broker config to add that names what it made (e.g. a plugin's class path)
+    prepare: Optional[Callable[[Path], dict]] = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,8 @@ CLUSTERS[JBOD_CLUSTER] = ClusterSpec(
     transaction_version=2, log_dirs=2,
     broker_config={"transaction.partition.verification.enable": "false"})
 SCENARIOS: dict[str, Scenario] = {}
-SCENARIO_MODULES = ["tools.kafka.scenarios", "tools.kafka.hanging", "tools.kafka.groups", "tools.kafka.retention"]
+SCENARIO_MODULES = ["tools.kafka.scenarios", "tools.kafka.hanging", "tools.kafka.groups", "tools.kafka.retention",
+                    "tools.kafka.tiered"]
 
 
 def scenario(name: str, clusters: tuple[str, ...] = ("tv1", "tv2")):
