@@ -183,3 +183,43 @@ def test_report_as_markdown(tables, tmp_path):
     res = CliRunner().invoke(main, ["report", "--tables", str(tables), "--scan-id", "after", "--format", "md",
                                     "--out", str(out)])
     assert res.exit_code == 0 and out.read_text() == md
+
+
+def _delta_jars() -> bool:
+    try:
+        from spark_jobs.session import DELTA_LIBS
+    except ImportError:   # no pyspark
+        return False
+    return bool(list(DELTA_LIBS.glob("delta-spark_*.jar")))
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(not _delta_jars(), reason="pyspark or Delta jars missing: run `make delta-jars`")
+def test_a_spark_scan_and_a_local_scan_of_one_copy_differ_in_nothing(scan_run, tmp_path):
+    """The Spark job's tables (tests/cli/conftest.py: the hanging cluster at its recording) and
+    a local-executor scan of the same copy and as-of time added beside them: the same hangs
+    still hanging, at the same age, and no partition's numbers moved."""
+    import shutil
+
+    spark_tables, run = scan_run
+    assert run.exit_code == 4, run.output
+    both = tmp_path / "both"
+    shutil.copytree(spark_tables, both)   # the session's tables stay as the other tests expect them
+    spark_id = json.loads(_sql_scan_ids(both))[0]
+    _scan(HANGING / "brokers", both, "local", truth()["recorded_at_ms"])
+    res = _diff(both, spark_id, "local", "--format", "json")
+    assert res.exit_code == 4, res.output
+    diff = json.loads(res.stdout)
+    hanging = {(n["topic"], n["partition"]) for n in truth()["scenario_notes"]["hanging_txns"]["hanging"]}
+    kinds = {(t["topic"], t["partition"]): t for t in diff["transactions"]}
+    assert hanging <= set(kinds) and {t["kind"] for t in kinds.values()} == {"still_hanging"}
+    assert all(t["a"]["age_ms"] == t["b"]["age_ms"] for t in kinds.values())
+    assert diff["partitions"] and not any(p["lso_moved"] or p["high_watermark_moved"] or p["a"] != p["b"]
+                                          for p in diff["partitions"])
+
+
+def _sql_scan_ids(tables: Path) -> str:
+    res = CliRunner().invoke(main, ["sql", "--tables", str(tables), "--format", "json",
+                                    "SELECT DISTINCT scan_id FROM partition_state"])
+    assert res.exit_code == 0, res.output
+    return json.dumps([json.loads(line)["scan_id"] for line in res.stdout.splitlines()])
