@@ -355,6 +355,63 @@ AFFECTED_GROUPS = _schema(
 #: not in TABLES).
 GROUP_TABLES: dict[str, pa.Schema] = {"committed_offsets": COMMITTED_OFFSETS, "affected_groups": AFFECTED_GROUPS}
 
+#: Per replica, what its LSO holds back on disk (logscan.state.retention.impact_rows).
+PARTITION_IMPACT = _schema(
+    *_REPLICA,
+    _f("segments", pa.int32(), "live segments of the replica (.deleted/.cleaned/.swap files are not)"),
+    _f("bytes", pa.int64(), "their bytes (kafka-log-dirs' size)"),
+    _f("compacted", pa.bool_(), "cleanup.policy includes compact (__cluster_metadata's ConfigRecords, else an "
+                                "internal compacted topic or a cleaner-offset-checkpoint entry)"),
+    _f("cleaner_checkpoint", pa.int64(), "the log dir's cleaner-offset-checkpoint entry: where the cleaner stopped"),
+    _f("cleaner_first_uncleanable_offset", pa.int64(), "where a cleaning pass must stop: the base of the segment "
+                                                       "holding min(LSO, active segment base, compaction lag's "
+                                                       "limit); null when not compacted"),
+    _f("cleaner_at_limit", pa.bool_(), "the checkpoint is at that offset: the cleaner has done all it may"),
+    _f("cleanable_bytes", pa.int64(), "bytes a pass may clean now (checkpoint to first uncleanable offset)"),
+    _f("cleaner_held_bytes", pa.int64(), "bytes of the closed segments from the LSO's segment on: dirty until the "
+                                         "LSO moves; null when not compacted"),
+    _f("cleaner_held_segments", pa.int32(), "those segments"),
+    _f("remote_storage", pa.bool_(), "the copy shows remote storage in use (__remote_log_metadata partitions)"),
+    _f("tiering_held_bytes", pa.int64(), "bytes of the closed segments tiered storage may not upload: each whose "
+                                         "next segment starts past the LSO; null without remote storage"),
+    _f("tiering_held_segments", pa.int32(), "those segments"),
+    _f("tiering_first_held_offset", pa.int64(), "base offset of the first of them; null when none"),
+)
+
+_PRODUCER_RUN = pa.struct([pa.field("producer_id", pa.int64()), pa.field("first_epoch", pa.int32()),
+                           pa.field("last_epoch", pa.int32()), pa.field("first_ms", pa.int64()),
+                           pa.field("last_ms", pa.int64())])
+
+#: Per transactional id, its history (logscan.state.history.history_rows).
+TRANSACTIONAL_ID_HISTORY = _schema(
+    _f("transactional_id", pa.string(), "transactional.id"),
+    _f("records", pa.int32(), "its __transaction_state records in the copy (a compacted topic: older ones may be "
+                              "gone)"),
+    _f("last_state", pa.string(), "the state of its last record; null: a tombstone (expired)"),
+    _f("producers", pa.list_(_PRODUCER_RUN), "its producer ids in record order, each with its first and last epoch "
+                                             "and the times of its first and last records (epoch ms)"),
+    _f("committed", pa.int32(), "transactions ended by CompleteCommit"),
+    _f("aborted", pa.int32(), "transactions ended by CompleteAbort"),
+    _f("open", pa.int32(), "1 when its last record is Ongoing or Prepare*"),
+    _f("timeouts", pa.int32(), "aborts begun TransactionTimeoutMs or more after the start: the coordinator's"),
+    _f("fences", pa.int32(), "re-initialisations (InitProducerId after its first record), each fencing the "
+                             "producer before it"),
+    _f("duration_p50_ms", pa.int64(), "median transaction duration on the coordinator's clock (nearest rank)"),
+    _f("duration_p99_ms", pa.int64(), "99th percentile (nearest rank)"),
+    _f("duration_max_ms", pa.int64(), "longest"),
+    _f("span_commits", pa.int32(), "committed transaction spans over the partitions (each partition once)"),
+    _f("span_aborts", pa.int32(), "aborted spans"),
+    _f("span_open", pa.int32(), "spans still open"),
+    _f("span_duration_p50_ms", pa.int64(), "median span duration (first batch to marker)"),
+    _f("span_duration_p99_ms", pa.int64(), "99th percentile"),
+    _f("span_duration_max_ms", pa.int64(), "longest"),
+)
+
+#: Issue 35's figures (logscan.state.retention, logscan.state.history), not yet written by the
+#: executors (so not in TABLES).
+IMPACT_TABLES: dict[str, pa.Schema] = {"partition_impact": PARTITION_IMPACT,
+                                       "transactional_id_history": TRANSACTIONAL_ID_HISTORY}
+
 
 def replica_key(broker: int, topic: Optional[str], partition: Optional[int]) -> Row:
     return {"broker": broker, "topic": topic, "partition": partition}

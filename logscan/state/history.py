@@ -170,3 +170,21 @@ def transactional_id_history(records: Iterable[TxnLogRecord], spans: Iterable[di
     for tid, values in took.items():
         out[tid].span_durations = durations(values)
     return out
+
+
+def history_rows(histories: dict[str, IdHistory]) -> list[dict]:
+    """A transactional_id_history row per id, by id."""
+    out = []
+    for tid in sorted(histories):
+        h = histories[tid]
+        out.append({"transactional_id": tid, "records": h.records, "last_state": h.last_state,
+                    "producers": [{"producer_id": p.producer_id, "first_epoch": p.first_epoch,
+                                   "last_epoch": p.last_epoch, "first_ms": p.first_ms, "last_ms": p.last_ms}
+                                  for p in h.producers],
+                    "committed": h.committed, "aborted": h.aborted, "open": h.open, "timeouts": h.timeouts,
+                    "fences": h.fences, "duration_p50_ms": h.durations.p50_ms, "duration_p99_ms": h.durations.p99_ms,
+                    "duration_max_ms": h.durations.max_ms,
+                    "span_commits": h.span_outcomes.get("COMMIT", 0), "span_aborts": h.span_outcomes.get("ABORT", 0),
+                    "span_open": h.span_outcomes.get("OPEN", 0), "span_duration_p50_ms": h.span_durations.p50_ms,
+                    "span_duration_p99_ms": h.span_durations.p99_ms, "span_duration_max_ms": h.span_durations.max_ms})
+    return out

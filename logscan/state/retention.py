@@ -170,3 +170,45 @@ def is_compacted(topic: str, cleaner_checkpointed: bool, cleanup_policy: Optiona
     if cleanup_policy is not None:
         return "compact" in [p.strip() for p in cleanup_policy.split(",")]
     return topic in COMPACTED_INTERNAL_TOPICS or cleaner_checkpointed
+
+
+def impact_rows(states: Iterable[dict], files: Iterable[dict], *, cleaner_checkpoints: dict[tuple, int],
+                configs: dict[str, dict[str, str]], remote_storage: bool, batches: Iterable[dict] = (),
+                as_of_ms: Optional[int] = None) -> list[dict]:
+    """A partition_impact row per replica of ``states`` (partition_state rows): what its LSO
+    holds back from the log cleaner (compacted topics) and from tiered storage (a copy with
+    remote storage); null where the rule does not apply. ``cleaner_checkpoints``: (broker,
+    topic, partition) -> the log dir's cleaner-offset-checkpoint entry; ``configs``:
+    topic_configs of the copy's metadata; ``batches`` (optional) give the segments' largest
+    timestamps for min.compaction.lag.ms."""
+    by_replica: dict[tuple, list[dict]] = {}
+    for f in files:
+        by_replica.setdefault((f["broker"], f["topic"], f["partition"]), []).append(f)
+    stamps: dict[tuple, list[dict]] = {}
+    for b in batches:
+        stamps.setdefault((b["broker"], b["topic"], b["partition"]), []).append(b)
+    out = []
+    for s in states:
+        key = (s["broker"], s["topic"], s["partition"])
+        segments = segments_of(by_replica.get(key, ()), stamps.get(key, ()))
+        topic_config = configs.get(s["topic"], {})
+        compacted = is_compacted(s["topic"], key in cleaner_checkpoints, topic_config.get("cleanup.policy"))
+        cleaner = held_by_cleaner(segments, last_stable_offset=s["last_stable_offset"],
+                                  log_start_offset=s["log_start_offset"], log_end_offset=s["log_end_offset"],
+                                  cleaner_checkpoint=cleaner_checkpoints.get(key), now_ms=as_of_ms,
+                                  min_compaction_lag_ms=int(topic_config.get("min.compaction.lag.ms", 0))
+                                  ) if compacted else None
+        tiering = held_from_tiering(segments, last_stable_offset=s["last_stable_offset"]) if remote_storage else None
+        out.append({"broker": s["broker"], "topic": s["topic"], "partition": s["partition"],
+                    "segments": len(segments), "bytes": sum(x.size for x in segments), "compacted": compacted,
+                    "cleaner_checkpoint": cleaner_checkpoints.get(key),
+                    "cleaner_first_uncleanable_offset": getattr(cleaner, "first_uncleanable_offset", None),
+                    "cleaner_at_limit": getattr(cleaner, "cleaner_at_limit", None),
+                    "cleanable_bytes": getattr(cleaner, "cleanable_bytes", None),
+                    "cleaner_held_bytes": getattr(cleaner, "held_back_bytes", None),
+                    "cleaner_held_segments": getattr(cleaner, "held_back_segments", None),
+                    "remote_storage": remote_storage,
+                    "tiering_held_bytes": getattr(tiering, "held_back_bytes", None),
+                    "tiering_held_segments": getattr(tiering, "held_back_segments", None),
+                    "tiering_first_held_offset": getattr(tiering, "first_held_offset", None)})
+    return out

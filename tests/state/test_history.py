@@ -85,3 +85,16 @@ def test_percentile_is_nearest_rank():
     assert (percentile(values, 0.5), percentile(values, 0.99), percentile([7], 0.99), percentile([], 0.5)) == \
         (50, 99, 7, None)
     assert percentile([5, 1, 3], 0.5) == 3
+
+
+def test_history_rows_fit_their_schema(cluster):
+    from logscan.scan.rows import TRANSACTIONAL_ID_HISTORY, to_batch
+    from logscan.state.history import history_rows
+
+    truth, history, _ = cluster
+    rows = history_rows(history)
+    batch = to_batch(rows, TRANSACTIONAL_ID_HISTORY)
+    assert batch.num_rows == len(history) and [r["transactional_id"] for r in rows] == sorted(history)
+    basic = next(r for r in rows if r["transactional_id"] == "txn-basic")
+    assert (basic["committed"], basic["aborted"], basic["span_aborts"]) == (2, 1, 3)
+    assert basic["producers"][-1]["producer_id"] == int(truth["describe"]["txn-basic"]["rows"][0]["ProducerId"])

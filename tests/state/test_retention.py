@@ -208,3 +208,50 @@ def test_tiered_storage_uploaded_what_the_rule_allows(broker):
     assert [(u["start_offset"], u["end_offset"], u["size"]) for u in up] == \
         [(s.base_offset, nxt.base_offset - 1, s.size) for s, nxt in closed if s.base_offset not in held]
     assert up and held and hold.held_back_bytes == sum(s.size for s, _ in closed if s.base_offset in held)
+
+
+def _checkpoints(root: Path) -> dict[tuple, int]:
+    out = {}
+    for log_dir in sorted((root / "brokers").iterdir()):
+        data = (log_dir / "cleaner-offset-checkpoint").read_bytes()
+        broker = int(log_dir.name.split("-")[1])
+        out.update({(broker, e.topic, e.partition): e.offset for e in parse_offset_checkpoint(data).entries})
+    return out
+
+
+@pytest.mark.parametrize("name", ["retention", "tiered"])
+def test_partition_impact_rows(name):
+    """impact_rows over a whole real copy, checkpoints and metadata configs read from it: the
+    rows fit rows.PARTITION_IMPACT, the hung topics' figures are the rules' and the others
+    hold nothing back."""
+    from logscan.scan.rows import PARTITION_IMPACT, to_batch
+    from logscan.state.retention import impact_rows
+
+    root = FIXTURES / name
+    truth = _truth(root)
+    tables = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"], keep_batches=True).tables
+    configs = topic_configs(_config_records(root / "brokers" / "broker-0" / "__cluster_metadata-0" /
+                                            "00000000000000000000.log"))
+    topics = {s["topic"] for s in tables["partition_state"]}
+    rows = impact_rows(tables["partition_state"], tables["files"], cleaner_checkpoints=_checkpoints(root),
+                       configs=configs, remote_storage=remote_storage_in_copy(topics), batches=tables["batches"],
+                       as_of_ms=truth["recorded_at_ms"])
+    assert to_batch(rows, PARTITION_IMPACT).num_rows == len(tables["partition_state"])
+    for r in rows:
+        if r["topic"] != "__cluster_metadata":   # every partition kafka-log-dirs lists
+            assert r["bytes"] == _log_dirs_size(truth, r["broker"], f"{r['topic']}-{r['partition']}"), r
+        if r["topic"] == "hang-compact":
+            live = truth["scenario_notes"]["compacted_hang"]["cleaner_checkpoint"][str(r["broker"])]
+            assert r["compacted"] and r["cleaner_first_uncleanable_offset"] == live and r["cleaner_at_limit"]
+            assert r["cleaner_held_bytes"] > 0 and r["remote_storage"] is False and r["tiering_held_bytes"] is None
+        elif r["topic"] == "hang-tiered":
+            up = truth["scenario_notes"]["tiered_hang"]["uploaded"]
+            active = max(int(f["file"].rsplit("/", 1)[-1].split(".")[0]) for f in tables["files"]
+                         if (f["broker"], f["topic"], f["kind"]) == (r["broker"], "hang-tiered", "log_segment"))
+            assert r["remote_storage"] and not r["compacted"] and r["cleaner_held_bytes"] is None
+            assert r["tiering_first_held_offset"] == up[-1]["end_offset"] + 1
+            assert r["bytes"] == sum(u["size"] for u in up) + r["tiering_held_bytes"] + next(
+                f["size"] for f in tables["files"] if (f["broker"], f["topic"], f["kind"]) ==
+                (r["broker"], "hang-tiered", "log_segment") and f["file"].endswith(f"{active:020d}.log"))
+        else:   # no hang: nothing held back
+            assert r["cleaner_held_bytes"] in (None, 0) and r["tiering_held_bytes"] in (None, 0), r
