@@ -15,9 +15,9 @@ DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 #: fork, about a millisecond, buys nothing.
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
-#: The bytes of a .log the dump reads at a time: the memory a window holds, a read call per
-#: window (the scan maps 64 MiB windows; a read copies, so the dump's are smaller). A batch
-#: crossing a window's end is read again at the start of the next: at most one per window.
+#: The bytes of a .log the dump reads at a time (the scan's too: LogWindows' window_bytes):
+#: the memory a window holds, a read call per window. A batch crossing a window's end is read
+#: again at the start of the next: at most one per window.
 DUMP_WINDOW_BYTES = 4 * 1024 * 1024
 
 DECODER_KINDS = ("transaction", "offsets", "metadata")
@@ -49,8 +49,8 @@ class DumpOptions:
     #: forked child (logscan.dump.parallel); None: never (the library default, as a fork
     #: is the command's business, not that of a program embedding the dumper).
     parallel_min_bytes: int | None = None
-    #: A .log is read this many bytes at a time (more for a larger entry; the rest of the
-    #: file at once after damage, where the walk resynchronises): never mapped, so a file
+    #: A .log is read this many bytes at a time (more for a larger entry or a resync
+    #: candidate, damage and the resync after it too): never mapped below 8 MiB, so a file
     #: that shrinks under the dump is a finding, never a SIGBUS.
     window_bytes: int = DUMP_WINDOW_BYTES
     #: One .log's decompression budget (logscan.format.compression.DecompressionBudget):

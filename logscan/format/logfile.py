@@ -45,8 +45,11 @@ A log need not be one buffer either: ``walk_windows`` reads it through windows o
 address space a process may use (a Spark worker's RLIMIT_AS) is read whole. Each window is
 walked with ``more=True``: whole entries, then a ``WindowEnd`` where the next step needs
 bytes past the window, and the walk goes on from there in the next one. The items are the
-ones a walk of the whole log yields; only damage other than zeros makes the rest of the log
-mapped at once, since where the walk resumes may be anywhere after it.
+ones a walk of the whole log yields. Damage is stepped over through windows as well (the
+general step below, then the resync search a window at a time), so no window is larger than
+the window, the largest entry or a resync candidate: a reader that reads its windows rather
+than maps them (LogWindows) holds a few MiB whatever the log, and a file that shrinks under
+it is a located finding (LogShrank), never a SIGBUS.
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ _OFFSET_SIZE = struct.Struct(">qi")
 _SIZE = struct.Struct(">i")
 _CRC = struct.Struct(">I")
 RESYNC_WINDOW = 1 << 20
+#: The first window find_entry reads (then twice as much each time, up to its window).
+RESYNC_FIRST_WINDOW = 64 << 10
 # A resync candidate claiming more than this is not believed: checking its CRC would cost a
 # pass over up to the whole file for every random match in a garbage region.
 RESYNC_MAX_ENTRY_SIZE = 128 * 1024 * 1024
@@ -128,7 +133,8 @@ class WindowEnd:
     """Where the walk of a window of a log (``more=True``) stopped, because what comes next
     depends on bytes past the window: ``needed`` bytes from ``position`` (a log position)
     would let it decide, or, when None, the entry there is damaged and deciding where the
-    walk resumes may take the rest of the log (logscan.logdir.segment reads windows so)."""
+    walk resumes may take bytes anywhere after it (walk_windows then steps through windows:
+    _general_step)."""
 
     __slots__ = ("position", "needed")
 
@@ -168,7 +174,7 @@ def walk_batches(buf, start: int = 0, end: int | None = None, *, verify_crc: boo
     positions of what is yielded (and in messages) are log positions. ``more=True`` says the
     log goes on past ``end``: the walk yields the whole entries a walk of the log would and
     stops with a :class:`WindowEnd` where the next step needs bytes past the window, or at
-    the first damage (resynchronising may need the rest of the log).
+    the first damage (resynchronising may need bytes anywhere after it).
     """
     mv = buf if type(buf) is memoryview else memoryview(buf)
     end = len(mv) if end is None else min(end, len(mv))
@@ -275,26 +281,30 @@ class WindowUnmappable(DecodeError):
         self.length = length
 
 
-def walk_windows(source, start: int = 0, *, window: int = WINDOW_BYTES, verify_crc: bool = True,
+def walk_windows(source, start: int = 0, *, window: int | None = None, verify_crc: bool = True,
                  cut: bool = False) -> Iterator[tuple[Entry | DecodeError, object]]:
     """walk_batches over a whole log read through windows of ``source`` (``source.size``;
     ``source.map(start, stop)`` gives a window covering those log bytes, with ``buf``,
-    ``base`` and ``close()``): yields each item with the window it was read from, the items
-    exactly those of one walk of the whole log. Address space stays at about ``window``
-    bytes (or the largest entry); only after damage is the rest of the log mapped at once,
-    as resynchronising may search it all. ``cut``: ``source.size`` is a cut through the log
-    (walk_batches' ``cut``), not its end."""
+    ``base`` and ``close()``): yields each item with the window it was read from (None for a
+    finding read through several), the items exactly those of one walk of the whole log.
+    ``window``: the bytes read at a time (default: the source's ``window_bytes``, else
+    WINDOW_BYTES). No window is larger than that, the largest entry, or a resync candidate
+    (RESYNC_MAX_ENTRY_SIZE): damage and the search for where the walk resumes after it are
+    read a window at a time too, so the rest of the log is never held (nor mapped) at once.
+    ``cut``: ``source.size`` is a cut through the log (walk_batches' ``cut``), not its end.
+
+    A window that cannot be had (an address-space limit, a read error, a file that shrank
+    under the reader: the source's ``current_size()`` is below ``size``) ends the walk with a
+    located WindowUnmappable (LogShrank), the first byte not accounted for."""
+    window = _window_of(source, window)
     size = source.size
-    pos, needed, rest = start, 0, False
+    pos, needed = start, 0
     while pos < size:
-        stop = size if rest else min(size, pos + max(window, needed))
+        stop = min(size, pos + max(window, needed))
         try:
             win = source.map(pos, stop)
         except OSError as e:
-            hint = (" (raise the memory limit, e.g. spark.executor.pyspark.memory)"
-                    if e.errno == errno.ENOMEM else "")
-            yield WindowUnmappable(f"cannot map bytes {pos}..{stop} of the log: {e.strerror or e}; "
-                                   f"the {size - pos} bytes from here are not read{hint}", pos, size - pos), None
+            yield _unreadable(source, pos, e, stop), None
             return
         final = win.base + len(win.buf) >= size
         walk = walk_batches(win.buf, pos - win.base, base=win.base, more=not final, verify_crc=verify_crc,
@@ -311,28 +321,159 @@ def walk_windows(source, start: int = 0, *, window: int = WINDOW_BYTES, verify_c
             win.close()
         if stopped is None:
             return
-        if stopped.needed is None and _zero_header(source, stopped.position):
-            # Zeros where an entry should start (a preallocated or zero-extended segment,
-            # often much larger than a window): the region and where the walk resumes are
-            # found window by window, as the walk of the whole log would find them.
-            region, resume = _zero_region(source, stopped.position, window)
-            yield region, None
-            if resume is None:
-                return
-            pos, needed, rest = resume, 0, False
+        at, needed = stopped.position, stopped.needed
+        if needed is not None and at + needed <= size and not (at == pos and at + needed <= stop):
+            pos = at  # an entry crossing the window's end: a window from it, as large as it
             continue
-        # No progress in a window this size (a window smaller than an entry header, say):
-        # read the rest at once rather than loop.
-        rest = stopped.needed is None or (stopped.position == pos and pos + stopped.needed <= stop)
-        pos, needed = stopped.position, stopped.needed or 0
+        # Damage, an entry running past the log's end, or no progress in a window this size:
+        # walk_batches' general step, read through windows.
+        step = _general_step(source, at, window, verify_crc, cut)
+        done = at  # the first byte the items so far do not account for
+        try:
+            while True:
+                try:
+                    item, win = next(step)
+                except StopIteration as stop_step:
+                    resume = stop_step.value
+                    break
+                yield item, win
+                done = _accounted(item, done)
+        except OSError as e:
+            step.close()
+            yield _unreadable(source, done, e), None
+            return
+        finally:
+            step.close()
+        if resume is None:
+            return
+        pos, needed = resume, 0
 
 
-def _zero_header(source, pos: int) -> bool:
-    win = source.map(pos, min(source.size, pos + HEADER_SIZE_UP_TO_MAGIC))
+class LogShrank(WindowUnmappable):
+    """The log is shorter than when its reader opened it (a follower truncating its active
+    segment, a copy being rewritten): the bytes from ``position`` are not read. A mapping
+    would have died of SIGBUS there; a read comes back short, and says so here."""
+
+    reason = "shrank"
+
+
+def _window_of(source, window: int | None) -> int:
+    return window or getattr(source, "window_bytes", WINDOW_BYTES)
+
+
+def _unreadable(source, pos: int, error: OSError, stop: int | None = None) -> WindowUnmappable:
+    """The finding that ends a walk at ``pos``, where a window of ``source`` failed."""
+    size = source.size
+    current = getattr(source, "current_size", None)
     try:
-        return not any(win.buf[pos - win.base:])
+        now = current() if current is not None else None
+    except OSError:
+        now = None
+    if now is not None and now < size:
+        return LogShrank(f"the file shrank while it was read ({size} bytes when opened, {now} now: a follower "
+                         f"truncating its active segment?); the {size - pos} bytes from here on are not read",
+                         pos, size - pos)
+    hint = (" (raise the memory limit, e.g. spark.executor.pyspark.memory)"
+            if error.errno == errno.ENOMEM else "")
+    what = f"bytes {pos}..{stop}" if stop is not None else f"the bytes from {pos}"
+    return WindowUnmappable(f"cannot map {what} of the log: {error.strerror or error}; "
+                            f"the {size - pos} bytes from here are not read{hint}", pos, size - pos)
+
+
+def _accounted(item, done: int) -> int:
+    """Where the bytes a walk's items account for end, once ``item`` is yielded."""
+    if isinstance(item, (RecordBatch, LegacyBatch)):
+        return item.position + item.size_in_bytes
+    if isinstance(item, (SkippedRegion, TruncatedTail)):
+        return item.position + item.length
+    return done
+
+
+def _bytes_at(source, pos: int, n: int) -> bytes:
+    win = source.map(pos, pos + n)
+    try:
+        at = pos - win.base
+        return win.buf[at:at + n].tobytes()
     finally:
         win.close()
+
+
+_UNSEARCHED = object()
+
+
+def _general_step(source, pos: int, window: int, verify_crc: bool, cut: bool):
+    """walk_batches' general step (resync on) at ``pos`` of the log ``source`` holds, read
+    through windows: yields what that step yields, each item with the window holding it (an
+    entry's own window, or None), and returns where the walk goes on (None: nowhere). It
+    reads an entry header, the entry (if it fits in the log), and the windows the search for
+    the next entry reads."""
+    size = source.size
+    left = size - pos
+    head = _bytes_at(source, pos, min(left, HEADER_SIZE_UP_TO_MAGIC))
+    if left <= HEADER_SIZE_UP_TO_MAGIC:
+        yield (ZeroFilledRegion(f"{left} zero bytes where entries should be", pos, left) if not any(head) else
+               TruncatedTail(f"{left} bytes at the end are too few for an entry header", pos, left)), None
+        return None
+    _, length = _OFFSET_SIZE.unpack_from(head)
+    magic = head[MAGIC_OFFSET]
+    if length == 0 and not any(head):
+        region, resume = _zero_region(source, pos, window)
+        yield region, None
+        return resume
+    target = _UNSEARCHED
+    if length < MIN_ENTRY_SIZE:
+        cause = CorruptRecordError(f"Found record size {length} smaller than minimum record overhead "
+                                   f"({MIN_ENTRY_SIZE})", pos + 8, expected=f">= {MIN_ENTRY_SIZE}", found=length)
+    elif length > left - LOG_OVERHEAD:
+        target = None if cut else find_entry(source, pos + 1, window=window)
+        if target is None:
+            yield TruncatedTail(f"entry of {length + LOG_OVERHEAD} bytes is truncated: only {left} bytes left",
+                                pos, left, expected=length + LOG_OVERHEAD), None
+            return None
+        cause = CorruptRecordError(f"entry size {length} runs past the next readable entry", pos + 8,
+                                   expected=f"<= {target - pos - LOG_OVERHEAD}", found=length)
+    elif magic not in (0, 1, 2):
+        cause = UnknownMagic(f"Unknown magic {magic} (expected 0, 1 or 2)", pos + MAGIC_OFFSET,
+                             expected="0, 1 or 2", found=magic)
+    else:
+        win = source.map(pos, pos + LOG_OVERHEAD + length)
+        try:
+            at = pos - win.base
+            decode = decode_batch_header if magic == 2 else decode_legacy_entry
+            try:
+                entry, _ = decode(win.buf, at, at + LOG_OVERHEAD + length, verify_crc=verify_crc)
+            except DecodeError as e:
+                cause, entry = _at(e, win.base), None
+            else:
+                yield _at(entry, win.base), win
+        finally:
+            win.close()
+        if entry is not None:
+            claimed = entry.size_in_bytes
+            resume = (_entry_inside_windows(source, pos, pos + claimed, window)
+                      if verify_crc and not entry.crc_valid else None)
+            if resume is None:
+                return pos + claimed
+            yield OverlongEntry(f"entry at byte {pos} fails its CRC and claims {claimed} bytes, but a valid entry "
+                                f"starts inside them at byte {resume}: its size field is damaged; resuming at "
+                                f"byte {resume}", pos, claimed - LOG_OVERHEAD, resume), None
+            return resume
+    yield cause, None
+    if target is _UNSEARCHED:
+        target = find_entry(source, pos + 1, window=window)
+    yield _windowed_region(source, pos, target, window), None
+    return target
+
+
+def _entry_inside_windows(source, pos: int, claimed_end: int, window: int) -> int | None:
+    """_entry_inside for the CRC-failed entry at ``pos`` of a log read through windows."""
+    offset = _OFFSET_SIZE.unpack_from(_bytes_at(source, pos, 8) + bytes(4))[0]
+    at = pos + 1
+    while True:
+        found = find_entry(source, at, before=claimed_end, window=window)
+        if found is None or _OFFSET_SIZE.unpack_from(_bytes_at(source, found, 8) + bytes(4))[0] > offset:
+            return found
+        at = found + 1
 
 
 def _zero_region(source, pos: int, window: int) -> tuple[DecodeError, int | None]:
@@ -343,7 +484,12 @@ def _zero_region(source, pos: int, window: int) -> tuple[DecodeError, int | None
     if size - pos <= HEADER_SIZE_UP_TO_MAGIC:
         return ZeroFilledRegion(f"{size - pos} zero bytes where entries should be", pos, size - pos), None
     target = find_entry(source, pos + 1, window=window)
-    stop = size if target is None else target
+    return _windowed_region(source, pos, target, window), target
+
+
+def _windowed_region(source, pos: int, target: int | None, window: int) -> SkippedRegion:
+    """_region_finding for bytes [pos, target or the log's end) read through windows."""
+    stop = source.size if target is None else target
     zero = True
     at = pos
     while zero and at < stop:
@@ -353,27 +499,76 @@ def _zero_region(source, pos: int, window: int) -> tuple[DecodeError, int | None
             at = win.base + len(win.buf)
         finally:
             win.close()
-    return _region(pos, stop, zero, target is not None), target
+    return _region(pos, stop, zero, target is not None)
 
 
-def find_entry(source, pos: int, *, window: int = WINDOW_BYTES) -> int | None:
-    """find_next_entry(log, pos, size) over a log read through windows of ``source`` (see
-    walk_windows), mapping one window at a time."""
+def find_entry(source, pos: int, *, before: int | None = None, window: int | None = None) -> int | None:
+    """find_next_entry(log, pos, size, before=before) over a log read through windows of
+    ``source`` (see walk_windows), reading one window at a time."""
+    window = _window_of(source, window)
     size, needed = source.size, 0
-    while pos + HEADER_SIZE_UP_TO_MAGIC <= size:
-        win = source.map(pos, min(size, pos + max(window, needed)))
+    # The next entry is most often close (a few bytes of garbage, a damaged batch): the first
+    # window is small, and each next one twice as large, up to ``window``.
+    span = min(window, RESYNC_FIRST_WINDOW)
+    while pos + HEADER_SIZE_UP_TO_MAGIC <= size and (before is None or pos < before):
+        win = source.map(pos, min(size, pos + max(span, needed)))
+        span = min(window, 2 * span)
         try:
             end = len(win.buf)
-            found = find_next_entry(win.buf, pos - win.base, end, more=win.base + end < size)
+            found = find_next_entry(win.buf, pos - win.base, end, more=win.base + end < size,
+                                    before=None if before is None else before - win.base, log_end=size - win.base)
         finally:
             win.close()
         if type(found) is not WindowEnd:
             return None if found is None else found + win.base
         at = found.position + win.base
+        if found.needed > span:
+            # A candidate claiming more than a window: its checksum is computed through
+            # windows, so deciding it holds a window, not the entry it claims to be.
+            if _plausible_through_windows(source, at, window):
+                return at
+            pos, needed = at + 1, 0
+            continue
         # No progress in a window this size: search the rest at once rather than loop.
         needed = size - at if at == pos and at + found.needed <= win.base + end else found.needed
         pos = at
     return None
+
+
+def _plausible_through_windows(source, pos: int, window: int) -> bool:
+    """_plausible_entry for the candidate at ``pos`` (its size already checked against
+    RESYNC_MAX_ENTRY_SIZE and the log's end by find_next_entry), its checksum computed a
+    window at a time."""
+    head = _bytes_at(source, pos, min(source.size - pos, 26))
+    if len(head) < 26:
+        return False
+    _, size = _OFFSET_SIZE.unpack_from(head)
+    stop = pos + LOG_OVERHEAD + size
+    if head[MAGIC_OFFSET] == 2:
+        if size < MIN_V2_SIZE:
+            return False
+        checksum, start, stored = crc32c, pos + _V2_CRC_START, _CRC.unpack_from(head, 17)[0]
+    else:
+        key_at = pos + (18 if head[MAGIC_OFFSET] == 0 else 26)
+        if key_at + 4 > stop:
+            return False
+        key = _INT32.unpack_from(_bytes_at(source, key_at, 4))[0]
+        value_at = key_at + 4 + max(key, 0)
+        if key < -1 or value_at + 4 > stop:
+            return False
+        value = _INT32.unpack_from(_bytes_at(source, value_at, 4))[0]
+        if value < -1 or value_at + 4 + max(value, 0) != stop:
+            return False
+        checksum, start, stored = zlib.crc32, pos + MAGIC_OFFSET, _CRC.unpack_from(head, 12)[0]
+    crc = 0
+    while start < stop:
+        win = source.map(start, min(stop, start + window))
+        try:
+            crc = checksum(win.buf[start - win.base:], crc)
+            start = win.base + len(win.buf)
+        finally:
+            win.close()
+    return crc == stored
 
 
 class BufferWindows:
@@ -494,7 +689,7 @@ def _entry_inside(mv: memoryview, entry: Entry, end: int) -> int | None:
 
 
 def find_next_entry(buf, pos: int, end: int, *, before: int | None = None,
-                    more: bool = False) -> int | None | WindowEnd:
+                    more: bool = False, log_end: int | None = None) -> int | None | WindowEnd:
     """The first position >= ``pos`` (and < ``before``, if given) where a whole,
     checksum-valid entry ending by ``end`` starts (the resync search: it may also find a
     batch stored inside another one's payload).
@@ -503,9 +698,11 @@ def find_next_entry(buf, pos: int, end: int, *, before: int | None = None,
     window's): a WindowEnd is returned at the first place the search cannot decide without
     bytes past ``end`` (a candidate whose entry would cross it, or the window's last bytes),
     so searching on from there in a larger or later window finds what a search of the whole
-    log finds."""
+    log finds. With ``before`` too, the search is decided (None) once every position below
+    ``before`` has been looked at with a whole entry header's bytes after it. ``log_end``
+    (with ``more``; in the window's positions): where the log ends, so that a candidate whose
+    entry would run past it is passed over at once, never read to decide it."""
     mv = buf if type(buf) is memoryview else memoryview(buf)
-    assert not (more and before is not None), "a bounded search is always decided in its window"
     limit = end if before is None else min(end, before)
     # With more: from here on an entry header may be cut by the window's end.
     tail = end - BATCH_HEADER.size if more else end
@@ -525,7 +722,10 @@ def find_next_entry(buf, pos: int, end: int, *, before: int | None = None,
             if more:
                 size = _SIZE.unpack_from(mv, candidate + 8)[0]
                 if MIN_ENTRY_SIZE <= size <= RESYNC_MAX_ENTRY_SIZE and candidate + LOG_OVERHEAD + size > end:
-                    return WindowEnd(candidate, LOG_OVERHEAD + size)
+                    if log_end is None or candidate + LOG_OVERHEAD + size <= log_end:
+                        return WindowEnd(candidate, LOG_OVERHEAD + size)
+                    at = m.start() + 1  # it would run past the log's end: not an entry, nothing to read
+                    continue
             if _plausible_entry(mv, candidate, end):
                 return candidate
             at = m.start() + 1
@@ -535,14 +735,15 @@ def find_next_entry(buf, pos: int, end: int, *, before: int | None = None,
                 # (an entry starting before ``limit`` has its size field below limit + 12)
                 nonzero = _first_nonzero(mv, candidate, min(end, limit + 12))
                 if nonzero is None:
-                    return WindowEnd(max(candidate, tail), BATCH_HEADER.size) if more else None
+                    return (WindowEnd(max(candidate, tail), BATCH_HEADER.size)
+                            if more and limit + 12 > end else None)
                 jump = max(candidate + 1, nonzero - 11)
                 if jump >= stop:
                     next_pos = jump
                     break
                 at = jump - pos
         pos = next_pos
-    return WindowEnd(max(origin, tail), BATCH_HEADER.size) if more else None
+    return WindowEnd(max(origin, tail), BATCH_HEADER.size) if more and limit > tail else None
 
 
 def _plausible_entry(mv: memoryview, pos: int, end: int) -> bool:

@@ -31,7 +31,7 @@ import stat
 from dataclasses import dataclass
 
 from logscan.format.errors import DecodeError
-from logscan.format.logfile import BufferWindow
+from logscan.format.logfile import WINDOW_BYTES, BufferWindow
 from logscan.text import printable
 
 from . import store
@@ -43,9 +43,14 @@ DEFAULT_MAX_READ_BYTES = 256 * 1024 * 1024
 #: segment one read costs less than a mapping and its page faults (~15% of the walk of 3,000
 #: segments of 360 KB, `make bench`'s copy, 2026-11-24), and the memory it holds is small.
 READ_WINDOW_BYTES = 1 << 20
-#: LogWindows(copy=True) reads windows up to this size (the dump's, 4 MiB, and any entry up
-#: to twice that) and maps larger ones: memory stays a few MiB whatever the file's size.
+#: LogWindows(copy=True) reads windows up to this size (its own, 4 MiB, and any entry up to
+#: twice that) and maps larger ones (an entry or a resync candidate that large): memory stays
+#: a few MiB whatever the file's size.
 COPY_WINDOW_BYTES = 8 << 20
+#: The bytes LogWindows(copy=True) reads at a time (walk_windows' default for it): a read call
+#: per window; a batch crossing a window's end is read again at the start of the next. Reading
+#: costs about what mapping does (a 1 GB segment of the bench: 0.2 CPU-s either way).
+LOG_WINDOW_BYTES = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,19 +247,21 @@ class _MappedWindow:
 
 
 class LogWindows:
-    """A `.log` file mapped a window at a time (a small window is read), the source ``walk_windows`` and ``find_entry``
+    """A `.log` file read a window at a time, the source ``walk_windows`` and ``find_entry``
     (logscan.format.logfile) read: a segment larger than the process's address space (an
     RLIMIT_AS such as spark.executor.pyspark.memory sets) is read whole all the same. It is
-    the scan's reader: a regular file only (open_regular; anything else is NotRegularFile).
+    the scan's reader and the dump's: a regular file only (open_regular; anything else is
+    NotRegularFile).
 
-    ``copy=True`` (the dump's reader) reads its windows into memory rather than map them: a
-    page of a mapping that the file no longer covers kills the process with SIGBUS when
-    touched, while a read of it is short, and a short read is FileShrank (an OSError), which
-    the walk reports where it happened. Only a window larger than COPY_WINDOW_BYTES is mapped
-    (the rest of the log, which walk_windows asks for after damage, or one huge entry), as
-    reading it would cost memory in proportion to the file; a file already shorter than it is
-    FileShrank all the same, but one that shrinks while such a window is walked still
-    faults. ``follow_links=True`` follows a symbolic link (a path a
+    ``copy=True`` (the default) reads its windows (``window_bytes``, 4 MiB) into memory
+    rather than map them: a page of a mapping that the file no longer covers kills the
+    process with SIGBUS when touched, while a read of it is short, and a short read is
+    FileShrank (an OSError), which the walk reports where it happened (LogShrank). Only a
+    window larger than COPY_WINDOW_BYTES is mapped (one entry that large, or a resync
+    candidate up to RESYNC_MAX_ENTRY_SIZE), as reading it would cost memory in proportion to
+    it; a file already shorter is FileShrank all the same, but one that shrinks while such a
+    window is walked still faults. ``copy=False`` maps every window past READ_WINDOW_BYTES
+    (64 MiB windows by default). ``follow_links=True`` follows a symbolic link (a path a
     person named).
 
     Use as a context manager: ``size``, then ``map(start, stop)`` for each window. A URI
@@ -268,10 +275,11 @@ class LogWindows:
             return RemoteWindows(path)
         return super().__new__(cls)
 
-    def __init__(self, path: str, *, copy: bool = False, follow_links: bool = False):
+    def __init__(self, path: str, *, copy: bool = True, follow_links: bool = False):
         self.path = path
         self.copy = copy
         self.follow_links = follow_links
+        self.window_bytes = LOG_WINDOW_BYTES if copy else WINDOW_BYTES
         self._fd: int | None = None
         self.size = 0
 
@@ -285,7 +293,7 @@ class LogWindows:
     def map(self, start: int, stop: int):
         if stop - start <= (COPY_WINDOW_BYTES if self.copy else READ_WINDOW_BYTES):
             return BufferWindow(memoryview(_read_window(self._fd, start, stop, self.size)), start)
-        if self.copy and self.current_size() < stop:  # already shorter: say so, never map past it
+        if self.current_size() < stop:  # already shorter: say so, never map past it
             raise FileShrank(f"bytes {start}..{stop} asked of a file now {self.current_size()} bytes long", start,
                              self.size)
         base = start - start % mmap.ALLOCATIONGRANULARITY
@@ -331,11 +339,11 @@ class HeldWindows:
 def dump_windows(path: str) -> "LogWindows | HeldWindows":
     """The windows `logscan dump` reads a `.log` through, entered (use in a with-block): a
     regular file (a link followed) is read a window at a time, never mapped
-    (``LogWindows(copy=True)``: a file that shrinks under the dump is a FileShrank, never a
+    (``LogWindows``: a file that shrinks under the dump is a LogShrank finding, never a
     SIGBUS); a FIFO, a device or a URI is read whole, as SegmentFile reads it (up to its
     ``max_read_bytes``; ``unread_bytes`` says there was more)."""
     if not is_uri(path):
-        log = LogWindows(path, copy=True, follow_links=True)
+        log = LogWindows(path, follow_links=True)
         try:
             return log.__enter__()
         except NotRegularFile:

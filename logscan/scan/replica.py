@@ -1,8 +1,10 @@
 """Reading one replica's files into the plain rows Kafka's rules need.
 
-Segments are walked in base-offset order, a mapped window at a time (LogWindows); only control batches (for the marker
-type and coordinator epoch), `__transaction_state` and `__cluster_metadata` records are
-decoded past the header. Every decode problem becomes a located Finding and the walk goes on.
+Segments are walked in base-offset order, a window read at a time (LogWindows: never mapped,
+so a segment that shrinks under the scan is a located ``shrank`` finding, not a SIGBUS); only
+control batches (for the marker type and coordinator epoch), `__transaction_state` and
+`__cluster_metadata` records are decoded past the header. Every decode problem becomes a
+located Finding and the walk goes on.
 
 A large segment can be read in byte ranges by several tasks (:class:`ByteRange`): each task
 but the first resynchronises at the first checksum-valid entry at or after its range start,
@@ -31,7 +33,7 @@ from logscan.format.control import (CONTROL_TYPE_NAMES, MARKER_RECORD, decode_co
 from logscan.format.compression import DecompressionBudget
 from logscan.format.errors import DecodeError, DecompressionBudgetSpent
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
-from logscan.format.logfile import WINDOW_BYTES, find_entry, walk_batches, walk_windows
+from logscan.format.logfile import find_entry, walk_windows
 from logscan.format.metadata import decode_metadata_record
 from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decode_producer_snapshot
 from logscan.format.txnlog import TRANSACTION_STATES, decode_txnlog_entry
@@ -45,7 +47,7 @@ from logscan.state.snapshots import compare_producers
 from logscan.state.spans import OnClose, Replay, ReplicaReplay
 
 from logscan.logdir.naming import Kind, classify
-from logscan.logdir.segment import Finding, LogWindows, NotRegularFile, io_finding, open_segment, read_small_file
+from logscan.logdir.segment import FileShrank, Finding, LogWindows, NotRegularFile, io_finding, read_small_file
 from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -236,7 +238,7 @@ def _is_entry(item) -> bool:
 
 
 def walk_range(log, rng: Optional[ByteRange], handoffs: list[tuple[int, bool]], *,
-               window: int = WINDOW_BYTES) -> Iterator[tuple[object, object]]:
+               window: Optional[int] = None) -> Iterator[tuple[object, object]]:
     """walk_windows over the part of ``log`` (a source of windows: LogWindows, BufferWindows)
     that byte range ``rng`` owns (all of it when ``rng`` is None or the file is not split),
     each item with its window; hand-offs are appended to ``handoffs``."""
@@ -311,13 +313,14 @@ OnFact = Callable[[BatchFact, RecordBatch], None]
 
 def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead,
                  headers: bool = False, byte_range: Optional[ByteRange] = None,
-                 window: int = WINDOW_BYTES) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
+                 window: Optional[int] = None) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
     """One `.log` segment (or one byte range of it), walked lazily: each checksum-valid
     entry's fact with its header, in log order. Everything else a walk finds goes to ``out``
     as it is met: findings, counts, `__transaction_state` records, hand-offs and (with
-    ``headers``) the CRC-failed v2 batches. Memory does not grow with the segment, and the
-    segment is mapped a window at a time (LogWindows): a segment larger than the address
-    space a task may use is read all the same."""
+    ``headers``) the CRC-failed v2 batches. Memory does not grow with the segment: it is read
+    a window at a time (LogWindows; ``window`` bytes, by default its own), damage and the
+    resync after it too, so a segment larger than the address space a task may use is read
+    all the same, and one that shrinks under the walk is a located ``shrank`` finding."""
     with ExitStack() as stack:
         try:
             log = stack.enter_context(LogWindows(path))
@@ -326,37 +329,55 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             return
         out.bytes_read += log.size
         budget = DecompressionBudget(log.size)  # a segment of small decompression bombs stops here
-        findings = out.findings
-        # The counts are kept in locals while the walk runs (this loop runs once per batch) and
-        # stored in ``out`` before every yield, so a consumer sees them current.
-        batches, max_timestamp = out.batches, out.max_timestamp
-        for entry, win in walk_range(log, byte_range, out.handoffs, window=window):
-            kind = type(entry)
-            if kind is not RecordBatch and kind is not LegacyBatch:
-                findings.append(Finding.from_error(path, entry))
-                continue
-            if not entry.crc_valid:
-                findings.append(crc_finding(path, entry))
-                if kind is RecordBatch:
-                    out.damaged_count += 1
-                    if headers:
-                        out.damaged.append((batch_fact(win.buf, entry, path, [], win.base), entry))
-                continue
+        try:
+            yield from _walk_segment(log, path, partition, is_txn_log, out, headers, byte_range, window, budget)
+        except OSError as e:  # met by a byte range's own resync search (walk_windows' reads say theirs)
+            out.findings.append(_read_failure(path, log, e))
+
+
+def _read_failure(path: str, log, error: OSError) -> Finding:
+    """A failed read of the segment outside walk_windows (a byte range's search for its start)."""
+    if isinstance(error, FileShrank):
+        return Finding(path, error.position, "shrank", f"the file shrank while it was read ({log.size} bytes "
+                       f"when opened): the bytes from here on are not read", log.size - error.position)
+    return Finding(path, -1, "io", f"cannot read file: {error.strerror or error}")
+
+
+def _walk_segment(log, path: str, partition: int, is_txn_log: bool, out: ReplicaRead, headers: bool,
+                  byte_range: Optional[ByteRange], window: Optional[int], budget: DecompressionBudget
+                  ) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
+    """iter_segment's walk of an opened segment."""
+    findings = out.findings
+    # The counts are kept in locals while the walk runs (this loop runs once per batch) and
+    # stored in ``out`` before every yield, so a consumer sees them current.
+    batches, max_timestamp = out.batches, out.max_timestamp
+    for entry, win in walk_range(log, byte_range, out.handoffs, window=window):
+        kind = type(entry)
+        if kind is not RecordBatch and kind is not LegacyBatch:
+            findings.append(Finding.from_error(path, entry))
+            continue
+        if not entry.crc_valid:
+            findings.append(crc_finding(path, entry))
             if kind is RecordBatch:
-                fact = batch_fact(win.buf, entry, path, findings, win.base)
-            else:
-                fact = legacy_fact(entry, path, findings)
-            if out.first_offset is None:
-                out.first_offset = fact.base_offset
-            if fact.max_timestamp > max_timestamp:
-                max_timestamp = out.max_timestamp = fact.max_timestamp
-            batches += 1
-            out.batches = batches
-            yield fact, entry
-            if is_txn_log and kind is RecordBatch and not entry.attributes & CONTROL_FLAG_MASK:
-                before = len(out.txn_log)
-                out.txn_log.extend(_txn_log_records(win.buf, entry, partition, path, findings, win.base, budget))
-                out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))
+                out.damaged_count += 1
+                if headers:
+                    out.damaged.append((batch_fact(win.buf, entry, path, [], win.base), entry))
+            continue
+        if kind is RecordBatch:
+            fact = batch_fact(win.buf, entry, path, findings, win.base)
+        else:
+            fact = legacy_fact(entry, path, findings)
+        if out.first_offset is None:
+            out.first_offset = fact.base_offset
+        if fact.max_timestamp > max_timestamp:
+            max_timestamp = out.max_timestamp = fact.max_timestamp
+        batches += 1
+        out.batches = batches
+        yield fact, entry
+        if is_txn_log and kind is RecordBatch and not entry.attributes & CONTROL_FLAG_MASK:
+            before = len(out.txn_log)
+            out.txn_log.extend(_txn_log_records(win.buf, entry, partition, path, findings, win.base, budget))
+            out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))
 
 
 def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,
@@ -521,15 +542,14 @@ def _metadata_events(path: str, findings: list[Finding], *, from_snapshot: bool,
                      min_offset: int = 0) -> Iterator[MetadataEvent]:
     with ExitStack() as stack:
         try:
-            seg = stack.enter_context(open_segment(path, regular_only=True))
+            log = stack.enter_context(LogWindows(path))  # read a window at a time, never mapped
         except NotRegularFile as e:
             findings.append(io_finding(path, e))
             return
         except OSError as e:
             findings.append(Finding(path, -1, "io", str(e)))
             return
-        buf = seg.buf
-        for batch in walk_batches(buf, verify_crc=True):
+        for batch, win in walk_windows(log):
             # Damage to the framing is reported once, by the segment read of the replica
             # (read_segment); here only what that read does not decode, the records, is.
             if (not isinstance(batch, RecordBatch) or not batch.crc_valid or batch.is_control
@@ -539,7 +559,7 @@ def _metadata_events(path: str, findings: list[Finding], *, from_snapshot: bool,
             # the log before its end offset, so they count as older than any log record.
             ts = -1 if from_snapshot else batch.max_timestamp
             try:
-                for rec in iter_records(buf, batch):
+                for rec in iter_records(win.buf, batch, base=win.base):
                     if rec.offset < min_offset or rec.value is None:
                         continue
                     m, _ = decode_metadata_record(rec.value)

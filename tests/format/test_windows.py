@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from logscan.format.batch import RecordBatch
+from logscan.format import logfile
 from logscan.format.errors import DecodeError
-from logscan.format.logfile import (BufferWindows, WindowEnd, WindowUnmappable, find_entry, find_next_entry,
+from logscan.format.logfile import (BufferWindows, LogShrank, WindowEnd, WindowUnmappable, find_entry, find_next_entry,
                                     walk_batches, walk_windows)
 from logscan.logdir import segment
 from logscan.logdir.segment import LogWindows
@@ -24,6 +25,7 @@ from logscan.testing.encoder import Rec, encode_batch, legacy_message, legacy_wr
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 REAL_LOGS = sorted(p for p in FIXTURES.rglob("*.log") if p.stat().st_size > 0)
+REAL_LOGS_BY_SIZE = sorted(REAL_LOGS, key=lambda p: (p.stat().st_size, p))
 #: Windows from barely larger than a batch header to larger than every fixture segment,
 #: with window bases aligned to 1 byte (anywhere), 7 bytes and 64 bytes.
 WINDOWS = [(130, 1), (200, 7), (333, 64), (1000, 7), (4096, 1), (1 << 20, 64)]
@@ -77,8 +79,12 @@ def _damaged(rng: random.Random, seeds: list[bytes]) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.parametrize("first_window", [None, 70])
 @pytest.mark.parametrize("seed", range(4))
-def test_damaged_segments_read_through_windows_equal_one_walk(seed):
+def test_damaged_segments_read_through_windows_equal_one_walk(seed, first_window, monkeypatch):
+    """``first_window``: the resync search's first window, then doubling up to the walk's."""
+    if first_window is not None:
+        monkeypatch.setattr(logfile, "RESYNC_FIRST_WINDOW", first_window)
     rng = random.Random(seed)
     seeds = [p.read_bytes() for p in REAL_LOGS if p.stat().st_size > 200]
     kinds = set()
@@ -156,13 +162,57 @@ def test_a_window_that_cannot_be_mapped_is_a_located_finding_and_the_walk_ends()
     assert "Cannot allocate memory" in last.message and "not read" in last.message
 
 
-@pytest.mark.parametrize("read_window_bytes", [0, segment.READ_WINDOW_BYTES], ids=["mapped", "read"])
+def _mapped_or_read(monkeypatch, how: str) -> None:
+    """LogWindows maps every window ("mapped": as it maps one past COPY_WINDOW_BYTES) or
+    reads it (its default)."""
+    if how == "mapped":
+        monkeypatch.setattr(segment, "READ_WINDOW_BYTES", 0)
+        monkeypatch.setattr(segment, "COPY_WINDOW_BYTES", 0)
+
+
+def test_damage_is_stepped_over_a_window_at_a_time():
+    """After damage the walk used to read the whole rest of the log at once (where it resumes
+    may lie anywhere after it), which a file shrinking under that mapping turned into a
+    SIGBUS: now no window is larger than the window or the largest entry, whatever the
+    damage (garbage, a failed CRC, a grown size field, a zero run, a cut tail): a window, an
+    entry, or a resync candidate's claimed size (whose CRC decides it) long, never the rest
+    of the log; and the items are still one walk's."""
+    real = REAL_LOGS_BY_SIZE[-1].read_bytes()
+    spans = [(e.position, e.size_in_bytes) for e in walk_batches(real)]
+    largest = max(size for _, size in spans)
+    data = bytearray(real * 3)
+    third = len(real)
+    data[third + spans[3][0] + 30] ^= 1  # a failed CRC
+    struct.pack_into(">i", data, 2 * third + spans[5][0] + 8, spans[5][1] + spans[6][1] - 12 + 40)  # a grown size
+    data[2 * third + spans[9][0]:2 * third + spans[9][0]] = b"\xff" * 300  # garbage
+    data[third + spans[12][0]:third + spans[12][0]] = bytes(5000)  # a zero run
+    data = bytes(data[:-7])  # a cut tail
+
+    class Recording(BufferWindows):
+        lengths: list[int] = []
+
+        def map(self, start, stop):
+            win = super().map(start, stop)
+            self.lengths.append(len(win.buf))
+            return win
+
+    whole = [key(x) for x in walk_batches(data)]
+    kinds = {k[0] for k in whole}
+    assert {"OverlongEntry", "SkippedRegion", "ZeroFilledRegion", "TruncatedTail"} <= kinds, kinds
+    for window in (1024, 4096):
+        source = Recording(data, 64)
+        assert [key(x) for x, _ in walk_windows(source, window=window)] == whole
+        # the first damage is at a third of the log: the rest is two thirds of it
+        assert max(source.lengths) < len(data) // 4, (window, largest, max(source.lengths))
+
+
+@pytest.mark.parametrize("how", ["mapped", "read"])
 @pytest.mark.parametrize("topic", ["__cluster_metadata", "__transaction_state", "__consumer_offsets"])
-def test_a_mapped_file_reads_through_page_aligned_windows(topic, tmp_path, monkeypatch, read_window_bytes):
-    """LogWindows maps at page-aligned offsets (or reads a small window): the largest real
+def test_a_mapped_file_reads_through_page_aligned_windows(topic, tmp_path, monkeypatch, how):
+    """LogWindows maps at page-aligned offsets (or reads a window): the largest real
     segment of a topic, repeated to span several 4 KiB windows, read by the scan through them,
     equals its scan through one window (facts, headers, findings, the coordinator's records)."""
-    monkeypatch.setattr(segment, "READ_WINDOW_BYTES", read_window_bytes)
+    _mapped_or_read(monkeypatch, how)
     real = max((p for p in REAL_LOGS if p.parent.name.startswith(topic + "-")), key=lambda p: p.stat().st_size)
     data = real.read_bytes() * (1 + 5 * 4096 // real.stat().st_size)
     path = tmp_path / "00000000000000000000.log"
@@ -179,12 +229,12 @@ def test_a_mapped_file_reads_through_page_aligned_windows(topic, tmp_path, monke
         assert [key(x) for x, _ in walk_windows(log, window=4096)] == [key(x) for x in walk_batches(data)]
 
 
-@pytest.mark.parametrize("read_window_bytes", [0, segment.READ_WINDOW_BYTES], ids=["mapped", "read"])
-def test_a_file_that_shrinks_under_the_walk_is_a_located_finding(tmp_path, monkeypatch, read_window_bytes):
+@pytest.mark.parametrize("how", ["mapped", "read"])
+def test_a_file_that_shrinks_under_the_walk_is_a_located_finding(tmp_path, monkeypatch, how):
     """Cut after LogWindows learnt its size, a segment's missing bytes cannot be mapped nor
-    read: the walk ends with a WindowUnmappable at the first window past the cut (never a
-    SIGBUS, never a short window taken for a truncated log)."""
-    monkeypatch.setattr(segment, "READ_WINDOW_BYTES", read_window_bytes)
+    read: the walk ends with a LogShrank (reason shrank) at the first window past the cut
+    (never a SIGBUS, never a short window taken for a truncated log)."""
+    _mapped_or_read(monkeypatch, how)
     real = max(REAL_LOGS, key=lambda p: p.stat().st_size)
     data = real.read_bytes() * (1 + 5 * 4096 // real.stat().st_size)
     path = tmp_path / "00000000000000000000.log"
@@ -193,6 +243,6 @@ def test_a_file_that_shrinks_under_the_walk_is_a_located_finding(tmp_path, monke
         os.truncate(path, 8192)
         items = list(walk_windows(log, window=4096))
     last, _ = items[-1]
-    assert isinstance(last, WindowUnmappable) and last.reason == "io", last
+    assert isinstance(last, LogShrank) and last.reason == "shrank", last
     assert last.position + last.length == len(data) and last.position <= 8192
-    assert "not read" in last.message and "memory limit" not in last.message, last.message
+    assert f"({len(data)} bytes when opened, 8192 now" in last.message and "not read" in last.message, last.message

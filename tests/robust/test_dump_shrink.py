@@ -2,9 +2,8 @@
 
 A follower truncating its active segment (or a copy being rewritten) makes a file shorter
 under a reader. A mapping of the old length then kills the process with SIGBUS at the first
-page past the new end; the dump reads its windows instead (logscan.logdir.segment.LogWindows
-with ``copy=True``), and the bytes that went missing are a located finding, exit status 1 as
-for a cut file. The file is a real one a Kafka broker wrote (the `pending` cluster's
+page past the new end; the dump reads its windows instead (logscan.logdir.segment.LogWindows),
+and the bytes that went missing are a located finding, exit status 1 as for a cut file. The file is a real one a Kafka broker wrote (the `pending` cluster's
 metadata log, 15,646 bytes in 80-odd batches); it is truncated at a fixed point of the dump,
 when its first batch is printed, so nothing depends on timing.
 """

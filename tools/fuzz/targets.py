@@ -137,6 +137,11 @@ def windows(data: bytes) -> None:
     start = at * len(data) // 256
     found, expected = find_entry(BufferWindows(data, granularity), start, window=size), find_next_entry(data, start, len(data))
     _check(found == expected, f"find_entry from {start} through {size}-byte windows: {found}, one search: {expected}")
+    before = start + 1 + (len(data) - start) * size // 2112  # a search bounded as _entry_inside's is
+    found = find_entry(BufferWindows(data, granularity), start, before=before, window=size)
+    expected = find_next_entry(data, start, len(data), before=before)
+    _check(found == expected, f"find_entry from {start} before {before} through {size}-byte windows: {found}, "
+                              f"one search: {expected}")
 
 
 def exact_key(item) -> tuple:
