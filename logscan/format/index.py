@@ -184,18 +184,23 @@ def offset_index_sanity_findings(buf, base_offset: int, pos: int = 0, end: int |
                                  ) -> list[IndexFinding]:
     """OffsetIndex.sanityCheck: last entry's offset >= base offset, length a multiple of 8."""
     end = len(buf) if end is None else end
-    length = end - pos
-    findings = []
     slots = _slots(buf, pos, end, OFFSET_INDEX_ENTRY_SIZE)
-    if slots:
-        last, _ = decode_offset_index_entry(buf, slots[-1], base_offset)
-        if last.offset < base_offset:
-            findings.append(IndexFinding(
-                "last_offset_below_base", last.position,
-                f"last offset {last.offset} is below the base offset {base_offset}",
-                f">= {base_offset}", last.offset,
-                f"Corrupt index found, index file {{path}} has non-zero size but the last offset is "
-                f"{last.offset} which is less than the base offset {base_offset}"))
+    last = decode_offset_index_entry(buf, slots[-1], base_offset)[0] if slots else None
+    return offset_index_checks(end - pos, last, base_offset, pos)
+
+
+def offset_index_checks(length: int, last: OffsetIndexEntry | None, base_offset: int, pos: int = 0
+                        ) -> list[IndexFinding]:
+    """OffsetIndex.sanityCheck from what it reads: the index's ``length`` in bytes (from
+    ``pos``) and its ``last`` whole entry (None: none), so a reader can read just those."""
+    findings = []
+    if last is not None and last.offset < base_offset:
+        findings.append(IndexFinding(
+            "last_offset_below_base", last.position,
+            f"last offset {last.offset} is below the base offset {base_offset}",
+            f">= {base_offset}", last.offset,
+            f"Corrupt index found, index file {{path}} has non-zero size but the last offset is "
+            f"{last.offset} which is less than the base offset {base_offset}"))
     if length % OFFSET_INDEX_ENTRY_SIZE:
         findings.append(_length_finding(length, OFFSET_INDEX_ENTRY_SIZE, "Index file", pos))
     return findings
@@ -209,12 +214,18 @@ def time_index_sanity_findings(buf, base_offset: int, pos: int = 0, end: int | N
     why an unclean shutdown's time index is rebuilt.
     """
     end = len(buf) if end is None else end
-    length = end - pos
-    findings = []
     slots = _slots(buf, pos, end, TIME_INDEX_ENTRY_SIZE)
-    if slots:
-        first, _ = decode_time_index_entry(buf, slots[0], base_offset)
-        last, _ = decode_time_index_entry(buf, slots[-1], base_offset)
+    first = decode_time_index_entry(buf, slots[0], base_offset)[0] if slots else None
+    last = decode_time_index_entry(buf, slots[-1], base_offset)[0] if slots else None
+    return time_index_checks(end - pos, first, last, base_offset, pos)
+
+
+def time_index_checks(length: int, first: TimeIndexEntry | None, last: TimeIndexEntry | None,
+                      base_offset: int, pos: int = 0) -> list[IndexFinding]:
+    """TimeIndex.sanityCheck from what it reads: the ``length`` and the ``first`` and
+    ``last`` whole entries (None: none)."""
+    findings = []
+    if first is not None and last is not None:
         if last.timestamp < first.timestamp:
             findings.append(IndexFinding(
                 "last_timestamp_below_first", last.position,
