@@ -10,6 +10,7 @@ import click
 
 from logscan.dump import EXIT_PIPE, DumpOptions, Dumper
 from logscan.dump.options import DEFAULT_MAX_MESSAGE_SIZE, INT_MAX, PARALLEL_MIN_BYTES
+from logscan.dump.versions import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, RELEASES
 from logscan.dump.parsers import BYTE_DECODERS
 from logscan.defaults import DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
@@ -62,7 +63,7 @@ def main() -> None:
     """
 
 
-DUMP_HELP = """Print the contents of Kafka log files, like kafka-dump-log.sh (Kafka 4.1.1).
+DUMP_HELP = """Print the contents of Kafka log files, like kafka-dump-log.sh (Kafka 3.9, 4.1, 4.4).
 
 \b
   logscan dump 00000000000000000000.log                 batches
@@ -75,10 +76,12 @@ DUMP_HELP = """Print the contents of Kafka log files, like kafka-dump-log.sh (Ka
 Files are dispatched by the text after the last dot, as kafka-dump-log does: .log and
 KRaft .checkpoint (log dump), .index, .timeindex, .txnindex, .snapshot (producer
 state); anything else prints "Ignoring unknown file" on stderr. The text on stdout is
-line for line what kafka-dump-log 4.1.1 prints for the same files and options (4.4.0's
-differs in two ways: --transaction-log-decoder names the transactionStatus, "Ongoing" for
-1, and producer snapshot lines have no trailing space); __cluster_metadata records are
-decoded up to 4.4.0's versions.
+line for line what kafka-dump-log of the --kafka-version release (default 4.4.0) prints for
+the same files and options, and so are its stderr blocks: 4.4.0 names the transactionStatus
+("Ongoing" where 4.1.1 printed 1), 3.9.2 prints the transaction log in its older
+transaction_metadata:: text and stops at a record it cannot read, where logscan goes on
+(docs/scan.md lists every difference); __cluster_metadata records are decoded up to 4.4.0's
+versions.
 
 \b
 Automatic decoder: for files given as arguments (FILE...), a file inside a
@@ -208,13 +211,18 @@ def _check_stores(paths) -> None:
               "stderr as JSON objects too).")
 @click.option("--no-progress", is_flag=True,
               help="No progress bar on stderr (drawn only when stderr is a terminal and stdout is not).")
+@click.option("--kafka-version", type=click.Choice(KAFKA_VERSIONS), default=DEFAULT_KAFKA_VERSION,
+              show_default=True, help="Print the text of this Kafka release's kafka-dump-log (" +
+              ", ".join(f"{v}: {r}" for v, r in RELEASES.items()) + "): how --transaction-log-decoder shows "
+              "a transaction's state, a producer snapshot's lines, LEADER_CHANGE records, the end-of-run "
+              "blocks. The JSON output does not change.")
 @_storage_option
 @click.option("--remote-log-metadata-decoder", is_flag=True, hidden=True)
 @click.option("--share-group-state-decoder", is_flag=True, hidden=True)
 def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decoder,
          offsets_decoder, cluster_metadata_decoder, key_decoder_class, value_decoder_class,
          skip_record_metadata, verify_index_only, index_sanity_check, max_bytes,
-         max_message_size, max_decompressed_bytes, auto_decoder, fmt, no_progress,
+         max_message_size, max_decompressed_bytes, auto_decoder, fmt, no_progress, kafka_version,
          remote_log_metadata_decoder, share_group_state_decoder) -> None:
     if remote_log_metadata_decoder or share_group_state_decoder:
         raise click.UsageError("--remote-log-metadata-decoder and --share-group-state-decoder "
@@ -237,7 +245,7 @@ def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decod
         decoder_class_given=key_decoder_class is not None or value_decoder_class is not None,
         skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only,
         index_sanity_check=index_sanity_check, max_bytes=max_bytes,
-        max_message_size=max_message_size, max_decompressed=max_decompressed_bytes)
+        max_message_size=max_message_size, max_decompressed=max_decompressed_bytes, kafka_version=kafka_version)
     options = DumpOptions(**base, auto_decoder=auto_decoder, parallel_min_bytes=PARALLEL_MIN_BYTES)
     # kafka-dump-log's --files first (as given), then FILE...; only FILE... is auto-decoded.
     sys.exit(_run(options, from_files + list(paths), range(len(from_files), len(from_files) + len(paths)),

@@ -26,6 +26,7 @@ from .javaisms import java_absolute_path, java_file_name, java_file_str
 from .options import INT_MAX, DumpOptions
 from .report import EndOfRunReport
 from .sinks import JsonSink, TextSink
+from .versions import NewerRecord, ToolDies, text_of
 
 #: Exit statuses (documented in `logscan dump --help`).
 EXIT_OK = 0
@@ -60,12 +61,13 @@ class Dumper:
     def __init__(self, out: TextIO, err: TextIO, options: DumpOptions = DumpOptions(), *,
                  json: bool = False):
         self.json = json
-        self.sink = JsonSink(out) if json else TextSink(out)
+        self.text = text_of(options.kafka_version)  # the release whose text is printed
+        self.sink = JsonSink(out) if json else self._text_sink(out)
         self.out = out
         self.err = err
         self.opts = options
         self.status = EXIT_OK
-        self.report = EndOfRunReport(err)
+        self.report = EndOfRunReport(err, java_port=self.text.java_end_of_run)
         self.findings = 0
         self._auto_here = False
         self._cut = False  # the .log being dumped is read to a cut (--max-bytes), not its end
@@ -74,6 +76,10 @@ class Dumper:
         self._extended = False  # a FILE... argument: logscan's own reading of extra kinds
         # Causes of the "Error at offset ..., skipping." texts of the internal-topic parsers.
         self._record_errors: list[DecodeError] = []
+
+    def _text_sink(self, out: TextIO) -> TextSink:
+        return TextSink(out, snapshot_trailing_space=self.text.snapshot_trailing_space,
+                        legacy_crc_brace=self.text.legacy_crc_brace, payload_prefix=self.text.payload_prefix)
 
     # -- bookkeeping --------------------------------------------------------------------
 
@@ -178,7 +184,7 @@ class Dumper:
         self._record_errors.clear()
         if print_data:
             from . import parsers
-            parse = (parsers.internal_topic_parser(decoder, self._record_errors) if decoder
+            parse = (parsers.internal_topic_parser(decoder, self._record_errors, self.text) if decoder
                      else parsers.decoder_parser(self.opts.key_decoder, self.opts.value_decoder))
         gaps = self.report.non_consecutive(java_absolute_path(path)) if deep else None
         last_offset = -1
@@ -207,7 +213,7 @@ class Dumper:
             parallel = self.opts.parallel_min_bytes
             if parallel is not None and end >= parallel and not (deep or cut or self.json):
                 from .parallel import SecondHalf
-                helper = SecondHalf.start(source, end // 2, window, TextSink)
+                helper = SecondHalf.start(source, end // 2, window, self._text_sink)
             middle = end // 2 if helper else end + 1  # where this process takes the child's lines
             try:
                 # One walk, or two when the child printed a stretch: the second resumes where
@@ -246,9 +252,10 @@ class Dumper:
     def _records(self, batch, win, path: str, parse, gaps, last_offset: int) -> int:
         """Print the records of ``batch``, read from ``win`` (the window of the log it was
         walked in); returns the last record offset seen."""
+        first_free = not self.text.gap_before_first_record  # 4.4.0 checks the first against -1 + 1
         try:
             for record in iter_batch_records(win.buf, batch, self.opts.max_decompressed, win.base, self._budget):
-                if last_offset == -1:
+                if last_offset == -1 and first_free:
                     last_offset = record.offset
                 elif record.offset != last_offset + 1:
                     gaps.append(last_offset, record.offset)
@@ -281,9 +288,12 @@ class Dumper:
             # stdout, while the cause is a located finding (record bytes carry no file
             # position, so the batch's).
             for e in self._record_errors:
-                self.finding(Finding(path, batch.position, e.reason,
-                                     f"record at offset {record.offset} cannot be decoded "
-                                     f"({e.message}); kafka-dump-log skips it"))
+                if isinstance(e, NewerRecord):   # a newer broker's record, not damage
+                    self.note(Finding(path, batch.position, e.reason, f"record at offset {record.offset}: {e.message}"))
+                    continue
+                self.finding(Finding(path, batch.position, e.reason, f"record at offset {record.offset}: {e.message}"
+                                     if isinstance(e, ToolDies) else f"record at offset {record.offset} cannot be "
+                                     f"decoded ({e.message}); kafka-dump-log skips it"))
             self._record_errors.clear()
         self.sink.record(batch, record, metadata=metadata, control_text=control_text, data=data)
 
@@ -294,6 +304,8 @@ class Dumper:
             marker = control.decode_end_txn_marker(key, record.value, batch.position)
             return f" endTxnMarker: {key.name} coordinatorEpoch: {marker.coordinator_epoch}"
         from logscan.format import raft
+        if key.type_id == control.LEADER_CHANGE and not self.text.decodes_leader_change:
+            return f" controlType: {key.label}"
         text = raft.render_control_value(key.type_id, record.value)
         return text if text is not None else f" controlType: {key.label}"
 

@@ -3,7 +3,7 @@
 kafka-dump-log 4.1.1 is the Scala object ``kafka.tools.DumpLogSegments`` (in kafka_2.13, not
 kafka-tools). Its end-of-run stderr blocks iterate ``scala.collection.mutable.HashMap``s keyed
 by ``File.getAbsolutePath``, so with several files the block order is the hash-table order,
-reproduced here.
+reproduced here; 4.4.0's Java port iterates ``java.util.HashMap``s instead.
 """
 
 from __future__ import annotations
@@ -71,6 +71,30 @@ def scala_hashmap_order(keys: list[str]) -> list[str]:
         return v - (1 << 32) if v & 0x80000000 else v
 
     return sorted(seen, key=lambda k: (improved(k) & (length - 1), improved(k)))
+
+
+def java_hashmap_order(keys: list[str]) -> list[str]:
+    """Iteration order of a ``java.util.HashMap<String, _>`` whose entries were made by
+    ``computeIfAbsent`` in the order of ``keys`` (kafka-dump-log 4.4.0's end-of-run maps).
+
+    The table starts at 16 buckets and doubles when an insert finds more entries than 3/4 of it
+    (computeIfAbsent resizes before inserting, put after); the bucket of a key is
+    ``(h ^ (h >>> 16)) & (len - 1)``; computeIfAbsent puts a new node at the head of its bucket
+    and a resize keeps the nodes' order, so a bucket lists its keys newest first. (A bucket of
+    8 or more keys in a table of 64 or more becomes a tree, which is not modelled.)
+    """
+    seen = list(dict.fromkeys(keys))
+    length, threshold = 16, 12
+    for size in range(len(seen)):
+        if size > threshold:
+            length, threshold = length * 2, threshold * 2
+
+    def bucket(k: str) -> int:
+        h = java_string_hash(k) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (length - 1)
+
+    order = {k: i for i, k in enumerate(seen)}
+    return sorted(seen, key=lambda k: (bucket(k), -order[k]))
 
 
 def optional_long(value: int | None) -> str:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from logscan.format.compression import DEFAULT_BUDGET_MIN_BYTES, DEFAULT_BUDGET_RATIO, DEFAULT_BUDGET_SECONDS
 
+from .versions import DEFAULT_KAFKA_VERSION
+
 
 INT_MAX = 2**31 - 1
 #: kafka-dump-log's --max-message-size default (5 MiB).
@@ -58,6 +60,8 @@ class DumpOptions:
     budget_ratio: int = DEFAULT_BUDGET_RATIO
     budget_min_bytes: int = DEFAULT_BUDGET_MIN_BYTES
     budget_seconds: float = DEFAULT_BUDGET_SECONDS
+    #: The Kafka release whose kafka-dump-log text is printed (logscan.dump.versions).
+    kafka_version: str = DEFAULT_KAFKA_VERSION
 
     def should_print_data_log(self, decoder: str | None) -> bool:
         """Any decoder option implies --print-data-log (DumpLogSegmentsOptions)."""

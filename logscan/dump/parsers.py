@@ -76,12 +76,17 @@ def decoder_parser(key_decoder: str, value_decoder: str) -> Parser:
     return parse
 
 
-def internal_topic_parser(kind: str, errors: list) -> Parser:
+def internal_topic_parser(kind: str, errors: list, text=None) -> Parser:
     """The parser for ``kind`` in {"transaction", "offsets", "metadata"}; the cause of
-    each ``Error at ...`` text it renders is appended to ``errors``.
+    each ``Error at ...`` text it renders is appended to ``errors``. ``text``: the release's
+    logscan.dump.versions.Text (None: 4.1.1's), which says how the transaction log is printed.
 
     Imported lazily: these decoders are large and a plain dump does not need them.
     """
+    if kind == "transaction" and text is not None:
+        return text.transaction_parser(errors)
+    if kind == "metadata" and text is not None and text.metadata_parser(errors) is not None:
+        return text.metadata_parser(errors)
     if kind == "transaction":
         from logscan.format.txnlog import render_txnlog_key_payload
         return lambda r: render_txnlog_key_payload(r.key, r.value, r.offset, errors)

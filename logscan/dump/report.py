@@ -5,20 +5,28 @@
    :<path>``, ``The following indexed offsets are not found in the log.`` (oldest first);
 3. ``Non-consecutive offsets in <log path>`` / ``  A is followed by B`` (newest first).
 
-Each block iterates a Scala mutable.HashMap keyed by absolute path; see javaisms.
+Each block iterates a Scala mutable.HashMap keyed by absolute path; see javaisms. kafka-dump-log
+4.4.0 (``java_port``) differs in the orders and in one header.
 """
 
 from __future__ import annotations
 
 from typing import TextIO
 
-from .javaisms import scala_hashmap_order
+from .javaisms import java_hashmap_order, scala_hashmap_order
 from .spool import PairSpool
 
 
 class EndOfRunReport:
-    def __init__(self, err: TextIO):
+    def __init__(self, err: TextIO, *, java_port: bool = False):
+        """``java_port``: print as kafka-dump-log 4.4.0's Java DumpLogSegments does: its maps
+        are java.util.HashMaps (javaisms.java_hashmap_order), a file's index mismatches a
+        TreeMap by index offset, descending, and its offset gaps one by offset, ascending (a
+        repeated offset keeps its last pair), and the time index block's header names its
+        file ("... not found in :F", not "... not found in the log.")."""
         self.err = err
+        self._java = java_port
+        self._order = _java_order if java_port else _order
         self._index_mismatches: dict[str, PairSpool] = {}
         self._time_mismatch: dict[str, PairSpool] = {}
         self._time_out_of_order: dict[str, PairSpool] = {}
@@ -66,27 +74,35 @@ class EndOfRunReport:
 
     def print(self) -> None:
         w = self.err.write
-        for name in _order(self._index_mismatches):
+        for name in self._order(self._index_mismatches):
             w(f"Mismatches in :{name}\n")
-            for index_offset, log_offset in self._index_mismatches[name].newest_first():
+            for index_offset, log_offset in self._pairs(self._index_mismatches[name], descending=True):
                 w(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
-        for name in _order(self._time_mismatch):
+        for name in self._order(self._time_mismatch):
             w(f"Found timestamp mismatch in :{name}\n")
             for a, b in self._time_mismatch[name]:
                 w(f"  Index timestamp: {a}, log timestamp: {b}\n")
-        for name in _order(self._time_out_of_order):
+        for name in self._order(self._time_out_of_order):
             w(f"Found out of order timestamp in :{name}\n")
             for a, b in self._time_out_of_order[name]:
                 w(f"  Index timestamp: {a}, Previously indexed timestamp: {b}\n")
-        for name in _order(self._time_not_found):
-            w("The following indexed offsets are not found in the log.\n")
+        for name in self._order(self._time_not_found):
+            w(f"The following indexed offsets are not found in :{name}\n" if self._java
+              else "The following indexed offsets are not found in the log.\n")
             for a, b in self._time_not_found[name]:
                 w(f"Indexed offset: {a}, found log offset: {b}\n")
-        for name in _order(self._gaps):
+        for name in self._order(self._gaps):
             w(f"Non-consecutive offsets in {name}\n")
-            for a, b in self._gaps[name].newest_first():
+            for a, b in self._pairs(self._gaps[name], descending=False):
                 w(f"  {a} is followed by {b}\n")
         self.err.flush()
+
+    def _pairs(self, spool: PairSpool, *, descending: bool):
+        """A file's pairs: newest first (the Scala tool prepends them to a List), or as the Java
+        port's TreeMap of them holds them."""
+        if not self._java:
+            return spool.newest_first()
+        return sorted(dict(spool).items(), reverse=descending)
 
     def close(self) -> None:
         for table in (self._index_mismatches, self._time_mismatch, self._time_out_of_order,
@@ -97,3 +113,7 @@ class EndOfRunReport:
 
 def _order(table: dict[str, PairSpool]) -> list[str]:
     return scala_hashmap_order([k for k, v in table.items() if v.count])
+
+
+def _java_order(table: dict[str, PairSpool]) -> list[str]:
+    return java_hashmap_order([k for k, v in table.items() if v.count])

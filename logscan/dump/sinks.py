@@ -59,8 +59,17 @@ def _producer_templates(producer_id: int, producer_epoch: int, leader_epoch: int
 class TextSink:
     """kafka-dump-log's text, line for line."""
 
-    def __init__(self, out: TextIO):
+    def __init__(self, out: TextIO, *, snapshot_trailing_space: bool = True, legacy_crc_brace: bool = True,
+                 payload_prefix: bool = False):
+        """``snapshot_trailing_space``: a producer snapshot entry without batch metadata ends
+        with a space; ``legacy_crc_brace``: a v0/v1 record's ``crc: N`` is followed by a stray
+        ``}`` (both in kafka-dump-log 3.9.2 and 4.1.1, not in 4.4.0's); ``payload_prefix``: the
+        payload of a record printed without metadata or key starts the line with ``| ``
+        (4.4.0; the Scala tool prints `` payload:`` there)."""
         self.out = out
+        self._payload_prefix = payload_prefix
+        self._snapshot_trailing_space = snapshot_trailing_space
+        self._legacy_end = "}" if legacy_crc_brace else ""
         self._templates: dict[tuple, tuple[str, str] | None] = {}
         self._last_key: tuple | None = None  # consecutive batches mostly share a producer
         self._last_templates: tuple[str, str] | None = None
@@ -126,7 +135,7 @@ class TextSink:
             if b.magic >= 2:
                 parts.append(f" sequence: {r.sequence} headerKeys: [{','.join(k for k, _ in r.headers)}]")
             else:
-                parts.append(f" isValid: {java_bool(r.is_valid)} crc: {r.crc}}}")
+                parts.append(f" isValid: {java_bool(r.is_valid)} crc: {r.crc}{self._legacy_end}")
             if control_text is not None:
                 parts.append(control_text)
         if data is not None:
@@ -135,7 +144,7 @@ class TextSink:
                 parts.append(f"{prefix}key: {key}")
                 prefix = " "
             if payload is not None:
-                parts.append(f" payload: {payload}")
+                parts.append(f"{prefix if self._payload_prefix else ' '}payload: {payload}")
         parts.append("\n")
         self.out.write("".join(parts))
 
@@ -160,7 +169,10 @@ class TextSink:
 
     def snapshot_entry(self, e) -> None:
         from logscan.format.snapshot import format_snapshot_entry
-        self.out.write(format_snapshot_entry(e) + "\n")
+        line = format_snapshot_entry(e)
+        if not self._snapshot_trailing_space and line.endswith(" "):
+            line = line[:-1]
+        self.out.write(line + "\n")
 
     def extra(self, kind: str, text: str, fields: dict) -> None:
         """Lines for files kafka-dump-log does not read (checkpoints, meta.properties)."""

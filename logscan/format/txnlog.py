@@ -33,7 +33,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple, Optional
 
-from .message import (FIXED_LAYOUTS, F, M, CoordinatorRecord, decode_coordinator_record,
+from .message import (FIXED_LAYOUTS, F, M, CoordinatorRecord, decode_coordinator_record, message_json,
                       render_coordinator_record)
 from .primitives import INT16, INT32
 
@@ -256,12 +256,24 @@ def _length(value: bytes, pos: int, flexible: bool, layout: struct.Struct) -> tu
     return layout.unpack_from(value, pos)[0], pos + layout.size
 
 
-def render_txnlog_key_payload(key, value, offset: int, errors: list | None = None
-                              ) -> tuple[str | None, str | None]:
+def render_txnlog_key_payload(key, value, offset: int, errors: list | None = None, *,
+                              status_names: bool = False) -> tuple[str | None, str | None]:
     """Exactly what ``kafka-dump-log --transaction-log-decoder`` (4.1.1) prints after
     ``key: `` and `` payload: `` (None = that part is not printed); the cause of an error
-    text goes to ``errors`` when given."""
+    text goes to ``errors`` when given. ``status_names``: transactionStatus as 4.4.0 prints
+    it, the state's name (an id no state has: the number, as a JSON string)."""
+    if status_names:
+        return render_coordinator_record(RECORD_TYPES, key, value, offset, value_json=_with_state_name,
+                                         errors=errors)
     return render_coordinator_record(RECORD_TYPES, key, value, offset, errors=errors)
+
+
+def _with_state_name(msg) -> dict:
+    node = message_json(msg)
+    status = node.get("transactionStatus")
+    if status is not None:
+        node["transactionStatus"] = TRANSACTION_STATES.get(status, str(status))
+    return node
 
 
 def java_string_hash(text: str) -> int:

@@ -21,7 +21,8 @@ def run_kafka_dump_log(args: list[str], cwd: str) -> subprocess.CompletedProcess
 
 
 def run_logscan_dump(args: list[str], cwd: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "logscan.cli", "dump", *args], cwd=cwd,
+    """`logscan dump --kafka-version 4.1 ARGS`: the text of the tool run_kafka_dump_log runs."""
+    return subprocess.run([sys.executable, "-m", "logscan.cli", "dump", "--kafka-version", "4.1", *args], cwd=cwd,
                           capture_output=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=str(REPO)))
 

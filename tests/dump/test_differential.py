@@ -141,9 +141,9 @@ def test_carriage_returns_in_records_are_printed_as_is(tmp_path):
 
 @pytest.mark.parametrize("options", [[], ["--verify-index-only"]], ids=["default", "verify-index-only"])
 def test_index_entries_disagreeing_with_the_log_are_warnings_as_in_kafka(corpus, options):
-    """kafka-dump-log 4.1.1 and 4.4.0 print their "Mismatches in" and time index blocks for
-    such entries and exit 0; logscan prints the same blocks, one note per file, and exits 0
-    too (it exited 1 before: issue 32)."""
+    """kafka-dump-log 3.9.2, 4.1.1 and 4.4.0 print their "Mismatches in" and time index blocks
+    for such entries and exit 0; logscan prints the same blocks, one note per file, and exits 0
+    too with each --kafka-version (it exited 1 before: issue 32)."""
     from tools.kafka.cluster import jars_present, libs_for, run_java_tool
 
     root, files = corpus
@@ -160,11 +160,13 @@ def test_index_entries_disagreeing_with_the_log_are_warnings_as_in_kafka(corpus,
     notes = [l for l in ours.stderr.decode().splitlines() if l.startswith("logscan: ")]
     assert [n.split(": file: ")[0] for n in notes] == [f"logscan: {f}" for f in chosen]
     assert all("index entries disagree with the log" in n for n in notes)
-    libs = libs_for("4.4.0")
-    if jars_present(libs, "4.4.0"):
-        absolute = ",".join(os.path.join(root, f) for f in chosen)
-        newer = run_java_tool("kafka-dump-log", "--files", absolute, *options, libs=libs)
-        assert newer.returncode == 0 and "Mismatches in :" in newer.stderr
+    absolute = ",".join(os.path.join(root, f) for f in chosen)
+    for version, release in (("3.9", "3.9.2"), ("4.4", "4.4.0")):
+        libs = libs_for(release)
+        if jars_present(libs, release):
+            other = run_java_tool("kafka-dump-log", "--files", absolute, *options, libs=libs)
+            ours = run_logscan_dump(["--kafka-version", version, "--files", absolute, *options], root)
+            assert other.returncode == ours.returncode == 0 and "Mismatches in :" in other.stderr, release
 
 
 #: Malformed UTF-8 of every kind Java's decoder tells apart from Python's: encoded surrogates

@@ -39,9 +39,9 @@ from .kafkatool import kafka_stderr_lines, logscan_kafka_stderr_lines, requires_
 pytestmark = [pytest.mark.kafka, requires_kafka]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-# The 4.1.1 clusters only: the tool run here is 4.1.1's, and logscan prints 4.1.1's text (the
-# kafka-4.4 cluster is compared with its own 4.4.0 dumps in test_fixtures.py, and 4.4.0's tool
-# with 4.1.1's text in test_kafka_4_4.py).
+# The 4.1.1 clusters only: the tool run here is 4.1.1's, and logscan prints 4.1.1's text
+# (--kafka-version 4.1, by tests.dump.kafkatool); the other releases' tools are compared in
+# test_fixtures.py (each cluster's own) and test_kafka_releases.py.
 CLUSTERS = ("tv1", "tv2", "hanging")
 DECODER_PKG = "org.apache.kafka.tools.api."
 INTERNAL_DECODERS = {"__transaction_state-": "--transaction-log-decoder",
@@ -158,7 +158,7 @@ def kafka_runs():
 
 
 def _logscan(files: list[str], options) -> tuple[int, str, bytes]:
-    result = CliRunner().invoke(main, ["dump", "--files", ",".join(files), *options])
+    result = CliRunner().invoke(main, ["dump", "--kafka-version", "4.1", "--files", ",".join(files), *options])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     # Not result.stdout: click's runner turns CRLF into LF there.

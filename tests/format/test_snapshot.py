@@ -180,7 +180,7 @@ def test_real_fixture_snapshots_match_kafka():
 
 def test_golden_snapshot_dumps_recorded_from_kafka():
     # kafka-dump-log 4.1.1's text; the kafka-4.4 cluster's (no trailing space on entry lines)
-    # is compared in tests/dump/test_fixtures.py through its TEXT_CHANGES
+    # is compared in tests/dump/test_fixtures.py with `logscan dump --kafka-version 4.4`
     goldens = sorted(g for g in FIXTURES.glob("*/truth/dump/*/*/*.snapshot.txt")
                      if '"kafka_version": "4.1.1"' in (g.parents[3] / "truth.json").read_text())
     if not goldens:
