@@ -294,6 +294,10 @@ def create_pending_markers(cluster: Cluster, commit_id: str, abort_id: str, topi
                                    timestamp_ms, tid, b.leader_id))
             done[tid] = {"topic": done_topic, "partition": 0, "base_offset": d.base_offset}
     before = end_offsets(cluster, topic, 0)
+    # What the node to stop holds, as its own describe-producers says right before it goes:
+    # nothing reaches it afterwards, so this is the producer state its copy must give.
+    held = {t: tool_rows(cluster, "describe-producers", "--topic", t,
+                         "--partition", 0, "--broker-id", stopped)[0] for t in (topic, done_topic)}
     stop_node(cluster, stopped, hard=hard)
     isr = {t: wait_isr(cluster, t, 0, {leader, other}) for t in (topic, done_topic)}
     live = f"127.0.0.1:{cluster.broker_ports[leader]}"
@@ -310,7 +314,7 @@ def create_pending_markers(cluster: Cluster, commit_id: str, abort_id: str, topi
     if blocked != before or blocked["last_stable_offset"] != min(t.start_offset for t in txns):
         raise RuntimeError(f"{topic}-0 moved while its markers should be blocked: {before} -> {blocked}")
     listed, list_stdout = tool_rows(cluster, "list")
-    return {"stopped_broker": stopped, "stop": "SIGKILL" if hard else "SIGTERM",
+    return {"stopped_broker": stopped, "stop": "SIGKILL" if hard else "SIGTERM", "stopped_broker_producers": held,
             "leader": leader, "coordinators": coordinators,
             "min_insync_replicas": {topic: 3}, "isr_after_stop": isr,
             "open": [asdict(t) for t in txns], "done": done, "done_offsets": done_offsets,
@@ -552,9 +556,12 @@ def markers_pending(ctx: ScenarioContext) -> None:
     """The ``pending`` cluster (TV2, default settings): the raw client's ``prepare-commit`` and
     ``prepare-abort`` (AddPartitionsToTxn first, CreateTime one hour back, timeout 15 min)
     each write to ``pending``/0 (replication factor 3, ``min.insync.replicas=3``) and
-    ``pending-done``/0. Then one node, neither coordinator nor leader, is stopped cleanly
-    (SIGTERM) and stays down until the copy: the ISR of every partition drops to the other
-    two. ``prepare-commit`` sends EndTxn(commit); ``prepare-abort`` is restarted
+    ``pending-done``/0. Then one node, neither coordinator nor leader, is killed (SIGKILL)
+    and stays down until the copy, which takes its log dir as the crash left it (never
+    restarted: no clean-shutdown producer snapshots nor ``.kafka_cleanshutdown``, its active
+    segments' indexes still preallocated); right before the kill its own describe-producers of
+    both partitions was recorded (the notes' ``stopped_broker_producers``). The ISR of every
+    partition drops to the other two. ``prepare-commit`` sends EndTxn(commit); ``prepare-abort`` is restarted
     (InitProducerId answered CONCURRENT_TRANSACTIONS: the coordinator bumped the epoch and
     aborts). The coordinators write PrepareCommit/PrepareAbort, their markers land on
     ``pending-done``/0, and on ``pending``/0 every marker append fails with
@@ -571,7 +578,7 @@ def markers_pending(ctx: ScenarioContext) -> None:
     ctx.note("markers_pending", commit_id="prepare-commit", abort_id="prepare-abort",
              topic=PENDING_TOPIC, done_topic=PENDING_DONE_TOPIC,
              **create_pending_markers(ctx.cluster, "prepare-commit", "prepare-abort",
-                                      PENDING_TOPIC, PENDING_DONE_TOPIC, old))
+                                      PENDING_TOPIC, PENDING_DONE_TOPIC, old, hard=True))
 
 
 def wait_settled(cluster: Cluster, topic: str, partition: int,
