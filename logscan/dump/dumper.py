@@ -148,8 +148,8 @@ class Dumper:
                 self.err.write(f"Ignoring unknown file {shown}\n")
         except BrokenPipeError:
             raise  # stdout closed: the CLI ends quietly
-        except FileShrank as e:  # met outside the walk's own reads (a resync's search)
-            self.finding(shrank_finding(path, e.position, e.size, None, e.size))
+        except FileShrank as e:  # met outside the walk's reads (an index, or the log it points into)
+            self.finding(shrank_finding(e.filename or path, e.position, e.size, None, e.size))
         except OSError as e:  # missing, unreadable, a directory, an I/O error mid-file
             self.finding(io_finding(path, e), EXIT_IO)
 

@@ -284,6 +284,8 @@ class LogWindows:
         self.size = 0
 
     def __enter__(self) -> "LogWindows":
+        if self._fd is not None:
+            return self  # entered already (dump_windows hands it out entered)
         # A bare descriptor: open() would add a buffer the windows never use, and a TTY check
         # and a seek per file (a scan opens one per segment).
         self._fd, st = open_regular(self.path, follow_links=self.follow_links)
@@ -292,10 +294,16 @@ class LogWindows:
 
     def map(self, start: int, stop: int):
         if stop - start <= (COPY_WINDOW_BYTES if self.copy else READ_WINDOW_BYTES):
-            return BufferWindow(memoryview(_read_window(self._fd, start, stop, self.size)), start)
+            try:
+                return BufferWindow(memoryview(_read_window(self._fd, start, stop, self.size)), start)
+            except FileShrank as e:
+                e.filename = self.path  # which file, for a reader of several (an index and its log)
+                raise
         if self.current_size() < stop:  # already shorter: say so, never map past it
-            raise FileShrank(f"bytes {start}..{stop} asked of a file now {self.current_size()} bytes long", start,
-                             self.size)
+            e = FileShrank(f"bytes {start}..{stop} asked of a file now {self.current_size()} bytes long", start,
+                           self.size)
+            e.filename = self.path
+            raise e
         base = start - start % mmap.ALLOCATIONGRANULARITY
         try:
             mm = mmap.mmap(self._fd, stop - base, access=mmap.ACCESS_READ, offset=base)
