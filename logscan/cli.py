@@ -215,7 +215,7 @@ def _check_stores(paths) -> None:
               show_default=True, help="Print the text of this Kafka release's kafka-dump-log (" +
               ", ".join(f"{v}: {r}" for v, r in RELEASES.items()) + "): how --transaction-log-decoder shows "
               "a transaction's state, a producer snapshot's lines, LEADER_CHANGE records, the end-of-run "
-              "blocks. The JSON output does not change.")
+              "blocks. --format json is the same for every version (4.1.1's key and payload texts).")
 @_storage_option
 @click.option("--remote-log-metadata-decoder", is_flag=True, hidden=True)
 @click.option("--share-group-state-decoder", is_flag=True, hidden=True)

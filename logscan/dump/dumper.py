@@ -26,7 +26,7 @@ from .javaisms import java_absolute_path, java_file_name, java_file_str
 from .options import INT_MAX, DumpOptions
 from .report import EndOfRunReport
 from .sinks import JsonSink, TextSink
-from .versions import NewerRecord, ToolDies, text_of
+from .versions import JSON_TEXT, NewerRecord, ToolDies, text_of
 
 #: Exit statuses (documented in `logscan dump --help`).
 EXIT_OK = 0
@@ -61,7 +61,8 @@ class Dumper:
     def __init__(self, out: TextIO, err: TextIO, options: DumpOptions = DumpOptions(), *,
                  json: bool = False):
         self.json = json
-        self.text = text_of(options.kafka_version)  # the release whose text is printed
+        # the release whose text is printed; JSON, for scripts, keeps one text whatever the release
+        self.text = text_of(JSON_TEXT if json else options.kafka_version)
         self.sink = JsonSink(out) if json else self._text_sink(out)
         self.out = out
         self.err = err

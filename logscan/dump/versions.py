@@ -41,6 +41,9 @@ from logscan.format.errors import CorruptRecordError, DecodeError, UnknownVersio
 RELEASES = {"3.9": "3.9.2", "4.1": "4.1.1", "4.4": "4.4.0"}
 KAFKA_VERSIONS = tuple(RELEASES)
 DEFAULT_KAFKA_VERSION = KAFKA_VERSIONS[-1]
+#: The texts of keys and payloads in `logscan dump --format json`, whatever --kafka-version says:
+#: a script reads one format.
+JSON_TEXT = "4.1"
 
 #: A record key/payload parser (logscan.dump.parsers.Parser) of the transaction log, made with
 #: the list the causes of its error texts go to.

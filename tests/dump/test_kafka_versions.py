@@ -146,6 +146,13 @@ def test_the_scala_hash_set_order_is_that_of_3_9_2_on_many_partitions(corpus):
     assert listed != sorted(listed) and len(listed) == 36
 
 
+def test_the_json_output_is_the_same_for_every_version(corpus):
+    files, txn = corpus
+    args = ["--format", "json", "--transaction-log-decoder", "--files", ",".join(txn[:20] + files["metadata"])]
+    outputs = {v: CliRunner().invoke(main, ["dump", "--kafka-version", v, *args]).stdout for v in KAFKA_VERSIONS}
+    assert len(set(outputs.values())) == 1 and '\\"transactionStatus\\":1' in outputs["4.4"]
+
+
 def test_the_default_is_the_newest(corpus):
     files, _ = corpus
     snapshot = [f for f in files["plain"] if f.endswith(".snapshot")]
