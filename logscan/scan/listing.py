@@ -31,6 +31,7 @@ from logscan.logdir.tree import (BrokerDir, ReplicaDir, Skipped, file_size, iter
                                  read_offset_checkpoint)
 
 from . import rows as R
+from .log_dirs import metadata_replicas, missing_dirs, placement
 
 #: The checkpoints of a log dir read for each of its partitions: its high watermark
 #: (ReplicaManager.checkpointHighWatermarks), log start offset and recovery point
@@ -49,6 +50,9 @@ class ListedReplica:
     hw_checkpoint: Optional[int]
     log_start_checkpoint: Optional[int]
     recovery_point_checkpoint: Optional[int] = None
+    # Why this replica cannot be judged alone: another replica of its partition is on a log dir
+    # the copy lacks (logscan.scan.log_dirs); None: none is known to be.
+    dir_gap: Optional[str] = None
 
     @property
     def key(self) -> R.Row:
@@ -99,6 +103,8 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
             copies[(r.broker, r.topic, r.partition)].append(
                 ListedReplica(r, hws.get(tp), starts.get(tp), recovery.get(tp)))
     out.findings.extend((R.replica_key(b, None, None), f) for b, f in log_dir_conflicts(out.brokers))
+    missing = missing_dirs(out.brokers, placement(metadata_replicas(out.brokers)))
+    out.findings.extend((R.replica_key(n, None, None), f) for n, f in missing.findings)
     for same in copies.values():
         listed = same[0]
         if len(same) > 1:
@@ -110,6 +116,7 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
                         str(other.replica.path), f"not read: the same partition as {listed.replica.path}, "
                                                  "in another log dir of its broker (a 'duplicate' finding)")))
         r = listed.replica
+        listed.dir_gap = missing.gaps.get((r.topic, r.partition))
         if not is_legal_topic(r.topic):
             out.findings.append((listed.key, illegal_topic_finding(r)))
         out.files.extend({**listed.key, "file": str(p), "kind": "txn_index", "size": _size(p),

@@ -538,8 +538,21 @@ _METADATA_KINDS = {"TOPIC_RECORD": P.TOPIC, "PARTITION_RECORD": P.PARTITION,
                    "PARTITION_CHANGE_RECORD": P.PARTITION_CHANGE, "REMOVE_TOPIC_RECORD": P.REMOVE_TOPIC}
 
 
-def _metadata_events(path: str, findings: list[Finding], *, from_snapshot: bool,
-                     min_offset: int = 0) -> Iterator[MetadataEvent]:
+@dataclass(frozen=True, slots=True)
+class MetadataRecordAt:
+    """A decoded `__cluster_metadata` record and where it lies: its file, its batch's byte
+    position there, its offset and time (-1: a snapshot's record, older than the log)."""
+
+    path: str
+    position: int
+    offset: int
+    timestamp: int
+    type_name: str
+    message: object
+
+
+def _metadata_records(path: str, findings: list[Finding], *, from_snapshot: bool,
+                      min_offset: int = 0) -> Iterator[MetadataRecordAt]:
     with ExitStack() as stack:
         try:
             log = stack.enter_context(LogWindows(path))  # read a window at a time, never mapped
@@ -563,26 +576,16 @@ def _metadata_events(path: str, findings: list[Finding], *, from_snapshot: bool,
                     if rec.offset < min_offset or rec.value is None:
                         continue
                     m, _ = decode_metadata_record(rec.value)
-                    kind = _METADATA_KINDS.get(m.type_name)
-                    if kind is None:
-                        continue
-                    msg = m.message
-                    if kind == P.TOPIC:
-                        yield MetadataEvent(rec.offset, ts, kind, str(msg.topic_id), name=msg.name)
-                    elif kind == P.REMOVE_TOPIC:
-                        yield MetadataEvent(rec.offset, ts, kind, str(msg.topic_id))
-                    else:
-                        yield MetadataEvent(rec.offset, ts, kind, str(msg.topic_id),
-                                            partition=msg.partition_id, leader=msg.leader)
+                    if m.message is not None:
+                        yield MetadataRecordAt(path, batch.position, rec.offset, ts, m.type_name, m.message)
             except DecodeError as e:
                 findings.append(Finding.from_error(path, e))
 
 
-def read_metadata_events(replica: ReplicaDir, findings: list[Finding]) -> list[MetadataEvent]:
-    """The leader-relevant records of a `__cluster_metadata` replica, in log order: those of
-    the newest KRaft snapshot (``<end offset>-<epoch>.checkpoint``) when the log does not
-    start at 0, then the log's records from the snapshot's end offset on."""
-    events: list[MetadataEvent] = []
+def read_metadata_records(replica: ReplicaDir, findings: list[Finding]) -> Iterator[MetadataRecordAt]:
+    """The records of a `__cluster_metadata` replica, in log order: those of the newest KRaft
+    snapshot (``<end offset>-<epoch>.checkpoint``) when the log does not start at 0, then the
+    log's records from the snapshot's end offset on."""
     first_base = replica.segments[0][0] if replica.segments else 0
     start = 0
     if first_base > 0:
@@ -591,9 +594,27 @@ def read_metadata_events(replica: ReplicaDir, findings: list[Finding]) -> list[M
         usable = [s for s in snaps if s[0] >= first_base]
         if usable:
             start, path = max(usable)
-            events.extend(_metadata_events(str(path), findings, from_snapshot=True))
+            yield from _metadata_records(str(path), findings, from_snapshot=True)
     for _, path in replica.segments:
-        events.extend(_metadata_events(str(path), findings, from_snapshot=False, min_offset=start))
+        yield from _metadata_records(str(path), findings, from_snapshot=False, min_offset=start)
+
+
+def read_metadata_events(replica: ReplicaDir, findings: list[Finding]) -> list[MetadataEvent]:
+    """The leader-relevant records of a `__cluster_metadata` replica (read_metadata_records),
+    in log order."""
+    events: list[MetadataEvent] = []
+    for r in read_metadata_records(replica, findings):
+        kind = _METADATA_KINDS.get(r.type_name)
+        if kind is None:
+            continue
+        msg = r.message
+        if kind == P.TOPIC:
+            events.append(MetadataEvent(r.offset, r.timestamp, kind, str(msg.topic_id), name=msg.name))
+        elif kind == P.REMOVE_TOPIC:
+            events.append(MetadataEvent(r.offset, r.timestamp, kind, str(msg.topic_id)))
+        else:
+            events.append(MetadataEvent(r.offset, r.timestamp, kind, str(msg.topic_id),
+                                        partition=msg.partition_id, leader=msg.leader))
     return events
 
 
@@ -628,8 +649,9 @@ class ReplicaAnalyser:
 
     def __init__(self, replica: ReplicaDir, on_close: Optional[OnClose] = None, *,
                  hw_checkpoint: Optional[int], log_start_checkpoint: Optional[int],
-                 recovery_point_checkpoint: Optional[int] = None) -> None:
+                 recovery_point_checkpoint: Optional[int] = None, dir_gap: Optional[str] = None) -> None:
         self.replica = replica
+        self._dir_gap = dir_gap  # listing.ListedReplica.dir_gap: a replica of the partition on a dir not copied
         self._on_close = on_close
         self._hw_checkpoint, self._log_start_checkpoint = hw_checkpoint, log_start_checkpoint
         self._recovery_point_checkpoint = recovery_point_checkpoint
@@ -806,6 +828,9 @@ class ReplicaAnalyser:
         if state.copy_gap is not None:
             # Kafka would load what is here; the copy is short of what the broker had.
             self.findings.append(Finding(str(replica.path), -1, INCOMPLETE, f"incomplete copy: {state.copy_gap}"))
+        if self._dir_gap is not None:
+            # The listing's 'incomplete' finding locates it (logscan.scan.log_dirs).
+            state = dataclasses.replace(state, copy_gap="; ".join(filter(None, (state.copy_gap, self._dir_gap))))
         if replica.topic == TRANSACTION_STATE_TOPIC:
             # The coordinator loads what this replica holds: a fault in its log, or a record its
             # load stops at, leaves it short of what it says (coordinator_copy reads copy_gap).
@@ -821,13 +846,13 @@ class ReplicaAnalyser:
 
 def analyse_replica(replica: ReplicaDir, facts: Iterable[BatchFact], *, hw_checkpoint: Optional[int],
                     log_start_checkpoint: Optional[int], recovery_point_checkpoint: Optional[int] = None,
-                    on_close: Optional[OnClose] = None) -> ReplicaAnalysis:
+                    on_close: Optional[OnClose] = None, dir_gap: Optional[str] = None) -> ReplicaAnalysis:
     """One replica's batches (log order, streamed) and its snapshot and epoch files, through
     Kafka's per-replica rules; what both drivers compute for every replica. Closed spans go
     to ``on_close``; the analysis keeps the open ones."""
     analyser = ReplicaAnalyser(replica, on_close, hw_checkpoint=hw_checkpoint,
                                log_start_checkpoint=log_start_checkpoint,
-                               recovery_point_checkpoint=recovery_point_checkpoint)
+                               recovery_point_checkpoint=recovery_point_checkpoint, dir_gap=dir_gap)
     for fact in facts:
         analyser.feed(fact)
     return analyser.finish()

@@ -14,8 +14,10 @@ import json
 import shutil
 from pathlib import Path
 
+from logscan.format.checkpoint import parse_meta_properties
 from logscan.scan.listing import list_copy
 from logscan.scan.local import scan
+from logscan.scan.replica import TRANSACTION_STATE_TOPIC, ReplicaRead, analyse_replica, read_segment
 from logscan.state import hanging
 
 from .copy_shapes import add_compose_folders
@@ -33,6 +35,13 @@ def _copied_dir(log_dir: str, node: int) -> str:
     (rel,) = [c for c in copied if Path(log_dir).name == ("data" if c.endswith(f"broker-{node}")
                                                            else "data-" + c.rsplit("disk", 1)[1])]
     return rel
+
+
+def _facts(replica) -> list:
+    read = ReplicaRead()
+    for _, path in replica.segments:
+        read_segment(str(path), replica.partition, is_txn_log=replica.topic == TRANSACTION_STATE_TOPIC, out=read)
+    return read.facts
 
 
 def _verdicts(result) -> set[tuple[str, int, str, object]]:
@@ -77,7 +86,8 @@ def test_a_copy_of_one_log_dir_of_a_broker(tmp_path):
     shutil.copytree(JBOD / "brokers" / "broker-0", copy / "broker-0")
     beside = add_compose_folders(copy)
     result = scan([copy], as_of_ms=truth["recorded_at_ms"])
-    assert result.findings == []
+    (finding,) = result.findings  # the forgotten disk (test_a_forgotten_second_disk)
+    assert (finding.reason, Path(finding.path).parent.name) == ("incomplete", "__cluster_metadata-0")
     assert {r["file"] for r in result.tables["files"] if r["status"] == "skipped"} >= set(map(str, beside))
     assert _verdicts(result) == {("hang", 0, hanging.COORDINATOR_NOT_IN_COPY, None),
                                  ("hang", 1, hanging.PARTITION_NOT_IN_TRANSACTION, True)}
@@ -101,3 +111,72 @@ def test_a_coordinator_partition_cut_on_the_second_disk(tmp_path):
     assert "recovery-point-offset-checkpoint has recovery point" in finding.message
     whole = scan([JBOD / "brokers"], as_of_ms=truth["recorded_at_ms"])
     assert _verdicts(result) == _verdicts(whole)
+
+
+def _disk2_partitions(node: int) -> set[tuple[str, int]]:
+    """kafka-log-dirs' partitions of node's second log dir."""
+    truth = _truth()
+    (broker,) = [b for b in truth["log_dirs"]["brokers"] if b["broker"] == node]
+    return {tuple(p["partition"].rsplit("-", 1)) for d in broker["logDirs"]
+            if _copied_dir(d["logDir"], node).endswith("-disk2") for p in d["partitions"]}
+
+
+def test_a_forgotten_second_disk(tmp_path):
+    """Every log dir but broker 0's second (its disk2 forgotten, as an operator copying one
+    entry of log.dirs does): __cluster_metadata registers node 0's two directory ids and
+    places each replica on one, so the copy is known to lack one of node 0's dirs. One
+    'incomplete' finding, at the record that registers the dir, naming the partitions
+    kafka-log-dirs listed in that dir; every replica the copy holds of them (on nodes 1 and 2)
+    carries a dir_gap, the others none."""
+    copy = tmp_path / "brokers"
+    for d in sorted((JBOD / "brokers").iterdir()):
+        if d.name != "broker-0-disk2":
+            shutil.copytree(d, copy / d.name)
+    listing = list_copy([copy])
+    (entry,) = listing.findings
+    key, finding = entry
+    forgotten = parse_meta_properties((JBOD / "brokers" / "broker-0-disk2" / "meta.properties").read_bytes())
+    kept = parse_meta_properties((copy / "broker-0" / "meta.properties").read_bytes())
+    assert (key["broker"], finding.reason) == (0, "incomplete")
+    assert Path(finding.path).parent.name == "__cluster_metadata-0" and finding.position >= 0
+    assert f"node 0's log dir {forgotten.directory_id} is not in the copy" in finding.message
+    assert f"({kept.directory_id}) only" in finding.message and "RegisterBrokerRecord at offset" in finding.message
+    on_disk2 = {(t, int(p)) for t, p in _disk2_partitions(0)}
+    assert len(on_disk2) == 7 and f"Kafka placed {len(on_disk2)} of node 0's replicas there" in finding.message
+    for t, p in on_disk2:
+        assert f"{t}-{p}" in finding.message
+    gapped = {(r.replica.topic, r.replica.partition) for r in listing.replicas if r.dir_gap is not None}
+    assert gapped == on_disk2
+    assert {r.replica.broker for r in listing.replicas if r.dir_gap is not None} == {1, 2}
+    # the same dirs with node 0's second disk: nothing lacking
+    shutil.copytree(JBOD / "brokers" / "broker-0-disk2", copy / "broker-0-disk2")
+    assert list_copy([copy]).findings == []
+
+
+def test_a_dir_gap_withholds_the_verdicts_of_the_replicas_it_names(tmp_path):
+    """The per-replica step with the listing's dir_gap (the forgotten disk above): broker 1's
+    real hang-2 replica, whole in the copy, holds the missed-marker transaction open; its
+    copy_gap names node 0's replica on the forgotten disk, so the hanging verdict is
+    partition_not_in_copy (no plan), and broker 1's __transaction_state-0 tells
+    coordinator_copy that a record may be missing."""
+    copy = tmp_path / "brokers"
+    for d in sorted((JBOD / "brokers").iterdir()):
+        if d.name != "broker-0-disk2":
+            shutil.copytree(d, copy / d.name)
+    listing = list_copy([copy])
+    chosen = {(r.replica.broker, r.replica.topic, r.replica.partition): r for r in listing.replicas}
+    analysed = {}
+    for key in ((1, "hang", 2), (1, "__transaction_state", 0), (1, "hang", 1)):
+        listed = chosen[key]
+        analysed[key] = analyse_replica(listed.replica, iter(_facts(listed.replica)), hw_checkpoint=listed.hw_checkpoint,
+                                        log_start_checkpoint=listed.log_start_checkpoint,
+                                        recovery_point_checkpoint=listed.recovery_point_checkpoint,
+                                        dir_gap=listed.dir_gap)
+    hang2 = analysed[(1, "hang", 2)]
+    assert hang2.state.copy_gap == chosen[(1, "hang", 2)].dir_gap and "log dir" in hang2.state.copy_gap
+    assert hang2.findings == []  # the listing's finding locates it, once
+    assert len(hang2.view().open_txns) == 1  # the missed-marker transaction, open on every replica
+    verdict = hanging.Verdict(hanging.COORDINATOR_MOVED_ON, True, "the coordinator completed it")
+    assert hanging.with_copy(verdict, hang2.state.copy_gap).reason == hanging.PARTITION_NOT_IN_COPY
+    assert analysed[(1, "__transaction_state", 0)].state.copy_gap is not None
+    assert analysed[(1, "hang", 1)].state.copy_gap is None  # hang-1 is on node 0's first disk
