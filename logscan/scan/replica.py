@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Iterator, Optional
 from logscan.format.batch import (COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, INT32_MAX, LOG_OVERHEAD, NO_SEQUENCE,
                                    RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, RecordBatch,
                                    first_record, increment_sequence, iter_records)
-from logscan.format.checkpoint import parse_leader_epoch_checkpoint
+from logscan.format.checkpoint import LeaderEpochEntry, parse_leader_epoch_checkpoint
 from logscan.format.control import (CONTROL_TYPE_NAMES, MARKER_RECORD, decode_control_key, decode_end_txn_marker,
                                     read_marker_record)
 from logscan.format.compression import DecompressionBudget
@@ -514,24 +514,48 @@ def check_newest_snapshot(snapshots: list[SnapshotFile], rebuilt: Optional[dict[
 
 # --- leader epochs and __cluster_metadata ----------------------------------------------------
 
-def latest_leader_epoch(replica: ReplicaDir, findings: list[Finding]) -> Optional[int]:
-    """The highest epoch in the replica's leader-epoch-checkpoint (None: no file or no entry)."""
+def leader_epochs(replica: ReplicaDir, findings: list[Finding]) -> list[LeaderEpochEntry]:
+    """The entries of the replica's leader-epoch-checkpoint ([]: no file, or unreadable: its
+    finding says why)."""
     path = replica.path / Kind.LEADER_EPOCH_CHECKPOINT.value  # the file's name (logdir.naming)
     try:
         data = read_small_file(path)
         if data is None:
-            return None
-        cp = parse_leader_epoch_checkpoint(data)
+            return []
+        return list(parse_leader_epoch_checkpoint(data).entries)
     except DecodeError as e:
         findings.append(Finding.from_error(str(path), e))
-        return None
     except NotRegularFile as e:  # a link, FIFO or folder of that name: not read
         findings.append(io_finding(str(path), e))
-        return None
     except OSError as e:
         findings.append(Finding(str(path), -1, "io", str(e)))
+    return []
+
+
+def latest_leader_epoch(replica: ReplicaDir, findings: list[Finding]) -> Optional[int]:
+    """The highest epoch in the replica's leader-epoch-checkpoint (None: no file or no entry)."""
+    return max((e.epoch for e in leader_epochs(replica, findings)), default=None)
+
+
+def epoch_gap(entries: list[LeaderEpochEntry], log_end: int) -> Optional[str]:
+    """What the leader-epoch-checkpoint says the log held past the copy's end (None: nothing).
+
+    Kafka adds an entry (epoch, start offset) at the log end offset when the replica becomes
+    leader or appends the first batch of a new epoch (LeaderEpochFileCache.assign, from
+    UnifiedLog.maybeAssignEpochStartOffset and appendAsLeader/appendAsFollower), and drops the
+    entries at or past the log end whenever the log is truncated, and on load
+    (truncateFromEndAsyncFlush): an entry starting past the copy's log end says the broker's
+    log reached that offset. An entry at the log end itself is a leader elected with nothing
+    appended since: no gap."""
+    beyond = max((e for e in entries if e.start_offset > log_end), key=lambda e: e.start_offset, default=None)
+    if beyond is None:
         return None
-    return max((e.epoch for e in cp.entries), default=None)
+    missing = (f"offset {log_end} is" if beyond.start_offset == log_end + 1
+               else f"offsets {log_end} to {beyond.start_offset - 1} are")
+    return (f"leader-epoch-checkpoint has epoch {beyond.epoch} from offset {beyond.start_offset} (line "
+            f"{beyond.line}) but the copy's log ends at {log_end}: the broker's log reached {beyond.start_offset} "
+            f"(LeaderEpochFileCache adds an epoch at the log end and drops those past it when the log is truncated), "
+            f"and {missing} not in the copy")
 
 
 _METADATA_KINDS = {"TOPIC_RECORD": P.TOPIC, "PARTITION_RECORD": P.PARTITION,
@@ -825,6 +849,11 @@ class ReplicaAnalyser:
                               segment_bases=[b for b, _ in replica.segments],
                               named_bases=[(b, p.name) for b, p in replica.indexes + replica.txn_indexes],
                               log_fault=log_fault, copy_end=None if fault is None else self._copy_end)
+        epochs = leader_epochs(replica, self.findings)
+        if fault is None:  # (past a fault the copy's batches go on: not a gap)
+            cut = epoch_gap(epochs, state.log_end_offset)
+            if cut is not None:
+                state = dataclasses.replace(state, copy_gap="; ".join(filter(None, (state.copy_gap, cut))))
         if state.copy_gap is not None:
             # Kafka would load what is here; the copy is short of what the broker had.
             self.findings.append(Finding(str(replica.path), -1, INCOMPLETE, f"incomplete copy: {state.copy_gap}"))
@@ -841,7 +870,7 @@ class ReplicaAnalyser:
                 state = dataclasses.replace(state, copy_gap="; ".join(lacking))
         check = check_newest_snapshot(self.snapshots, self._at_newest, self._seed)
         return ReplicaAnalysis(state, rep, self.max_timestamp, self.snapshots, check,
-                               latest_leader_epoch(replica, self.findings), self.findings)
+                               max((e.epoch for e in epochs), default=None), self.findings)
 
 
 def analyse_replica(replica: ReplicaDir, facts: Iterable[BatchFact], *, hw_checkpoint: Optional[int],

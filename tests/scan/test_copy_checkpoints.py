@@ -11,6 +11,7 @@ text format only (tests/scan/copy_shapes.py), segment bytes are only cut at batc
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from .copy_shapes import checkpointed, copy_cluster, list_in_checkpoint
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 HANGING, TV2 = FIXTURES / "hanging", FIXTURES / "tv2"
 BROKERS = ("broker-0", "broker-1", "broker-2")
+TRANSACTION_STATE = "__transaction_state"
 HW, RECOVERY, LOG_START = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
                            "log-start-offset-checkpoint")
 #: A v2 batch's baseOffset and batchLength, and its lastOffsetDelta (DefaultRecordBatch).
@@ -211,3 +213,59 @@ def test_segments_missing_at_the_front(tmp_path):
     out = CliRunner().invoke(main, ["scan", str(copy), "--as-of", str(as_of), "--no-progress"])
     assert out.exit_code == 1 and "Traceback" not in out.output, out.output
     assert "missing at the front" in out.output
+
+
+def _broker_1_alone_cut(tmp_path: Path, name: str) -> Path:
+    """Broker 1's log dir alone (the coordinators' leader at the end), its __transaction_state-2
+    copied after two batches with every checkpoint agreeing (high watermark and recovery point
+    2) and no snapshot past them: of the log dir's files, only the partition's
+    leader-epoch-checkpoint (epoch 1 from offset 9: broker 1 became leader at 9) is newer."""
+    copy = copy_cluster(HANGING, tmp_path, name)
+    for other in ("broker-0", "broker-2"):
+        shutil.rmtree(copy / other)
+    folder = copy / "broker-1" / "__transaction_state-2"
+    assert _cut(folder, 2) == 2
+    for snapshot in folder.glob("*.snapshot"):
+        snapshot.unlink()
+    for checkpoint in (HW, RECOVERY):
+        list_in_checkpoint(copy / "broker-1", TRANSACTION_STATE, 2, 2, checkpoint)
+    return copy
+
+
+def test_a_leader_epoch_past_the_copy_proves_no_absence(tmp_path):
+    """The leader-epoch-checkpoint as evidence (issue 36 item 3): Kafka adds an epoch entry at
+    the log end and drops those past it whenever the log is truncated, so broker 1's entry
+    (1, 9) says its __transaction_state-2 reached offset 9 where the copy ends at 2. The
+    verdicts resting on records missing there are coordinator_not_in_copy, no plan. With the
+    epoch file as it read while the log ended at 2 (epoch 0 only: written in Kafka's format),
+    nothing tells, and the cut copy is judged as a whole one."""
+    as_of = _as_of(HANGING)
+    agreeing = _broker_1_alone_cut(tmp_path, "agreeing")
+    epochs = agreeing / "broker-1" / "__transaction_state-2" / "leader-epoch-checkpoint"
+    assert epochs.read_text() == "0\n2\n0 0\n1 9\n"   # the real file
+    epochs.write_text("0\n1\n0 0\n")
+    trusted = scan([agreeing], as_of_ms=as_of)
+    assert not [f for f in trusted.findings if f.reason == "incomplete"]
+    assert {("hang", 1), ("hang", 2)} <= _planned(trusted)
+
+    copy = _broker_1_alone_cut(tmp_path, "brokers")
+    result = scan([copy], as_of_ms=as_of)
+    assert _incomplete(result, "__transaction_state-2") == {"broker-1": (
+        "incomplete copy: leader-epoch-checkpoint has epoch 1 from offset 9 (line 4) but the copy's log ends at 2: "
+        "the broker's log reached 9 (LeaderEpochFileCache adds an epoch at the log end and drops those past it when "
+        "the log is truncated), and offsets 2 to 8 are not in the copy")}
+    assert {r for r, _ in _verdicts(result, "hang", 1) | _verdicts(result, "hang", 2)} == {
+        hanging.COORDINATOR_NOT_IN_COPY}
+    assert not {("hang", 1), ("hang", 2)} & _planned(result)
+    assert _cli_plan(copy, as_of) == _planned(result)
+
+
+def test_a_leader_epoch_at_the_log_end_is_no_gap(tmp_path):
+    """Every fixture replica whose leader-epoch-checkpoint has a later epoch holds it at its log
+    end (a leader elected at shutdown, nothing appended since): no gap, as Kafka keeps such an
+    entry until it truncates."""
+    result = scan([copy_cluster(HANGING, tmp_path)], as_of_ms=_as_of(HANGING))
+    # the fixture's own cut follower (replica_missed_marker) is the one incomplete replica
+    assert [(Path(f.path).parent.name, Path(f.path).name) for f in result.findings] == [("broker-2", "replica-0")]
+    assert "leader-epoch-checkpoint" not in result.findings[0].message
+    assert {s["copy_gap"] for s in result.tables["partition_state"] if s["broker"] == 1} == {None}
