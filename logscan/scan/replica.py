@@ -18,6 +18,7 @@ the union of the kept tasks' rows is what one walk of the whole file yields.
 from __future__ import annotations
 
 import dataclasses
+import struct
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -537,6 +538,56 @@ def latest_leader_epoch(replica: ReplicaDir, findings: list[Finding]) -> Optiona
     return max((e.epoch for e in leader_epochs(replica, findings)), default=None)
 
 
+#: FileLogInputStream.HEADER_SIZE_UP_TO_MAGIC: with fewer bytes left Kafka reads no entry.
+_HEADER_UP_TO_MAGIC = 17
+#: How many unreplayed whole entries (CRC-failed) tail_gap steps over before it stops looking.
+_TAIL_ENTRIES = 64
+_OFFSET_AND_SIZE = struct.Struct(">qi")
+
+
+def tail_gap(path: str, start: int) -> Optional[str]:
+    """Whether the last segment's bytes from ``start`` (the end of its last replayed batch) end
+    inside an entry: a batch whose size runs past the end of the file, or a non-zero header
+    cut short. Kafka writes whole batches, so the log went on past the copy (a file copied
+    while the broker wrote it, or an interrupted rsync or cp), or the broker died mid-write
+    and its recovery (LogSegment.recover) truncates the part and fetches the rest from the
+    leader: either way what closes a transaction may be in what the copy lacks. A zero-filled
+    tail (log.preallocate) is none. Only headers are read (LogWindows: no file mapped whole)."""
+    try:
+        with LogWindows(path) as log:
+            size, pos = log.size, start
+            for _ in range(_TAIL_ENTRIES):
+                left = size - pos
+                if left <= 0:
+                    return None
+                window = log.map(pos, pos + min(left, LOG_OVERHEAD))
+                try:
+                    head = bytes(window.buf)
+                finally:
+                    window.close()
+                if not any(head):
+                    return None   # zeros: a preallocated tail, or nothing
+                if left < LOG_OVERHEAD:
+                    return (f"{Path(path).name} ends {left} bytes into an entry's header at byte {pos}: the log went on "
+                            f"past the copy")
+                _, length = _OFFSET_AND_SIZE.unpack(head)
+                if length < 14:
+                    return None   # a size Kafka refuses: the read's finding says what it is
+                if LOG_OVERHEAD + length > left:
+                    if left <= _HEADER_UP_TO_MAGIC:
+                        what = f"{left} bytes of an entry's header"
+                    else:
+                        what = f"{left} of the {LOG_OVERHEAD + length} bytes of the batch"
+                    return (f"{Path(path).name} ends inside an entry at byte {pos}, holding {what}: Kafka writes whole "
+                            f"batches, so the log went on past the copy's end (a file copied while the broker wrote it, "
+                            f"or a copy cut mid-file; after a crash Kafka's recovery truncates the part and fetches the "
+                            f"rest from the leader)")
+                pos += LOG_OVERHEAD + length
+    except OSError:
+        return None   # the read of the segment reports it
+    return None
+
+
 def epoch_gap(entries: list[LeaderEpochEntry], log_end: int) -> Optional[str]:
     """What the leader-epoch-checkpoint says the log held past the copy's end (None: nothing).
 
@@ -708,6 +759,7 @@ class ReplicaAnalyser:
         self.fault: Optional[Finding] = None  # the first batch the replay refused: it stopped there
         self._copy_end = 0  # past the fault: where the copy's batches end
         self._coordinator_faults: list[str] = []
+        self._batches_end: Optional[tuple[Optional[int], int]] = None  # (segment, byte) after the last batch fed
 
     def _capture_at_newest(self) -> None:
         self._at_newest = _describe(self._replay.producers)
@@ -806,6 +858,8 @@ class ReplicaAnalyser:
                 return
         self._prev_last = fact.last_offset
         self._prev_segment, self._prev_position = segment, position
+        if position >= 0:
+            self._batches_end = (segment, position + fact.size_in_bytes)
         if self._replay is None:
             # The snapshot to start from depends on the first offset the log still has.
             self._seed = snapshot_seed(self.snapshots, fact.base_offset)
@@ -824,6 +878,17 @@ class ReplicaAnalyser:
         self._coordinator_faults.append(f"{finding.message.split(':', 1)[0]} (byte {finding.position} of "
                                         f"{Path(finding.path).name}): an unknown transactionStatus ends the "
                                         f"coordinator's load of this partition")
+
+    def _tail_gap(self) -> Optional[str]:
+        """tail_gap of the last segment, from the end of its last batch fed (its start when none
+        was, or when the batches came without their place)."""
+        if not self.replica.segments:
+            return None
+        base, path = self.replica.segments[-1]
+        end = self._batches_end
+        if end is not None and end[0] not in (base, None):
+            end = None   # the last batch fed is in an earlier segment
+        return tail_gap(str(path), 0 if end is None else end[1])
 
     def finish(self) -> ReplicaAnalysis:
         replica = self.replica
@@ -851,9 +916,9 @@ class ReplicaAnalyser:
                               log_fault=log_fault, copy_end=None if fault is None else self._copy_end)
         epochs = leader_epochs(replica, self.findings)
         if fault is None:  # (past a fault the copy's batches go on: not a gap)
-            cut = epoch_gap(epochs, state.log_end_offset)
-            if cut is not None:
-                state = dataclasses.replace(state, copy_gap="; ".join(filter(None, (state.copy_gap, cut))))
+            cuts = (epoch_gap(epochs, state.log_end_offset), self._tail_gap())
+            if any(cuts):
+                state = dataclasses.replace(state, copy_gap="; ".join(filter(None, (state.copy_gap, *cuts))))
         if state.copy_gap is not None:
             # Kafka would load what is here; the copy is short of what the broker had.
             self.findings.append(Finding(str(replica.path), -1, INCOMPLETE, f"incomplete copy: {state.copy_gap}"))

@@ -269,3 +269,58 @@ def test_a_leader_epoch_at_the_log_end_is_no_gap(tmp_path):
     assert [(Path(f.path).parent.name, Path(f.path).name) for f in result.findings] == [("broker-2", "replica-0")]
     assert "leader-epoch-checkpoint" not in result.findings[0].message
     assert {s["copy_gap"] for s in result.tables["partition_state"] if s["broker"] == 1} == {None}
+
+
+def _replica_cut_at(tmp_path: Path, name: str, keep: int) -> Path:
+    """The hanging cluster's replica-0 (replica-txn's committed transaction: data at 0-3, its
+    COMMIT marker at 4, bytes 206-283 of broker 0's log) copied on every broker as its first
+    ``keep`` bytes of broker 0's log, no producer snapshot, the checkpoints copied before the
+    marker was written (high watermark and recovery point 4): rsync cut mid-file, after the
+    files at the top were copied first."""
+    copy = copy_cluster(HANGING, tmp_path, name)
+    data = (HANGING / "brokers" / "broker-0" / "replica-0" / "00000000000000000000.log").read_bytes()
+    assert len(data) == 284 and _OFFSET_AND_LENGTH.unpack_from(data, 206) == (4, 66)
+    for broker in BROKERS:
+        (copy / broker / "replica-0" / "00000000000000000000.log").write_bytes(data[:keep])
+        for snapshot in (copy / broker / "replica-0").glob("*.snapshot"):
+            snapshot.unlink()
+        for checkpoint in (HW, RECOVERY):
+            list_in_checkpoint(copy / broker, "replica", 0, 4, checkpoint)
+    return copy
+
+
+def test_a_log_cut_inside_its_last_batch_withholds_the_abort(tmp_path):
+    """replica-0's log cut 34 bytes into its COMMIT marker's batch on every broker (an
+    interrupted rsync of a file the broker was writing): the coordinator completed the
+    transaction, so without the cut's evidence it would be coordinator_moved_on, hanging, with
+    an abort planned. Kafka writes whole batches: the part says the log went on past the copy,
+    so the verdict is partition_not_in_copy and no abort is planned. Cut at the batch's first
+    byte nothing in the copy tells (the limit of what a copy can say), and the abort is
+    planned: the verdict a copy cut at a batch boundary gets."""
+    as_of = _as_of(HANGING) + 3_600_000  # the committed transaction an hour past the max timeout
+    boundary = scan([_replica_cut_at(tmp_path, "boundary", 206)], as_of_ms=as_of)
+    assert _incomplete(boundary, "replica-0") == {}
+    assert _verdicts(boundary, "replica", 0) == {(hanging.COORDINATOR_MOVED_ON, True)}
+    assert ("replica", 0) in _planned(boundary)
+
+    copy = _replica_cut_at(tmp_path, "brokers", 240)
+    result = scan([copy], as_of_ms=as_of)
+    gaps = _incomplete(result, "replica-0")
+    assert sorted(gaps) == list(BROKERS)
+    assert set(gaps.values()) == {
+        "incomplete copy: 00000000000000000000.log ends inside an entry at byte 206, holding 34 of the 78 bytes of "
+        "the batch: Kafka writes whole batches, so the log went on past the copy's end (a file copied while the "
+        "broker wrote it, or a copy cut mid-file; after a crash Kafka's recovery truncates the part and fetches the "
+        "rest from the leader)"}
+    assert _verdicts(result, "replica", 0) == {(hanging.PARTITION_NOT_IN_COPY, None)}
+    assert _planned(result) == _planned(boundary) - {("replica", 0)}
+    assert _cli_plan(copy, as_of) == _planned(result)
+    # a header cut short (10 bytes of the marker's entry) is a cut too; a zero-filled tail
+    # (log.preallocate) is not
+    for keep, tail, expected in ((216, b"", {(hanging.PARTITION_NOT_IN_COPY, None)}),
+                                 (206, bytes(4096), {(hanging.COORDINATOR_MOVED_ON, True)})):
+        copy = _replica_cut_at(tmp_path, f"cut-{keep}-{len(tail)}", keep)
+        for broker in BROKERS:
+            with (copy / broker / "replica-0" / "00000000000000000000.log").open("ab") as log:
+                log.write(tail)
+        assert _verdicts(scan([copy], as_of_ms=as_of), "replica", 0) == expected, (keep, len(tail))
