@@ -123,8 +123,11 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
         ctx.keep_alive.clear()
     brokers = out / "brokers"
     copied = copied_dirs(cluster)
-    for d, rel in copied.items():
-        copy_live_log_dir(d, out / rel)
+    if ctx.live_copy is not None:  # the scenario's own copy of the running cluster
+        shutil.copytree(ctx.live_copy, brokers)
+    else:
+        for d, rel in copied.items():
+            copy_live_log_dir(d, out / rel)
     post_copy = {fn.__name__: fn(out) for fn in ctx.post_copy}
     t = time.monotonic()
     dumps = dump_all(brokers, truth_dir / "dump", cluster.libs)
@@ -135,7 +138,7 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
         "cluster_name": name,
         "broker_config": spec.broker_config,
         "scenarios": ran,
-        "copy": {"mode": "after_clean_stop", "method": "recursive copy of each node's log dir"},
+        "copy": ctx.copy_mode or {"mode": "after_clean_stop", "method": "recursive copy of each node's log dir"},
         "brokers": {str(n): f"brokers/broker-{n}" for n in cluster.log_dirs},
         # every copied log dir by node (a JBOD node has several)
         "copied_log_dirs": {str(n): [copied[d] for d in dirs] for n, dirs in cluster.node_log_dirs.items()},

@@ -105,6 +105,10 @@ class ScenarioContext:
     # show (e.g. a follower copy cut before a marker); each result lands in truth.json
     # ``post_copy[fn.__name__]``.
     post_copy: list = field(default_factory=list)
+    # A copy the scenario made itself while the cluster ran (tools.kafka.cutcopy), with what
+    # truth.json ``copy`` says of it: taken as ``brokers/`` instead of a copy after the stop.
+    live_copy: Optional[Path] = None
+    copy_mode: Optional[dict] = None
 
     def small_segments(self, segment_bytes: int) -> dict[str, int]:
         """The topic config rolling segments at ``segment_bytes``: ``internal.segment.bytes``
