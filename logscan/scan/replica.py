@@ -545,14 +545,16 @@ _TAIL_ENTRIES = 64
 _OFFSET_AND_SIZE = struct.Struct(">qi")
 
 
-def tail_gap(path: str, start: int) -> Optional[str]:
+def tail_gap(path: str, start: int, base: int, next_offset: int) -> Optional[str]:
     """Whether the last segment's bytes from ``start`` (the end of its last replayed batch) end
-    inside an entry: a batch whose size runs past the end of the file, or a non-zero header
-    cut short. Kafka writes whole batches, so the log went on past the copy (a file copied
-    while the broker wrote it, or an interrupted rsync or cp), or the broker died mid-write
-    and its recovery (LogSegment.recover) truncates the part and fetches the rest from the
-    leader: either way what closes a transaction may be in what the copy lacks. A zero-filled
-    tail (log.preallocate) is none. Only headers are read (LogWindows: no file mapped whole)."""
+    inside an entry Kafka wrote: a batch whose size runs past the end of the file, or a header
+    cut short, either beginning as an entry of this segment would (plausible_entry). Kafka
+    writes whole batches, so the log went on past the copy (a file copied while the broker wrote
+    it, or an interrupted rsync or cp), or the broker died mid-write and its recovery
+    (LogSegment.recover) truncates the part and fetches the rest from the leader: either way
+    what closes a transaction may be in what the copy lacks. A zero-filled tail (log.preallocate)
+    or bytes no broker wrote there (the read's findings say what they are) are none. Only
+    headers are read (LogWindows: no file mapped whole)."""
     try:
         with LogWindows(path) as log:
             size, pos = log.size, start
@@ -560,32 +562,44 @@ def tail_gap(path: str, start: int) -> Optional[str]:
                 left = size - pos
                 if left <= 0:
                     return None
-                window = log.map(pos, pos + min(left, LOG_OVERHEAD))
+                window = log.map(pos, pos + min(left, _HEADER_UP_TO_MAGIC))
                 try:
                     head = bytes(window.buf)
                 finally:
                     window.close()
-                if not any(head):
-                    return None   # zeros: a preallocated tail, or nothing
+                if not any(head) or not plausible_entry(head, base, next_offset):
+                    return None
                 if left < LOG_OVERHEAD:
                     return (f"{Path(path).name} ends {left} bytes into an entry's header at byte {pos}: the log went on "
                             f"past the copy")
-                _, length = _OFFSET_AND_SIZE.unpack(head)
-                if length < 14:
-                    return None   # a size Kafka refuses: the read's finding says what it is
+                offset, length = _OFFSET_AND_SIZE.unpack_from(head)
                 if LOG_OVERHEAD + length > left:
-                    if left <= _HEADER_UP_TO_MAGIC:
-                        what = f"{left} bytes of an entry's header"
-                    else:
-                        what = f"{left} of the {LOG_OVERHEAD + length} bytes of the batch"
+                    what = (f"{left} bytes of an entry's header" if left < _HEADER_UP_TO_MAGIC
+                            else f"{left} of the {LOG_OVERHEAD + length} bytes of the batch")
                     return (f"{Path(path).name} ends inside an entry at byte {pos}, holding {what}: Kafka writes whole "
                             f"batches, so the log went on past the copy's end (a file copied while the broker wrote it, "
                             f"or a copy cut mid-file; after a crash Kafka's recovery truncates the part and fetches the "
                             f"rest from the leader)")
                 pos += LOG_OVERHEAD + length
+                next_offset = offset + 1
     except OSError:
         return None   # the read of the segment reports it
     return None
+
+
+def plausible_entry(head: bytes, base: int, next_offset: int) -> bool:
+    """Whether ``head`` (an entry's first bytes, up to its magic) begins as Kafka would write
+    the next entry of a segment at ``base``: its offset at or past ``next_offset`` and at most
+    Int.MAX past the base (OffsetIndex.canAppendOffset), where the offset field is cut short its
+    leading bytes those of such an offset; a size of at least 14 (FileLogInputStream's
+    minimum); magic 0, 1 or 2."""
+    width = min(len(head), 8)
+    low, high = next_offset.to_bytes(8, "big"), min(base + INT32_MAX, 2 ** 63 - 1).to_bytes(8, "big")
+    if not low[:width] <= head[:width] <= high[:width]:
+        return False
+    if len(head) >= LOG_OVERHEAD and _OFFSET_AND_SIZE.unpack_from(head)[1] < 14:
+        return False
+    return len(head) < _HEADER_UP_TO_MAGIC or head[_HEADER_UP_TO_MAGIC - 1] in (0, 1, 2)
 
 
 def epoch_gap(entries: list[LeaderEpochEntry], log_end: int) -> Optional[str]:
@@ -888,7 +902,8 @@ class ReplicaAnalyser:
         end = self._batches_end
         if end is not None and end[0] not in (base, None):
             end = None   # the last batch fed is in an earlier segment
-        return tail_gap(str(path), 0 if end is None else end[1])
+        return tail_gap(str(path), 0 if end is None else end[1], base,
+                        max(base, self._prev_last + 1) if end is not None else base)
 
     def finish(self) -> ReplicaAnalysis:
         replica = self.replica

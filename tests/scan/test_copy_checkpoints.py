@@ -68,9 +68,19 @@ def _copied_early(copy: Path, folder: str, batches: int, *, recovery_too: bool =
         list_in_checkpoint(copy / broker, topic, int(partition), end)
         if recovery_too:
             list_in_checkpoint(copy / broker, topic, int(partition), end, RECOVERY)
+            _epochs_as_at(copy / broker / folder, end)
         ends.add(end)
     (end,) = ends
     return end
+
+
+def _epochs_as_at(folder: Path, end: int) -> None:
+    """The folder's leader-epoch-checkpoint as it read while the log ended at ``end``: without
+    the entries starting past it (Kafka's text format: version, count, one entry a line)."""
+    path = folder / "leader-epoch-checkpoint"
+    version, _, *entries = path.read_text().splitlines()
+    kept = [e for e in entries if int(e.split()[1]) <= end]
+    path.write_text("\n".join([version, str(len(kept)), *kept]) + "\n")
 
 
 def _incomplete(result, folder: str) -> dict[str, str]:
@@ -243,7 +253,8 @@ def test_a_leader_epoch_past_the_copy_proves_no_absence(tmp_path):
     agreeing = _broker_1_alone_cut(tmp_path, "agreeing")
     epochs = agreeing / "broker-1" / "__transaction_state-2" / "leader-epoch-checkpoint"
     assert epochs.read_text() == "0\n2\n0 0\n1 9\n"   # the real file
-    epochs.write_text("0\n1\n0 0\n")
+    _epochs_as_at(epochs.parent, 2)
+    assert epochs.read_text() == "0\n1\n0 0\n"
     trusted = scan([agreeing], as_of_ms=as_of)
     assert not [f for f in trusted.findings if f.reason == "incomplete"]
     assert {("hang", 1), ("hang", 2)} <= _planned(trusted)
