@@ -99,7 +99,7 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
     timings = {}
     t0 = time.monotonic()
     prepared = spec.prepare(work_root / name) if spec.prepare else {}
-    cluster = Cluster(work_root / name, transaction_version=spec.transaction_version,
+    cluster = (spec.cluster_class or Cluster)(work_root / name, transaction_version=spec.transaction_version,
                       broker_config={**spec.broker_config, **prepared}, kafka_version=kafka_version,
                       log_dirs_per_node=spec.log_dirs)
     cluster.start()

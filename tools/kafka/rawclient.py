@@ -70,6 +70,9 @@ RETRIABLE = {
     16: "NOT_COORDINATOR",
     CONCURRENT_TRANSACTIONS: "CONCURRENT_TRANSACTIONS",
 }
+# A broker learns of a new topic from the controller a moment after it is created (in
+# ZooKeeper mode by the controller's UpdateMetadata): until then its metadata answers these.
+METADATA_PROPAGATING = {3: "UNKNOWN_TOPIC_OR_PARTITION", 5: "LEADER_NOT_AVAILABLE"}
 RETRY_BACKOFF_S = 0.5
 RETRY_DEADLINE_S = 60.0
 
@@ -112,14 +115,14 @@ class ProducedBatch:
     first_timestamp_ms: int
 
 
-def _retrying(call):
+def _retrying(call, retriable=RETRIABLE):
     """Run `call()` until it stops raising a retriable KafkaProtocolError (or time runs out)."""
     deadline = time.monotonic() + RETRY_DEADLINE_S
     while True:
         try:
             return call()
         except KafkaProtocolError as e:
-            if e.error_code not in RETRIABLE or time.monotonic() > deadline:
+            if e.error_code not in retriable or time.monotonic() > deadline:
                 raise
             time.sleep(RETRY_BACKOFF_S)
 
@@ -241,7 +244,7 @@ class RawClient:
         return sorted(leaders, key=lambda x: (x.topic, x.partition))
 
     def leader_of(self, topic: str, partition: int) -> PartitionLeader:
-        for p in self.metadata([topic]):
+        for p in _retrying(lambda: self.metadata([topic]), METADATA_PROPAGATING):
             if p.partition == partition:
                 return p
         raise KeyError(f"{topic}-{partition} not in metadata")

@@ -38,6 +38,9 @@ class ClusterSpec:
     # run before the cluster starts, given its work dir (wiped at start: use a sibling); returns
     # broker config to add that names what it made (e.g. a plugin's class path)
     prepare: Optional[Callable[[Path], dict]] = None
+    # the harness's cluster class (None: tools.kafka.cluster.Cluster, KRaft); e.g.
+    # tools.kafka.zookeeper.ZooKeeperCluster for a ZooKeeper-mode cluster
+    cluster_class: Optional[type] = None
 
 
 @dataclass(frozen=True)
