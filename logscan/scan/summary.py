@@ -378,7 +378,8 @@ _VERDICT = {True: "yes", False: "no", None: "unknown"}
 
 def copy_line(fig: Figures) -> str:
     """How complete and sound the copy is, in one line: the replicas whose copy is short of
-    what their brokers' own checkpoints and snapshots name (partition_state.copy_gap), and those
+    what their brokers' own files name (checkpoints, snapshots, leader epochs, a batch cut in half:
+    partition_state.copy_gap), and those
     whose log breaks a rule Kafka's recovery enforces (partition_state.log_fault). Verdicts on
     such replicas are withheld (partition_not_in_copy, coordinator_not_in_copy, log_fault)."""
     if not fig.incomplete and not fig.faulty:
@@ -386,8 +387,8 @@ def copy_line(fig: Figures) -> str:
                 "Kafka's offset order")
     parts = []
     if fig.incomplete:
-        parts.append(f"{fig.incomplete} of {fig.replicas} replicas are incomplete (the broker's checkpoints or "
-                     f"snapshots name offsets the copy lacks: 'incomplete' findings, partition_state.copy_gap)")
+        parts.append(f"{fig.incomplete} of {fig.replicas} replicas are incomplete (the broker's own files name "
+                     f"offsets the copy lacks: 'incomplete' findings, partition_state.copy_gap)")
     if fig.faulty:
         parts.append(f"{fig.faulty} have a log Kafka's recovery would refuse (partition_state.log_fault)")
     return "Copy: " + "; ".join(parts) + "; no verdict rests on what they lack"
