@@ -3,8 +3,10 @@
 
 The dumper's text is kafka-dump-log 4.1.1's (the Scala ``kafka.tools.DumpLogSegments``); a
 :class:`Text` says where another release's differs. Each difference was found by running that
-release's tool on the same files (tests/dump/test_kafka_versions.py does, on the encoder-made
-corpus and on every recorded fixture file):
+release's tool on the same files, as the tests do: on the encoder-made corpus
+(tests/dump/test_kafka_versions.py) and on every fixture file (test_fixtures.py with each
+cluster's own release, test_kafka_releases.py with 3.9.2's and 4.4.0's tools on the 4.1.1
+clusters):
 
 4.4 (4.4.0, the Java ``org.apache.kafka.tools.DumpLogSegments``, KAFKA-14579):
   * --transaction-log-decoder prints ``"transactionStatus":"Ongoing"``, the state's name (an id
@@ -19,7 +21,7 @@ corpus and on every recorded fixture file):
     not found in :F``;
   * a v0/v1 record line ends ``crc: N``, without the Scala tool's stray ``}``;
   * with --skip-record-metadata a record without a key is ``| payload: P``, not `` payload: P``.
-3.9 (3.9.2, Scala, before KIP-915's coordinator record JSON):
+3.9 (3.9.2, the Scala tool, before the coordinator records were printed as JSON):
   * --transaction-log-decoder prints ``TransactionLog.formatRecordKeyAndValue``'s text
     (:func:`scala_transaction_log_text`), and dies on a record 4.1.1 reports as an error;
   * a LEADER_CHANGE control record is ``controlType: LEADER_CHANGE(2)``: its DumpLogSegments
@@ -44,11 +46,6 @@ DEFAULT_KAFKA_VERSION = KAFKA_VERSIONS[-1]
 #: The texts of keys and payloads in `logscan dump --format json`, whatever --kafka-version says:
 #: a script reads one format.
 JSON_TEXT = "4.1"
-
-#: A record key/payload parser (logscan.dump.parsers.Parser) of the transaction log, made with
-#: the list the causes of its error texts go to.
-TransactionParser = Callable[[list], Callable[[object], tuple]]
-
 
 @dataclass(frozen=True)
 class Text:
