@@ -180,3 +180,18 @@ def test_a_dir_gap_withholds_the_verdicts_of_the_replicas_it_names(tmp_path):
     assert hanging.with_copy(verdict, hang2.state.copy_gap).reason == hanging.PARTITION_NOT_IN_COPY
     assert analysed[(1, "__transaction_state", 0)].state.copy_gap is not None
     assert analysed[(1, "hang", 1)].state.copy_gap is None  # hang-1 is on node 0's first disk
+
+
+def test_the_spark_job_s_listing_gives_the_forgotten_disk_s_finding(tmp_path):
+    """The Spark job lists the copy with the same listing (spark_jobs.scan.list_inputs): its
+    corruptions rows hold the same 'incomplete' finding, at the same record."""
+    from spark_jobs.scan import list_inputs
+
+    copy = tmp_path / "brokers"
+    for d in sorted((JBOD / "brokers").iterdir()):
+        if d.name != "broker-0-disk2":
+            shutil.copytree(d, copy / d.name)
+    (key, finding), = list_copy([copy]).findings
+    (row,) = list_inputs([copy]).findings
+    assert (row["broker"], row["file"], row["position"], row["reason"], row["message"]) == (
+        key["broker"], finding.path, finding.position, "incomplete", finding.message)
