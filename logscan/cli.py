@@ -170,6 +170,34 @@ def _check_stores(paths) -> None:
                 raise click.UsageError(f"{p}: {e}") from None
 
 
+def _budget_options(fn):
+    """The per-file decompression budget (logscan.format.compression.DecompressionBudget) of
+    `dump`, `scan` and `plan`: where it is spent, one bomb-budget finding, and the later
+    compressed batches of that file are not decompressed."""
+    from logscan.format.compression import DEFAULT_BUDGET_MIN_BYTES, DEFAULT_BUDGET_RATIO, DEFAULT_BUDGET_SECONDS
+
+    fn = click.option("--max-decompress-seconds", type=click.FloatRange(0, min_open=True),
+                      default=DEFAULT_BUDGET_SECONDS, show_default=True, metavar="S",
+                      help="Decompression time allowed per file (a .log): a file of many small bombs "
+                           "stops costing time here.")(fn)
+    fn = click.option("--min-decompressed-budget", type=click.IntRange(0), default=DEFAULT_BUDGET_MIN_BYTES,
+                      show_default=True, metavar="BYTES",
+                      help="Decompressed bytes allowed per file whatever its size.")(fn)
+    return click.option("--max-decompressed-ratio", type=click.IntRange(1), default=DEFAULT_BUDGET_RATIO,
+                        show_default=True, metavar="N",
+                        help="Decompressed bytes allowed per file (a .log): N times its size, or "
+                             "--min-decompressed-budget if more. Past it: one bomb-budget finding, and the "
+                             "file's later compressed batches are not decompressed.")(fn)
+
+
+def _set_budget(ratio: int, min_bytes: int, seconds: float) -> None:
+    """The scan's segments get their budget from the environment (logscan.scan.replica.BUDGET_ENV),
+    so the Spark job's workers, which inherit it, apply the same one."""
+    from logscan.scan.replica import BUDGET_ENV
+
+    os.environ[BUDGET_ENV] = f"{ratio}:{min_bytes}:{seconds!r}"
+
+
 @main.command("dump", help=DUMP_HELP, context_settings={"max_content_width": 100})
 @click.argument("paths", metavar="[FILE]...", nargs=-1, type=click.Path(readable=False))
 @click.option("--files", "files_opt", multiple=True, metavar="f1,f2,...",
@@ -204,6 +232,7 @@ def _check_stores(paths) -> None:
               help="Bytes read at an index entry's position when verifying a .index.")
 @click.option("--max-decompressed-bytes", type=click.IntRange(1), default=256 * 1024 * 1024,
               show_default=True, help="Cap on one batch's decompressed size (bomb guard).")
+@_budget_options
 @click.option("--auto-decoder/--no-auto-decoder", default=True, show_default=True,
               help="Pick the decoder from an internal topic's directory (FILE... only).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
@@ -222,8 +251,9 @@ def _check_stores(paths) -> None:
 def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decoder,
          offsets_decoder, cluster_metadata_decoder, key_decoder_class, value_decoder_class,
          skip_record_metadata, verify_index_only, index_sanity_check, max_bytes,
-         max_message_size, max_decompressed_bytes, auto_decoder, fmt, no_progress, kafka_version,
-         remote_log_metadata_decoder, share_group_state_decoder) -> None:
+         max_message_size, max_decompressed_bytes, max_decompressed_ratio, min_decompressed_budget,
+         max_decompress_seconds, auto_decoder, fmt, no_progress, kafka_version, remote_log_metadata_decoder,
+         share_group_state_decoder) -> None:
     if remote_log_metadata_decoder or share_group_state_decoder:
         raise click.UsageError("--remote-log-metadata-decoder and --share-group-state-decoder "
                                "are not supported by logscan")
@@ -245,7 +275,9 @@ def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decod
         decoder_class_given=key_decoder_class is not None or value_decoder_class is not None,
         skip_record_metadata=skip_record_metadata, verify_index_only=verify_index_only,
         index_sanity_check=index_sanity_check, max_bytes=max_bytes,
-        max_message_size=max_message_size, max_decompressed=max_decompressed_bytes, kafka_version=kafka_version)
+        max_message_size=max_message_size, max_decompressed=max_decompressed_bytes, kafka_version=kafka_version,
+        budget_ratio=max_decompressed_ratio, budget_min_bytes=min_decompressed_budget,
+        budget_seconds=max_decompress_seconds)
     options = DumpOptions(**base, auto_decoder=auto_decoder, parallel_min_bytes=PARALLEL_MIN_BYTES)
     # kafka-dump-log's --files first (as given), then FILE...; only FILE... is auto-decoded.
     sys.exit(_run(options, from_files + list(paths), range(len(from_files), len(from_files) + len(paths)),
@@ -372,6 +404,7 @@ def _scan_options(fn):
                      show_default=True, help="json: one object per candidate (or plan), for scripts."),
         click.option("--no-progress", is_flag=True,
                      help="No progress bar on stderr (drawn only when stderr is a terminal)."),
+        _budget_options,
     ]):
         fn = option(fn)
     return fn
@@ -428,7 +461,9 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
               help="Text: a row per replica (every broker's numbers and verdicts) instead of a row per partition "
               "(its leader's numbers) and per transaction (its verdict once).")
 def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, include_superseded, follow_links, fmt,
-                 no_progress, output, master, scan_id, bootstrap_server, tables, per_replica, executor) -> None:
+                 no_progress, max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds, output,
+                 master, scan_id, bootstrap_server, tables, per_replica, executor) -> None:
+    _set_budget(max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds)
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
 
@@ -513,7 +548,9 @@ Exit status: 0 no plans, 4 plans printed.
 @click.option("--bootstrap-server", default=DEFAULT_BOOTSTRAP, show_default=True, callback=_bootstrap,
               help="Put into the commands (logscan itself never connects to anything).")
 def plan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, include_superseded, follow_links, fmt,
-                 no_progress, bootstrap_server) -> None:
+                 no_progress, max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds,
+                 bootstrap_server) -> None:
+    _set_budget(max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds)
     import json as jsonlib
 
     from logscan.scan.summary import EXIT_HANGING

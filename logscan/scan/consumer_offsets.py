@@ -30,7 +30,7 @@ from logscan.logdir.tree import ReplicaDir
 from logscan.state.facts import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from logscan.state.offsets import COMMIT_KINDS, MARKER, OFFSET_COMMIT
 
-from .replica import batch_fact, crc_finding
+from .replica import batch_fact, crc_finding, segment_budget
 from .rows import Row
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
@@ -91,7 +91,7 @@ def segment_rows(path: str, partition: int, findings: list[Finding]) -> Iterator
         except OSError as e:
             findings.append(Finding(path, -1, "io", str(e)))
             return
-        budget = DecompressionBudget(log.size)
+        budget = segment_budget(log.size)  # --max-decompressed-ratio and the rest (replica.BUDGET_ENV)
         for entry, win in walk_windows(log):
             if not isinstance(entry, (RecordBatch, LegacyBatch)):
                 findings.append(Finding.from_error(path, entry))

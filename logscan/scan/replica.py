@@ -18,6 +18,7 @@ the union of the kept tasks' rows is what one walk of the whole file yields.
 from __future__ import annotations
 
 import dataclasses
+import os
 import struct
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -308,6 +309,32 @@ def crc_finding(path: str, entry) -> Finding:
                    f"Kafka's log recovery would truncate the log here", entry.size_in_bytes)
 
 
+#: The environment variable that carries `logscan scan`'s --max-decompressed-ratio,
+#: --min-decompressed-budget and --max-decompress-seconds to whatever process reads segments
+#: (this one, or a Spark worker, which inherits the driver's environment on a local master;
+#: spark.executorEnv elsewhere): "RATIO:MIN_BYTES:SECONDS", e.g. "1000:1073741824:60".
+BUDGET_ENV = "LOGSCAN_DECOMPRESSION_BUDGET"
+
+
+def budget_limits() -> tuple[int, int, float]:
+    """(output bytes per byte of a segment, the least output allowed, seconds) of each
+    segment's decompression budget: BUDGET_ENV's, else DecompressionBudget's defaults (a value
+    that does not parse is the default: the CLI checks what it sets)."""
+    from logscan.format.compression import DEFAULT_BUDGET_MIN_BYTES, DEFAULT_BUDGET_RATIO, DEFAULT_BUDGET_SECONDS
+
+    try:
+        ratio, min_bytes, seconds = os.environ.get(BUDGET_ENV, "").split(":")
+        return max(1, int(ratio)), max(0, int(min_bytes)), max(0.001, float(seconds))
+    except ValueError:
+        return DEFAULT_BUDGET_RATIO, DEFAULT_BUDGET_MIN_BYTES, DEFAULT_BUDGET_SECONDS
+
+
+def segment_budget(file_bytes: int) -> DecompressionBudget:
+    """The decompression budget of one segment of ``file_bytes`` (budget_limits)."""
+    ratio, min_bytes, seconds = budget_limits()
+    return DecompressionBudget(file_bytes, ratio=ratio, min_bytes=min_bytes, seconds=seconds)
+
+
 #: Receives each batch fact of a walk with its header, in log order.
 OnFact = Callable[[BatchFact, RecordBatch], None]
 
@@ -329,7 +356,7 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             out.findings.append(Finding(path, -1, "io", str(e)))
             return
         out.bytes_read += log.size
-        budget = DecompressionBudget(log.size)  # a segment of small decompression bombs stops here
+        budget = segment_budget(log.size)  # a segment of small decompression bombs stops here
         try:
             yield from _walk_segment(log, path, partition, is_txn_log, out, headers, byte_range, window, budget)
         except OSError as e:  # met by a byte range's own resync search (walk_windows' reads say theirs)

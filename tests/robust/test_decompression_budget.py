@@ -12,8 +12,10 @@ bombs; the budget is made small (10 MiB) so that the test runs in a second.
 
 from __future__ import annotations
 
-
-import functools
+import json
+import os
+import subprocess
+import sys
 
 import cramjam
 import pytest
@@ -24,8 +26,9 @@ from logscan.format.batch import iter_records
 from logscan.format.compression import DecompressionBudget
 from logscan.format.errors import DecodeError, DecompressionBudgetSpent
 from logscan.format.logfile import walk_batches
+from logscan.scan.replica import BUDGET_ENV
 
-from .harness import REAL_LOGS, RECORDS_AT, batch_spans, dump_json, place, rebuilt_batch, scan_read
+from .harness import BROKER, REAL_LOGS, RECORDS_AT, REPO, batch_spans, dump_json, place, rebuilt_batch, scan_read
 
 REAL = REAL_LOGS["txnlog"]
 BOMB_BYTES = 4 << 20
@@ -111,12 +114,9 @@ def test_records_of_a_file_share_one_budget(bombed):
 
 def test_the_scan_says_where_the_budget_ran_out_and_keeps_every_other_record(tmp_path, bombed, monkeypatch):
     """The scan decompresses __transaction_state batches: each segment gets a budget (here
-    made 10 MiB through the scan's own constructor call); past it, one finding, and the
+    made 10 MiB through the environment the CLI's flags set); past it, one finding, and the
     coordinator records of every untouched batch are read as from the real file."""
-    import logscan.scan.replica as replica
-
-    monkeypatch.setattr(replica, "DecompressionBudget", functools.partial(DecompressionBudget, ratio=1,
-                                                                          min_bytes=10 << 20))
+    monkeypatch.setenv(BUDGET_ENV, f"1:{10 << 20}:60")
     data, bombs, kept = bombed
     real = scan_read(place(tmp_path / "ref", REAL, REAL.read_bytes()))
     read = scan_read(place(tmp_path, REAL, data))
@@ -127,3 +127,54 @@ def test_the_scan_says_where_the_budget_ran_out_and_keeps_every_other_record(tmp
     untouched = {spans[i][0] for i in range(len(spans)) if i not in BOMBED}
     expected = [r for r, p in zip(real.txn_log, real.txn_log_positions) if p in untouched]
     assert read.txn_log == expected and len(expected) > 10
+
+
+#: The command line's spelling of BUDGET: 1 byte per byte of the file, at least 10 MiB.
+FLAGS = ["--max-decompressed-ratio", "1", "--min-decompressed-budget", str(10 << 20)]
+
+
+def _command(*args, env=None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k != BUDGET_ENV}
+    return subprocess.run([sys.executable, "-m", "logscan.cli", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300, env=dict(environ, **(env or {})))
+
+
+def test_the_dump_command_takes_the_budget_flags(tmp_path, bombed):
+    """logscan dump --max-decompressed-ratio / --min-decompressed-budget: the third bomb spends
+    the 10 MiB (the default budget, 1 GiB, lets all ten through: each a finding of its own for
+    records that are not there); --max-decompress-seconds: a budget of a microsecond is spent
+    by the first compressed batch."""
+    data, bombs, _ = bombed
+    path = place(tmp_path, REAL, data)
+    args = ["dump", "--deep-iteration", "--format", "json", str(path)]
+
+    def spent(run):
+        findings = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
+        return [f["position"] for f in findings if f["reason"] == "bomb-budget"]
+
+    assert spent(_command(*args)) == []
+    run = _command(*args, *FLAGS)
+    assert run.returncode == EXIT_DATA and spent(run) == [bombs[2] + RECORDS_AT]
+    assert spent(_command(*args, "--max-decompress-seconds", "0.000001")) == [bombs[0] + RECORDS_AT]
+
+
+def test_the_scan_command_takes_the_budget_flags(tmp_path, bombed):
+    """logscan scan (and plan) pass the flags to every segment's reader (through BUDGET_ENV,
+    which a Spark job's local workers inherit too): the scan's finding line names the byte
+    where the budget was spent, which the default budget leaves alone."""
+    data, bombs, _ = bombed
+    broker = tmp_path / "copy" / "broker-0"
+    (broker / REAL.parent.name).mkdir(parents=True)
+    (broker / "meta.properties").write_bytes((BROKER / "meta.properties").read_bytes())
+    (broker / REAL.parent.name / REAL.name).write_bytes(data)
+    where = f"{broker / REAL.parent.name / REAL.name}: byte {bombs[2] + RECORDS_AT}: the file's decompression budget"
+
+    def spent(run) -> list[str]:
+        return [line for line in (run.stdout + run.stderr).splitlines() if "decompression budget is spent" in line]
+
+    assert spent(_command("scan", "--no-progress", str(tmp_path / "copy"))) == []
+    run = _command("scan", "--no-progress", *FLAGS, str(tmp_path / "copy"))
+    assert [line.split("logscan: ", 1)[-1][:len(where)] for line in spent(run)] == [where], spent(run)
+    # plan prints plans only; it takes the same flags
+    assert _command("plan", "--no-progress", *FLAGS, str(tmp_path / "copy")).returncode in (0, 1, 4)
+    assert "usage" in _command("scan", "--max-decompressed-ratio", "0", str(tmp_path / "copy")).stderr.lower()
