@@ -20,7 +20,7 @@ from logscan.format.compression import DecompressionBudget
 from logscan.format.errors import DecodeError, DecompressionBudgetSpent
 from logscan.format.logfile import (HEADER_SIZE_UP_TO_MAGIC, SkippedRegion, TruncatedTail, WindowUnmappable,
                                     ZeroFilledRegion, walk_windows)
-from logscan.logdir.segment import FileShrank, Finding, dump_windows, io_finding
+from logscan.logdir.segment import INT64_MAX, FileShrank, Finding, dump_windows, io_finding, offset_overflow_finding
 
 from .javaisms import java_absolute_path, java_file_name, java_file_str
 from .options import INT_MAX, DumpOptions
@@ -362,20 +362,6 @@ class Dumper:
     def dump_producer_snapshot(self, path: str, shown: str) -> None:
         from .indexes import dump_producer_snapshot
         dump_producer_snapshot(self, path, shown)
-
-
-INT64_MAX = 2**63 - 1
-
-
-def offset_overflow_finding(path: str, batch) -> Finding:
-    """A v2 batch whose last offset (base offset + lastOffsetDelta) passes Long.MAX_VALUE:
-    no broker writes one (offsets are signed 64-bit), and Java's sum wraps negative."""
-    last = batch.base_offset + batch.last_offset_delta
-    wrapped = (last + 2**63) % 2**64 - 2**63
-    return Finding(path, batch.position, "offset-overflow",
-                   f"batch at base offset {batch.base_offset} with lastOffsetDelta {batch.last_offset_delta}: "
-                   f"its last offset {last} passes 2^63-1, the largest offset Kafka has (Java's sum wraps to "
-                   f"{wrapped})", batch.size_in_bytes)
 
 
 def shrank_finding(path: str, position: int, size: int, now: int | None, end: int) -> Finding:

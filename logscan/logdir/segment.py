@@ -81,6 +81,21 @@ class Finding:
                    getattr(error, "length", None))
 
 
+#: Kafka's largest offset (Long.MAX_VALUE).
+INT64_MAX = 2**63 - 1
+
+
+def offset_overflow_finding(path: str, batch) -> Finding:
+    """A v2 batch whose last offset (base offset + lastOffsetDelta) passes Long.MAX_VALUE:
+    no broker writes one (offsets are signed 64-bit), and Java's sum wraps negative."""
+    last = batch.base_offset + batch.last_offset_delta
+    wrapped = (last + 2**63) % 2**64 - 2**63
+    return Finding(path, batch.position, "offset-overflow",
+                   f"batch at base offset {batch.base_offset} with lastOffsetDelta {batch.last_offset_delta}: "
+                   f"its last offset {last} passes 2^63-1, the largest offset Kafka has (Java's sum wraps to "
+                   f"{wrapped})", batch.size_in_bytes)
+
+
 LINK = "link"
 NOT_REGULAR = "not-regular"
 

@@ -49,7 +49,8 @@ from logscan.state.snapshots import compare_producers
 from logscan.state.spans import OnClose, Replay, ReplicaReplay
 
 from logscan.logdir.naming import Kind, classify
-from logscan.logdir.segment import FileShrank, Finding, LogWindows, NotRegularFile, io_finding, read_small_file
+from logscan.logdir.segment import (INT64_MAX, FileShrank, Finding, LogWindows, NotRegularFile, io_finding,
+                                    offset_overflow_finding, read_small_file)
 from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -383,6 +384,12 @@ def _walk_segment(log, path: str, partition: int, is_txn_log: bool, out: Replica
         kind = type(entry)
         if kind is not RecordBatch and kind is not LegacyBatch:
             findings.append(Finding.from_error(path, entry))
+            continue
+        if kind is RecordBatch and entry[1] > INT64_MAX - entry[7]:
+            # Its last offset passes 2^63-1 (the base offset is outside the CRC): no row can
+            # hold it (a Spark task died on it), and Kafka's sum wraps negative. Left out
+            # of every table but corruptions, as a CRC-failed batch is left out of the replay.
+            findings.append(offset_overflow_finding(path, entry))
             continue
         if not entry.crc_valid:
             findings.append(crc_finding(path, entry))
