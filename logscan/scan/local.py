@@ -15,7 +15,7 @@ per partition in pipeline.CLOSED_SPAN_ORDER by merging the partition's replicas'
 log order, which is that order); the `__transaction_state` records are spooled per replica, and
 the coordinator step streams those of the replica it loads. What is held until the partition
 step: each replica's partition_state row and open transactions, the coordinator's last record
-per transactional id, the leaders.
+per transactional id, the leaders; a replica's listing (its files) is let go once it is read.
 """
 
 from __future__ import annotations
@@ -156,10 +156,14 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
             out.add("files", row)
         for key, f in listing.findings:
             out.add("corruptions", R.finding_row(f, key))
+        replicas, listing = listing.replicas, None  # each replica's files are let go once it is read
+        # The listing rows kept: the __cluster_metadata replicas' (the leaders are read from one).
         infos: dict[tuple[int, str, int], R.Row] = {}
-        for listed in listing.replicas:
-            info = infos[(listed.replica.broker, listed.replica.topic, listed.replica.partition)] = (
-                pipeline.replica_info(listed))
+        for i, listed in enumerate(replicas):
+            replicas[i] = None
+            info = pipeline.replica_info(listed)
+            if listed.replica.topic == CLUSTER_METADATA_TOPIC:
+                infos[(listed.replica.broker, listed.replica.topic, listed.replica.partition)] = info
             replay = pipeline.Replay(info)
             for unit in pipeline.work_units(listed):
                 for kind, item in pipeline.decode(unit, replay, headers=with_batches):
