@@ -501,7 +501,7 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
     fig = summary.table_figures(result.tables, result.as_of_ms)
     if fmt == "json":
         for c in sorted(result.tables["hanging_candidates"], key=summary.candidate_order):
-            print(jsonlib.dumps(c))
+            print(jsonlib.dumps(summary.json_candidate(c)))
     else:
         summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
                               per_replica=per_replica)

@@ -138,7 +138,9 @@ def queries(tables_dir: str, scan_id: str) -> dict[str, str]:
                       f"partition, broker",
         "plans": f"SELECT * FROM abort_plans WHERE {where} ORDER BY topic, partition, producer_id, start_offset",
         "followers": f"SELECT topic, partition, broker, leader, log_end_offset, last_stable_offset, "
-                     f"open_transactions, replica_differences FROM partition_state WHERE {where} AND NOT is_leader "
+                     f"open_transactions, array_to_string(list_transform(replica_differences, lambda d: 'vs broker ' "
+                     f"|| d.other_broker || ': ' || d.text), '; ') AS replica_differences "
+                     f"FROM partition_state WHERE {where} AND NOT is_leader "
                      f"AND NOT replicas_agree ORDER BY topic, partition, broker",
     }
     from logscan.logdir.store import option_flags

@@ -3,8 +3,12 @@
 Both drivers use this module: the Spark job ships these rows as Arrow batches between the
 executors' calls into ``logscan.state`` and writes them to Delta; the tests turn the
 single-process driver's objects into the same rows and compare. Columns are Kafka's names in
-snake_case (``producer_id``, ``base_offset``, ``coordinator_epoch``); timestamps stay epoch
-milliseconds as Kafka writes them. Only pyarrow is needed here, never Spark.
+snake_case (``producer_id``, ``base_offset``, ``coordinator_epoch``). An event time is two
+columns: its epoch milliseconds as Kafka writes them (``max_timestamp``,
+``last_update_timestamp_ms``), and beside it the same instant as a UTC timestamp named ``*_time``
+(``max_time``, ``last_update_time``; :func:`_at`), null where the milliseconds are no instant
+(-1, Kafka's "none", or past year 9999: a CreateTime a producer wrote in microseconds). Only
+pyarrow is needed here, never Spark.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from logscan.format.batch import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK, RecordBatch, timestamp_type_name
 from logscan.format.compression import codec_name
@@ -37,6 +42,44 @@ def _f(name: str, type_: pa.DataType, comment: str, nullable: bool = True) -> pa
 
 def _schema(*fields: pa.Field) -> pa.Schema:
     return pa.schema(fields)
+
+
+#: An event time as a timestamp column: what Delta and Spark call ``timestamp`` (UTC, microseconds).
+TIME_TYPE = pa.timestamp("us", tz="UTC")
+#: The last millisecond a timestamp column holds (9999-12-31T23:59:59.999Z, Spark's and Delta's
+#: upper bound); a later value (a CreateTime in microseconds, int64 max) stays in its ms column only.
+MAX_TIME_MS = 253_402_300_799_999
+
+
+def _at(ms: pa.Field, name: str) -> tuple[pa.Field, pa.Field]:
+    """An event time: its epoch-ms column ``ms``, then the timestamp column ``name`` beside it
+    (:func:`time_columns` pairs them by that order)."""
+    return ms, _f(name, TIME_TYPE, f"{ms.name} as a UTC timestamp; null when {ms.name} is null, negative (-1: "
+                                   f"none) or past year 9999 (e.g. a CreateTime written in microseconds)")
+
+
+def ms_time(ms: Optional[int]) -> Optional[int]:
+    """A timestamp column's value (microseconds since the epoch) of an epoch-ms value; None
+    where it is no instant (see MAX_TIME_MS)."""
+    return ms * 1000 if ms is not None and 0 <= ms <= MAX_TIME_MS else None
+
+
+def time_array(ms: pa.Array) -> pa.Array:
+    """:func:`ms_time` over an int64 array, a column at a time."""
+    ok = pc.and_kleene(pc.greater_equal(ms, 0), pc.less_equal(ms, MAX_TIME_MS))
+    return pc.if_else(ok, pc.multiply(ms, 1000), pa.scalar(None, pa.int64())).cast(TIME_TYPE)
+
+
+def time_columns(schema: pa.Schema) -> dict[str, str]:
+    """Each timestamp column of a table (declared by :func:`_at`) -> its epoch-ms column."""
+    return {f.name: schema.field(i - 1).name for i, f in enumerate(schema) if f.type == TIME_TYPE}
+
+
+def _timed(row: Row, times: dict[str, str]) -> Row:
+    """``row`` with its timestamp columns (``times``: :func:`time_columns`) from its ms columns."""
+    for name, ms in times.items():
+        row[name] = ms_time(row[ms])
+    return row
 
 
 _REPLICA = (
@@ -69,13 +112,13 @@ BATCHES = _schema(
                                     "null when the batch is empty (cleaned)"),
     _f("coordinator_epoch", pa.int32(), "end transaction marker's coordinatorEpoch (-1 otherwise)"),
     _f("partition_leader_epoch", pa.int32(), "partitionLeaderEpoch: the leader epoch the batch was written in (null for a v0/v1 entry)"),
-    _f("base_timestamp", pa.int64(), "baseTimestamp (first timestamp of the batch), epoch ms; the "
-                                     "delete horizon instead when delete_horizon_ms is set"),
-    _f("max_timestamp", pa.int64(), "maxTimestamp of the batch, epoch ms"),
-    _f("delete_horizon_ms", pa.int64(), "KIP-534 delete horizon the cleaner stored in baseTimestamp; null "
-                                        "when the attribute bit is clear"),
-    _f("marker_timestamp", pa.int64(), "timestamp of the control record (what Kafka's lastTimestamp takes), "
-                                       "epoch ms, -1 otherwise"),
+    *_at(_f("base_timestamp", pa.int64(), "baseTimestamp (first timestamp of the batch), epoch ms; the "
+                                          "delete horizon instead when delete_horizon_ms is set"), "base_time"),
+    *_at(_f("max_timestamp", pa.int64(), "maxTimestamp of the batch, epoch ms"), "max_time"),
+    *_at(_f("delete_horizon_ms", pa.int64(), "KIP-534 delete horizon the cleaner stored in baseTimestamp; null "
+                                             "when the attribute bit is clear"), "delete_horizon_time"),
+    *_at(_f("marker_timestamp", pa.int64(), "timestamp of the control record (what Kafka's lastTimestamp takes), "
+                                            "epoch ms, -1 otherwise"), "marker_time"),
     _f("size_in_bytes", pa.int32(), "batch size including the 12-byte log overhead (kafka-dump-log: size)"),
     _f("crc", pa.int64(), "CRC stored in the entry (unsigned): CRC-32C of a v2 batch, CRC-32 of a v0/v1 message"),
     _f("crc_valid", pa.bool_(), "the stored CRC equals the CRC-32C computed over the batch "
@@ -93,8 +136,10 @@ _TXN_RECORD = (
     _f("producer_epoch", pa.int32(), "ProducerEpoch"),
     _f("transaction_timeout_ms", pa.int32(), "TransactionTimeoutMs"),
     _f("partitions", _PARTITIONS, "TransactionPartitions: the partitions added to the transaction"),
-    _f("last_update_timestamp_ms", pa.int64(), "TransactionLastUpdateTimestampMs, epoch ms"),
-    _f("start_timestamp_ms", pa.int64(), "TransactionStartTimestampMs, epoch ms"),
+    *_at(_f("last_update_timestamp_ms", pa.int64(), "TransactionLastUpdateTimestampMs, epoch ms"),
+         "last_update_time"),
+    *_at(_f("start_timestamp_ms", pa.int64(), "TransactionStartTimestampMs, epoch ms (-1: no transaction "
+                                              "started)"), "start_time"),
     _f("coordinator_epoch", pa.int32(), "partitionLeaderEpoch of the batch holding the record: the "
                                         "coordinator epoch its markers carry"),
 )
@@ -137,7 +182,7 @@ PRODUCER_STATE = _schema(
     _f("producer_epoch", pa.int32(), "ProducerEpoch"),
     _f("coordinator_epoch", pa.int32(), "LatestCoordinatorEpoch"),
     _f("last_sequence", pa.int32(), "LastSequence (-1 when the cached batches were dropped by an epoch bump)"),
-    _f("last_timestamp", pa.int64(), "LastTimestamp, epoch ms"),
+    *_at(_f("last_timestamp", pa.int64(), "LastTimestamp, epoch ms"), "last_time"),
     _f("current_txn_start_offset", pa.int64(), "CurrentTransactionStartOffset; null when no transaction is open"),
     _f("loaded_from", pa.string(), "what gave this row, by the broker's loading rules (LogLoader, ProducerStateManager): "
                                    "'snapshot' (the entry of the producer snapshot it loads), 'snapshot+batches' (that "
@@ -148,7 +193,7 @@ PRODUCER_STATE = _schema(
     _f("snapshot_producer_epoch", pa.int32(), "ProducerEpoch in that snapshot (null: producer not in it)"),
     _f("snapshot_coordinator_epoch", pa.int32(), "LatestCoordinatorEpoch in that snapshot"),
     _f("snapshot_last_sequence", pa.int32(), "LastSequence in that snapshot"),
-    _f("snapshot_last_timestamp", pa.int64(), "LastTimestamp in that snapshot, epoch ms"),
+    *_at(_f("snapshot_last_timestamp", pa.int64(), "LastTimestamp in that snapshot, epoch ms"), "snapshot_last_time"),
     _f("snapshot_current_txn_start_offset", pa.int64(), "CurrentTransactionStartOffset in that snapshot"),
     _f("snapshot_agrees", pa.bool_(), "the snapshot's entry equals the state rebuilt from the batches below "
                                       "snapshot_offset; null when no snapshot or the rebuild starts from it"),
@@ -163,7 +208,7 @@ PRODUCER_SNAPSHOTS = _schema(
     _f("producer_epoch", pa.int32(), "producerEpoch"),
     _f("coordinator_epoch", pa.int32(), "coordinatorEpoch"),
     _f("current_txn_first_offset", pa.int64(), "currentTxnFirstOffset; null when no transaction is open"),
-    _f("last_timestamp", pa.int64(), "lastTimestamp, epoch ms"),
+    *_at(_f("last_timestamp", pa.int64(), "lastTimestamp, epoch ms"), "last_time"),
     _f("first_sequence", pa.int32(), "firstSequence of the retained batch (-1 without batch metadata)"),
     _f("last_sequence", pa.int32(), "lastSequence of the retained batch"),
     _f("last_offset", pa.int64(), "lastOffset of the retained batch (-1: none, e.g. only a marker)"),
@@ -188,9 +233,10 @@ TXN_SPANS = _schema(
     _f("end_marker_epoch", pa.int32(), "producer epoch of the marker (bumped under KIP-890 TV2)"),
     _f("outcome", pa.string(), "COMMIT, ABORT or OPEN"),
     _f("coordinator_epoch", pa.int32(), "marker's coordinatorEpoch; null while OPEN"),
-    _f("start_timestamp", pa.int64(), "maxTimestamp of the first data batch, epoch ms (-1: opened by a snapshot)"),
-    _f("last_timestamp", pa.int64(), "maxTimestamp of the last data batch, epoch ms"),
-    _f("end_timestamp", pa.int64(), "marker record's timestamp, epoch ms; null while OPEN"),
+    *_at(_f("start_timestamp", pa.int64(), "maxTimestamp of the first data batch, epoch ms (-1: opened by a "
+                                           "snapshot)"), "start_time"),
+    *_at(_f("last_timestamp", pa.int64(), "maxTimestamp of the last data batch, epoch ms"), "last_time"),
+    *_at(_f("end_timestamp", pa.int64(), "marker record's timestamp, epoch ms; null while OPEN"), "end_time"),
     _f("duration_ms", pa.int64(), "end_timestamp - start_timestamp; null while OPEN"),
     _f("batches", pa.int32(), "data batches of the transaction in this replica"),
     _f("records", pa.int64(), "records in those batches"),
@@ -212,8 +258,9 @@ PARTITION_STATE = _schema(
     _f("lso_lag", pa.int64(), "high_watermark - last_stable_offset (LastStableOffsetLag)"),
     _f("open_transactions", pa.int32(), "transactions still open at the end of the log"),
     _f("producers", pa.int32(), "producers in the rebuilt producer state"),
-    _f("max_timestamp", pa.int64(), "newest batch maxTimestamp in the replica, epoch ms, of those at most a day "
-                                    "past the scan's clock (later ones are 'timestamp' findings)"),
+    *_at(_f("max_timestamp", pa.int64(), "newest batch maxTimestamp in the replica, epoch ms, of those at most a "
+                                         "day past the scan's clock (later ones are 'timestamp' findings)"),
+         "max_time"),
     _f("leader_epoch", pa.int32(), "highest epoch in the replica's leader-epoch-checkpoint; null when empty"),
     _f("leader", pa.int32(), "broker that led the partition at as_of: the last leader in __cluster_metadata up "
                              "to as_of, else from leader epochs; null when the copy cannot tell"),
@@ -222,9 +269,17 @@ PARTITION_STATE = _schema(
     _f("replicas", pa.int32(), "replicas of this partition in the copy"),
     _f("replicas_agree", pa.bool_(), "log end, high watermark, LSO, open transactions and the end markers "
                                      "both hold equal those of every other replica in the copy"),
-    _f("replica_differences", pa.string(), "what differs, per other broker; null when replicas_agree"),
-    _f("oldest_txn_last_timestamp", pa.int64(), "lastTimestamp of the producer whose open transaction started "
-                                                "first (oldestTxnLastTimestamp), epoch ms; -1 when none is open"),
+    _f("replica_differences", pa.list_(pa.struct([
+        pa.field("other_broker", pa.int32()), pa.field("field", pa.string()), pa.field("value", pa.int64()),
+        pa.field("other_value", pa.int64()), pa.field("text", pa.string())])),
+       "what differs from each other replica (other_broker), one element per field: log_end_offset, "
+       "high_watermark or last_stable_offset with value here and other_value there; open_here_only, "
+       "open_there_only, end_markers_here_only or end_markers_there_only with value the number of "
+       "transactions or markers (other_value null); text says it in words (which transactions, which "
+       "markers); empty when replicas_agree"),
+    *_at(_f("oldest_txn_last_timestamp", pa.int64(), "lastTimestamp of the producer whose open transaction "
+                                                     "started first (oldestTxnLastTimestamp), epoch ms; -1 when "
+                                                     "none is open"), "oldest_txn_last_time"),
     _f("has_late_transaction", pa.bool_(), "as_of - oldest_txn_last_timestamp exceeds the max transaction "
                                            "timeout + 5 min: counted by PartitionsWithLateTransactionsCount"),
     _f("copy_gap", pa.string(), "what the broker's own files (its log dir's replication-offset-, recovery-point-"
@@ -244,7 +299,7 @@ HANGING_CANDIDATES = _schema(
     _f("producer_id", pa.int64(), "ProducerId of the open transaction"),
     _f("producer_epoch", pa.int32(), "ProducerEpoch"),
     _f("start_offset", pa.int64(), "first offset of the open transaction (StartOffset)"),
-    _f("last_timestamp", pa.int64(), "producer's LastTimestamp, epoch ms"),
+    *_at(_f("last_timestamp", pa.int64(), "producer's LastTimestamp, epoch ms"), "last_time"),
     _f("age_ms", pa.int64(), "as_of - last_timestamp"),
     _f("hanging", pa.bool_(), "true: abort it; false: the coordinator will finish it; null: cannot tell"),
     _f("reason", pa.string(), "no_coordinator_record, coordinator_moved_on, partition_not_in_transaction, "
@@ -297,7 +352,7 @@ TABLES: dict[str, pa.Schema] = {
 SCANS = _schema(
     _f("tables", pa.list_(pa.string()), "the tables this scan wrote (its --tables); the others hold earlier scans"),
     _f("inputs", pa.list_(pa.string()), "the input roots the scan read"),
-    _f("finished_ms", pa.int64(), "when the last table's commit was done, epoch ms"),
+    *_at(_f("finished_ms", pa.int64(), "when the last table's commit was done, epoch ms"), "finished_time"),
 )
 SCANS_TABLE = "scans"
 
@@ -442,11 +497,14 @@ def header_values(header: RecordBatch | LegacyBatch) -> tuple:
             header.crc, header.crc_valid)
 
 
+_BATCH_TIMES = time_columns(BATCHES)
+
+
 def batch_row(fact: BatchFact, header: RecordBatch | LegacyBatch, key: Row, file: str,
               segment_base_offset: int) -> Row:
     """One batches row: a v2 batch, or a v0/v1 entry (see header_values)."""
-    return {**key, "file": file, "segment_base_offset": segment_base_offset,
-            **dict(zip(HEADER_COLUMNS, header_values(header))), **fact._asdict()}
+    return _timed({**key, "file": file, "segment_base_offset": segment_base_offset,
+                   **dict(zip(HEADER_COLUMNS, header_values(header))), **fact._asdict()}, _BATCH_TIMES)
 
 
 def batch_struct(facts: list[BatchFact], headers: list[RecordBatch | LegacyBatch],
@@ -461,17 +519,25 @@ def batch_struct(facts: list[BatchFact], headers: list[RecordBatch | LegacyBatch
         columns.update(zip(HEADER_COLUMNS, zip(*map(header_values, headers))))
     else:
         columns.update((name, ()) for name in (*BatchFact._fields, *HEADER_COLUMNS))
-    return pa.StructArray.from_arrays([pa.array(columns[f.name], f.type) for f in BATCHES], fields=list(BATCHES))
+    arrays: dict[str, pa.Array] = {}
+    for f in BATCHES:
+        ms = _BATCH_TIMES.get(f.name)
+        arrays[f.name] = time_array(arrays[ms]) if ms else pa.array(columns[f.name], f.type)
+    return pa.StructArray.from_arrays(list(arrays.values()), fields=list(BATCHES))
+
+
+_TXN_RECORD_TIMES = time_columns(COORDINATOR_STATE)
 
 
 def txn_record_row(rec: TxnLogRecord) -> Row:
-    return {"offset": rec.offset, "transactional_id": rec.transactional_id, "state": rec.state,
+    return _timed({"offset": rec.offset, "transactional_id": rec.transactional_id, "state": rec.state,
             "producer_id": rec.producer_id, "previous_producer_id": rec.previous_producer_id,
             "next_producer_id": rec.next_producer_id, "producer_epoch": rec.producer_epoch,
             "transaction_timeout_ms": rec.transaction_timeout_ms,
             "partitions": [{"topic": t, "partition": p} for t, p in rec.partitions],
             "last_update_timestamp_ms": rec.last_update_timestamp_ms,
-            "start_timestamp_ms": rec.start_timestamp_ms, "coordinator_epoch": rec.coordinator_epoch}
+            "start_timestamp_ms": rec.start_timestamp_ms, "coordinator_epoch": rec.coordinator_epoch},
+                  _TXN_RECORD_TIMES)
 
 
 def txn_log_rows(read: ReplicaRead, key: Row, file: str) -> Iterable[Row]:
@@ -496,11 +562,15 @@ def file_status(findings: Iterable[Finding]) -> str:
 STATUS_ORDER = ("ok", "damaged", "unreadable")
 
 
+_PRODUCER_TIMES = time_columns(PRODUCER_STATE)
+_SNAPSHOT_TIMES = time_columns(PRODUCER_SNAPSHOTS)
+
+
 def producer_rows(psm: ProducerStateManager, key: Row, check: Optional[SnapshotCheck] = None) -> Iterable[Row]:
     for pid, epoch, coord, seq, ts, start in describe_producers(psm):
         held = check.entries.get(pid) if check is not None else None
         difference = check.differences.get(pid) if check is not None and check.comparable else None
-        yield {**key, "producer_id": pid, "producer_epoch": epoch, "coordinator_epoch": coord,
+        yield _timed({**key, "producer_id": pid, "producer_epoch": epoch, "coordinator_epoch": coord,
                "last_sequence": seq, "last_timestamp": ts, "current_txn_start_offset": start,
                "loaded_from": psm.loaded_from(pid),
                "snapshot_offset": None if check is None else check.offset,
@@ -508,7 +578,7 @@ def producer_rows(psm: ProducerStateManager, key: Row, check: Optional[SnapshotC
                            "snapshot_last_timestamp", "snapshot_current_txn_start_offset"),
                           held or (None,) * 5)),
                "snapshot_agrees": None if check is None or not check.comparable else difference is None,
-               "snapshot_difference": difference}
+               "snapshot_difference": difference}, _PRODUCER_TIMES)
 
 
 def snapshot_rows(snapshots: Iterable[SnapshotFile], key: Row, check: Optional[SnapshotCheck]) -> Iterable[Row]:
@@ -518,7 +588,7 @@ def snapshot_rows(snapshots: Iterable[SnapshotFile], key: Row, check: Optional[S
         newest = check is not None and f.path == check.path
         for e in f.snapshot.entries:
             difference = check.differences.get(e.producer_id) if newest and check.comparable else None
-            yield {**key, "file": f.path, "snapshot_offset": f.offset, "position": e.position,
+            yield _timed({**key, "file": f.path, "snapshot_offset": f.offset, "position": e.position,
                    "producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
                    "coordinator_epoch": e.coordinator_epoch,
                    "current_txn_first_offset": e.current_txn_first_offset if e.has_ongoing_transaction else None,
@@ -526,7 +596,7 @@ def snapshot_rows(snapshots: Iterable[SnapshotFile], key: Row, check: Optional[S
                    "last_sequence": e.last_sequence, "last_offset": e.last_offset, "offset_delta": e.offset_delta,
                    "crc_valid": f.snapshot.crc_valid, "newest": newest,
                    "rebuilt_agrees": difference is None if newest and check.comparable else None,
-                   "rebuilt_difference": difference}
+                   "rebuilt_difference": difference}, _SNAPSHOT_TIMES)
 
 
 def snapshot_file_rows(snapshots: Iterable[SnapshotFile], key: Row) -> Iterable[Row]:
@@ -544,14 +614,17 @@ def _size(path: str) -> int:
         return -1
 
 
+_SPAN_TIMES = time_columns(TXN_SPANS)
+
+
 def span_row(s: TxnSpan, key: Row) -> Row:
-    return {**key, "span_index": s.index, "producer_id": s.producer_id, "producer_epoch": s.producer_epoch,
+    return _timed({**key, "span_index": s.index, "producer_id": s.producer_id, "producer_epoch": s.producer_epoch,
             "first_offset": s.first_offset, "last_data_offset": s.last_data_offset,
             "end_marker_offset": s.end_marker_offset, "end_marker_epoch": s.end_marker_epoch,
             "outcome": s.outcome, "coordinator_epoch": s.coordinator_epoch,
             "start_timestamp": s.start_timestamp, "last_timestamp": s.last_timestamp,
             "end_timestamp": s.end_timestamp, "duration_ms": s.duration_ms, "batches": s.batches,
-            "records": s.records, "bytes": s.bytes, "from_snapshot": s.from_snapshot}
+            "records": s.records, "bytes": s.bytes, "from_snapshot": s.from_snapshot}, _SPAN_TIMES)
 
 
 def span_rows(spans: Iterable[TxnSpan], key: Row) -> Iterable[Row]:
@@ -568,19 +641,24 @@ _STATE_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "checkp
                  "log_fault")
 _ASSESSMENT_FIELDS = ("leader", "leader_source", "is_leader", "replicas", "replicas_agree", "replica_differences",
                       "oldest_txn_last_timestamp", "has_late_transaction")
+_STATE_TIMES = time_columns(PARTITION_STATE)
 
 
 def state_row(state: ReplicaState, max_timestamp: int, leader_epoch: Optional[int] = None,
               assessment: Optional[ReplicaAssessment] = None) -> Row:
     """A partition_state row; the cross-replica columns stay null until ``assessment`` is known."""
-    return {**replica_key(state.broker, state.topic, state.partition),
-            **{name: getattr(state, name) for name in _STATE_FIELDS}, "lso_lag": state.lso_lag,
-            "max_timestamp": max_timestamp, "leader_epoch": leader_epoch,
-            **{name: None if assessment is None else getattr(assessment, name) for name in _ASSESSMENT_FIELDS}}
+    row = {**replica_key(state.broker, state.topic, state.partition),
+           **{name: getattr(state, name) for name in _STATE_FIELDS}, "lso_lag": state.lso_lag,
+           "max_timestamp": max_timestamp, "leader_epoch": leader_epoch,
+           **dict.fromkeys(_ASSESSMENT_FIELDS)}
+    return _timed(row, _STATE_TIMES) if assessment is None else assessed(row, assessment)
 
 
 def assessed(row: Row, assessment: ReplicaAssessment) -> Row:
-    return {**row, **{name: getattr(assessment, name) for name in _ASSESSMENT_FIELDS}}
+    """A partition_state row with the cross-replica columns of ``assessment``."""
+    row = {**row, **{name: getattr(assessment, name) for name in _ASSESSMENT_FIELDS}}
+    row["replica_differences"] = [d._asdict() for d in assessment.replica_differences]
+    return _timed(row, _STATE_TIMES)
 
 
 def open_txn_rows(view: ReplicaView, key: Row) -> Iterable[Row]:
@@ -591,11 +669,20 @@ def open_txn_rows(view: ReplicaView, key: Row) -> Iterable[Row]:
                "coordinator_epoch": view.coordinator_epochs.get(t.producer_id, -1)}
 
 
+_CANDIDATE_TIMES = time_columns(HANGING_CANDIDATES)
+
+
 def candidate_row(key: Row, txn: OpenTxn, age_ms: int, verdict: Verdict) -> Row:
-    return {**key, "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
-            "start_offset": txn.start_offset, "last_timestamp": txn.last_timestamp, "age_ms": age_ms,
-            "hanging": verdict.hanging, "reason": verdict.reason, "evidence": verdict.evidence,
-            "transactional_id": verdict.transactional_id}
+    return _timed({**key, "producer_id": txn.producer_id, "producer_epoch": txn.producer_epoch,
+                   "start_offset": txn.start_offset, "last_timestamp": txn.last_timestamp, "age_ms": age_ms,
+                   "hanging": verdict.hanging, "reason": verdict.reason, "evidence": verdict.evidence,
+                   "transactional_id": verdict.transactional_id}, _CANDIDATE_TIMES)
+
+
+def scans_row(tables: Iterable[str], inputs: Iterable[str], finished_ms: int) -> Row:
+    """The scans row of a finished scan."""
+    return {"tables": list(tables), "inputs": list(inputs), "finished_ms": finished_ms,
+            "finished_time": ms_time(finished_ms)}
 
 
 def plan_row(broker: int, plan: AbortPlan) -> Row:

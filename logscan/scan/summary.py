@@ -87,6 +87,17 @@ def iso_ms(ms: int) -> str:
     return f"{ms} ms since the epoch"
 
 
+def json_candidate(row: dict[str, Any]) -> dict[str, Any]:
+    """A hanging_candidates row as `logscan scan --format json` prints it: each time column as
+    ISO-8601 UTC text made from its epoch-ms column (null where that is no instant), the same
+    whichever executor made the row."""
+    from . import rows as R
+
+    times = R.time_columns(R.HANGING_CANDIDATES)
+    return {k: (row[k] if k not in times else None if R.ms_time(row[times[k]]) is None else iso_ms(row[times[k]]))
+            for k in R.HANGING_CANDIDATES.names if k in row}
+
+
 def is_lagging(row: dict[str, Any]) -> bool:
     """The replicas the summary (and `logscan report`, through figures()) counts as lagging: the
     LSO is behind the high watermark, or a transaction is open (holding the LSO once more

@@ -66,16 +66,21 @@ def commit_order(tables: Iterable[str]) -> list[str]:
 
 def commit_scan(out: str, scan_id: str, as_of_ms: int, parts: dict[str, list[R.Row]], tables: Iterable[str],
                 inputs: Iterable, *, before_commit: Optional[Callable[[str], None]] = None) -> None:
-    """Commits a written scan: each of ``tables`` (its WRITTEN ``parts``; a table without parts
-    is created empty, or loses this scan's rows) in commit_order, then the scan's ``scans`` row.
+    """Commits a written scan: its ``scans`` row removed, each of ``tables`` (its WRITTEN
+    ``parts``; a table without parts is created empty, or loses this scan's rows) in
+    commit_order, then the scan's ``scans`` row.
     ``before_commit(table)`` is called before each table's commit (the Spark job's fault points:
     spark_jobs.faults)."""
     tables = list(tables)
+    # First the scan is unfinished: the scans table exists (so readers of a first scan cut short
+    # can tell its tables hold a part) and no longer names this scan id (a re-run replaces its
+    # tables one by one).
+    output.commit(out, R.SCANS_TABLE, scan_id, [])
     for table in commit_order(tables):
         if before_commit is not None:
             before_commit(table)
         output.commit(out, table, scan_id, parts.get(table, []))
-    finished = {"tables": tables, "inputs": [str(r) for r in inputs], "finished_ms": int(time.time() * 1000)}
+    finished = R.scans_row(tables, [str(r) for r in inputs], int(time.time() * 1000))
     output.commit(out, R.SCANS_TABLE, scan_id, output.write_rows(out, scan_id, as_of_ms, R.SCANS_TABLE, [finished]))
 
 
@@ -94,15 +99,15 @@ def figures(out: str, scan_id: str, as_of_ms: int):
 
 def candidates(out: str, scan_id: str) -> list[dict]:
     """Every hanging candidate of the scan, without the scan tags, in summary.candidate_order:
-    the objects `logscan scan --format json` prints."""
+    the objects `logscan scan --format json` prints (summary.json_candidate)."""
     from logscan.sql.embedded import EmbeddedEngine
 
-    from .summary import candidate_order
+    from .summary import candidate_order, json_candidate
 
     engine = EmbeddedEngine(out)
     try:
         rows = engine.stream("SELECT * EXCLUDE (scan_id, as_of) FROM hanging_candidates WHERE scan_id = ?",
                              [scan_id], tables=["hanging_candidates"])
-        return sorted(rows, key=candidate_order)
+        return sorted(map(json_candidate, rows), key=candidate_order)
     finally:
         engine.close()

@@ -5,7 +5,7 @@ agree, which open transactions hang and how to abort them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 from . import hanging
 from .coordinator import CoordinatorCopy, ProducerIdMatch
@@ -213,6 +213,27 @@ class HangingCandidate:
     verdict: hanging.Verdict
 
 
+class Difference(NamedTuple):
+    """One way a replica differs from another replica of its partition."""
+
+    other_broker: int
+    field: str                  # log_end_offset, high_watermark, last_stable_offset: value here, other_value
+                                # there; open_here_only, open_there_only, end_markers_here_only,
+                                # end_markers_there_only: value = how many (other_value None)
+    value: int
+    other_value: Optional[int]
+    text: str                   # in words, as replica_differences_text prints it
+
+
+def replica_differences_text(differences: Iterable[Difference]) -> Optional[str]:
+    """Differences in words: "vs broker 2: log_end_offset 7 here, 5 there; open here only: ...
+    | vs broker 3: ...", None for none."""
+    by_broker: dict[int, list[str]] = {}
+    for d in differences:
+        by_broker.setdefault(d.other_broker, []).append(d.text)
+    return " | ".join(f"vs broker {b}: " + "; ".join(texts) for b, texts in by_broker.items()) or None
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaAssessment:
     """The cross-replica columns of one replica's partition_state row."""
@@ -223,7 +244,7 @@ class ReplicaAssessment:
     is_leader: Optional[bool]
     replicas: int
     replicas_agree: bool
-    replica_differences: Optional[str]
+    replica_differences: tuple[Difference, ...]  # from every other replica, by broker; () when they agree
     oldest_txn_last_timestamp: int
     has_late_transaction: bool
 
@@ -439,13 +460,14 @@ def closed_markers(views: list[ReplicaView], closed: Iterable[tuple[int, ClosedT
     return markers.finish()
 
 
-def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMarkers) -> list[str]:
+def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMarkers) -> list[Difference]:
     """What differs between two replicas of a partition: log end, high watermark and LSO, the
     open transactions, and the end markers both copies should hold (those between the later
     log start and the earlier log end: a marker past a replica's log end is lag, shown by
     the log end offsets); ``markers``: the partition's closed transactions, compared."""
     a, b = view.state, other.state
-    out = [f"{name} {getattr(a, name)} here, {getattr(b, name)} there"
+    out = [Difference(b.broker, name, getattr(a, name), getattr(b, name),
+                      f"{name} {getattr(a, name)} here, {getattr(b, name)} there")
            for name in ("log_end_offset", "high_watermark", "last_stable_offset")
            if getattr(a, name) != getattr(b, name)]
     open_a = {(t.producer_id, t.start_offset) for t in view.open_txns}
@@ -453,11 +475,12 @@ def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMa
     for label, diff in (("open here only", open_a - open_b), ("open there only", open_b - open_a)):
         if diff:
             txns = sorted(diff, key=lambda x: x[1])
-            out.append(f"{label}: " + _txns([f"producer {p} from offset {o}" for p, o in txns]))
-    for label, diff in (("end markers here only", markers.only(a.broker, b.broker)),
-                        ("end markers there only", markers.only(b.broker, a.broker))):
-        if diff.count:
-            out.append(f"{label}: " + diff.text())
+            out.append(Difference(b.broker, label.replace(" ", "_"), len(txns), None,
+                                  f"{label}: " + _txns([f"producer {p} from offset {o}" for p, o in txns])))
+    for label, shown in (("end markers here only", markers.only(a.broker, b.broker)),
+                         ("end markers there only", markers.only(b.broker, a.broker))):
+        if shown.count:
+            out.append(Difference(b.broker, label.replace(" ", "_"), shown.count, None, f"{label}: " + shown.text()))
     return out
 
 
@@ -546,12 +569,11 @@ def assess_partition(views: list[ReplicaView], closed: Iterable[tuple[int, Close
     leader, source, is_leader = leadership(views, metadata_leader)
     replicas = []
     for view in views:
-        diffs = [f"vs broker {p.state.broker}: " + "; ".join(d)
-                 for p in views if p is not view for d in [replica_differences(view, p, markers)] if d]
+        diffs = tuple(d for p in views if p is not view for d in replica_differences(view, p, markers))
         oldest = oldest_txn_last_timestamp(view)
         replicas.append(ReplicaAssessment(
             view.state.broker, leader, source, is_leader[view.state.broker], len(views), not diffs,
-            " | ".join(diffs) or None, oldest, hanging.is_late(oldest, as_of_ms, max_timeout_ms)))
+            diffs, oldest, hanging.is_late(oldest, as_of_ms, max_timeout_ms)))
     candidates = find_hanging(views, markers, index, as_of_ms, max_timeout_ms, coordinator, max_prepare_ms)
     return PartitionAssessment(replicas, candidates, plan_aborts(views, candidates, is_leader, bootstrap))
 

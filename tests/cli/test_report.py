@@ -131,6 +131,27 @@ def test_unknown_scan_id_says_how_to_list_them(tables, tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
+def test_every_logscan_sql_command_the_page_prints_runs(tables):
+    """The page's "All of them" commands, run as printed (their scan id: the fixture scan's);
+    the followers' one says each difference in words, naming the other replica."""
+    import shlex
+
+    from logscan.report.data import queries
+
+    scan_id = json.loads(CliRunner().invoke(main, ["sql", "--tables", str(tables), "--format", "json",
+                                                   "SELECT scan_id FROM scans"]).stdout)["scan_id"]
+    answers = {}
+    for name, command in queries(str(tables), scan_id).items():
+        args = shlex.split(command)
+        assert args[:2] == ["logscan", "sql"]
+        res = CliRunner().invoke(main, [*args[1:], "--format", "json"])
+        assert res.exit_code == 0, (name, res.output)
+        answers[name] = [json.loads(line) for line in res.stdout.splitlines()]
+    assert answers["followers"], "the fixture has a lagging follower"
+    assert all(r["replica_differences"].startswith("vs broker ") for r in answers["followers"])
+    assert any("log_end_offset" in r["replica_differences"] for r in answers["followers"])
+
+
 # --- in the browser --------------------------------------------------------------------------
 
 def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:

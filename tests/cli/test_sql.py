@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,48 @@ def test_describe_shows_each_columns_comment_from_the_delta_schema(tables):
     assert rows["lso_lag"] == {"col_name": "lso_lag", "data_type": "bigint",
                                "comment": "high_watermark - last_stable_offset (LastStableOffsetLag)"}
     assert rows["as_of"]["data_type"] == "timestamp" and all(r["comment"] for r in rows.values())
+
+
+def test_event_times_are_utc_timestamps_beside_their_epoch_ms(tables):
+    res = _sql(tables, "--format", "json", "SELECT max_timestamp, max_time, oldest_txn_last_timestamp, "
+               "oldest_txn_last_time FROM partition_state")
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert rows and any(r["oldest_txn_last_timestamp"] == -1 for r in rows)
+    for r in rows:
+        for ms, time in (("max_timestamp", "max_time"), ("oldest_txn_last_timestamp", "oldest_txn_last_time")):
+            expected = (None if r[ms] < 0 else
+                        datetime.fromtimestamp(r[ms] // 1000, timezone.utc).replace(
+                            microsecond=r[ms] % 1000 * 1000, tzinfo=None).isoformat())
+            assert r[time] == expected, r
+    described = {r["col_name"]: r for r in map(json.loads, _sql(tables, "DESCRIBE txn_spans", "--format",
+                                                                 "json").stdout.splitlines())}
+    assert described["start_time"]["data_type"] == "timestamp"
+    assert described["start_time"]["comment"].startswith("start_timestamp as a UTC timestamp")
+    assert described["start_timestamp"]["data_type"] == "bigint"
+
+
+def _docs_differences_query() -> str:
+    text = (REPO / "docs" / "spark.md").read_text()
+    return re.search(r"```sql\n(-- how far each replica is from each other.*?)```", text, re.S).group(1)
+
+
+def test_replica_differences_are_structs_the_docs_query_unnests(tables):
+    """docs/spark.md's query over replica_differences, as written: the fixture cluster's
+    lagging follower (truth: post_copy.replica_truncation) against the other replicas, by field."""
+    res = _sql(tables, "--format", "json", "--", _docs_differences_query())
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in res.stdout.splitlines()]
+    assert rows and all(r["value"] != r["other_value"] and r["broker"] != r["other_broker"] for r in rows)
+    cut = _truth()["post_copy"]["replica_truncation"]
+    behind = [r for r in rows if (r["topic"], r["partition"], r["broker"]) == (cut["topic"], cut["partition"],
+                                                                             cut["broker"])]
+    assert {r["field"] for r in behind} >= {"log_end_offset"}
+    assert all(r["value"] < r["other_value"] for r in behind if r["field"] == "log_end_offset")
+    text = _sql(tables, "--format", "json", "SELECT replicas_agree, replica_differences FROM partition_state")
+    for r in map(json.loads, text.stdout.splitlines()):
+        assert (r["replica_differences"] == []) == r["replicas_agree"]
+        assert all(d["text"] for d in r["replica_differences"])
 
 
 def test_prompt_reads_statements_until_quit(tables):

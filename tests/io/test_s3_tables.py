@@ -66,7 +66,7 @@ def _table(where: str, name: str):
 def rows(where: str, name: str, scan_id: str) -> list[str]:
     """The scan's rows of a table as sorted JSON lines (a duplicate or a missing row shows)."""
     t = _table(where, name).to_pyarrow_table(filters=[("scan_id", "=", scan_id)])
-    drop = ["finished_ms", "inputs"] if name == R.SCANS_TABLE else []
+    drop = ["finished_ms", "finished_time", "inputs"] if name == R.SCANS_TABLE else []
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in t.drop_columns(drop).to_pylist())
 
 

@@ -53,7 +53,7 @@ def rows(output: Path, name: str, scan_id: str) -> list[str]:
     if not (output / name / "_delta_log").is_dir():
         return []
     t = _table(output, name).to_pyarrow_table(filters=[("scan_id", "=", scan_id)])
-    drop = ["scan_id", "finished_ms"] if name == R.SCANS_TABLE else ["scan_id"]
+    drop = ["scan_id", "finished_ms", "finished_time"] if name == R.SCANS_TABLE else ["scan_id"]
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in t.drop_columns(drop).to_pylist())
 
 
@@ -187,7 +187,8 @@ def runs(tmp_path_factory):
 
 def test_a_clean_scan_commits_each_table_once(runs):
     a = runs["a"]
-    assert a["versions"] == {t: 0 for t in [*ALL, R.SCANS_TABLE] if a["rows"][t]["a"]}
+    # the scans table: made empty before the first table's commit, then the scan's row last
+    assert a["versions"] == {**{t: 0 for t in ALL if a["rows"][t]["a"]}, R.SCANS_TABLE: 1}
     for t in ("files", "batches", "txn_log", "txn_spans", "partition_state", "hanging_candidates", "abort_plans"):
         assert a["rows"][t]["a"], t
 
@@ -210,14 +211,44 @@ def test_a_scan_killed_before_a_commit_leaves_that_table_and_the_later_ones_as_t
     assert [p for p in folder.iterdir() if p.name not in named]
 
 
+@pytest.mark.parametrize("first", [True, False], ids=["first-scan", "rerun"])
+def test_a_scan_cut_short_is_unfinished_for_readers_on_its_first_run_and_on_a_rerun(tmp_path, monkeypatch, first):
+    """The scans table names a scan only once every table holds it whole: a first scan into a
+    new folder, or a re-run of a finished scan id, stopped between two commits (a Ctrl-C) is
+    one `logscan sql` warns of."""
+    from logscan.scan import tables
+    from logscan.sql.delta import delta_tables, unfinished_scans
+
+    out = tmp_path / "tables"
+    if not first:
+        write_local(HANGING, out, "s")
+        assert unfinished_scans(delta_tables(out)) == {}
+    real = tables.output.commit
+
+    def commit(output, table, scan_id, parts):
+        if table == "txn_spans":
+            raise KeyboardInterrupt
+        return real(output, table, scan_id, parts)
+
+    monkeypatch.setattr(tables.output, "commit", commit)
+    with pytest.raises(KeyboardInterrupt):
+        write_local(HANGING, out, "s")
+    order = commit_order(ALL)
+    assert unfinished_scans(delta_tables(out)) == {"s": sorted(order if not first else order[:order.index("txn_spans")])}
+    monkeypatch.undo()
+    res = CliRunner().invoke(main, ["sql", "--tables", str(out), "SELECT count(*) AS n FROM files"])
+    assert res.exit_code == 0 and "warning: scan 's' did not finish" in res.stderr, res.output
+
+
 def test_rerunning_a_killed_scan_gives_the_rows_of_one_clean_scan(runs):
     for run in ("rerun", "rerun2"):
         for t in [*ALL, R.SCANS_TABLE]:
             assert runs[run]["rows"][t]["b"] == runs["a"]["rows"][t]["a"], (run, t)
             assert runs[run]["rows"][t]["a"] == runs["a"]["rows"][t]["a"], (run, t)
-    # each re-run is one more version of every table holding rows
+    # each re-run is one more version of every table holding rows; of the scans table two: the
+    # scan's row is taken out before its tables are replaced, and put back after them
     for t, v in runs["rerun2"]["versions"].items():
-        assert v == runs["rerun"]["versions"][t] + 1, t
+        assert v == runs["rerun"]["versions"][t] + (2 if t == R.SCANS_TABLE else 1), t
 
 
 def test_the_runs_leave_the_copy_as_it_was_and_nothing_in_their_folder(runs):

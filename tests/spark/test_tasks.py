@@ -17,6 +17,7 @@ from logscan.scan import rows as R
 from logscan.scan.listing import list_copy
 from logscan.scan.output import WRITTEN
 from logscan.scan.replica import ReplicaRead, iter_segment, read_replica
+from logscan.state import partition as P
 from logscan.state.facts import BatchFact
 from spark_jobs import tasks
 from tests.scan.test_collector import _Cycle
@@ -429,10 +430,14 @@ def test_partition_stream_names_a_marker_one_replica_holds_differently(chunk):
             for peer in states:
                 if peer is not st:
                     assert (f"vs broker {peer['broker']}: end markers here only: {marker}; "
-                            f"end markers there only: {commit}") in st["replica_differences"]
+                            f"end markers there only: {commit}") in _differences_text(st)
         else:
             assert (f"vs broker {changed['broker']}: end markers here only: {commit}; "
-                    f"end markers there only: {marker}") in st["replica_differences"]
+                    f"end markers there only: {marker}") in _differences_text(st)
+
+
+def _differences_text(state: dict) -> str:
+    return P.replica_differences_text(P.Difference(**d) for d in state["replica_differences"])
 
 
 def test_partition_stream_refuses_rows_out_of_order():

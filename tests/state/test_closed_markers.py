@@ -98,7 +98,9 @@ def test_streamed_comparison_gives_the_messages_of_the_set_comparison(seed):
     markers = P.closed_markers(views, stream(closed))
     for view, other in pairs(views):
         expected = reference_differences(view, other, closed[view.state.broker], closed[other.state.broker])
-        assert P.replica_differences(view, other, markers) == expected
+        got = P.replica_differences(view, other, markers)
+        assert [d.text for d in got] == expected
+        assert {d.other_broker for d in got} <= {other.state.broker}
     # and through assess_partition, which joins them per other broker
     out = P.assess_partition(views, stream(closed), metadata_leader=None, index={}, as_of_ms=0,
                              max_timeout_ms=10**9, coordinator=WHOLE, bootstrap="b")
@@ -107,7 +109,7 @@ def test_streamed_comparison_gives_the_messages_of_the_set_comparison(seed):
         diffs = [f"vs broker {p.state.broker}: " + "; ".join(d) for p in sorted(views, key=lambda v: v.state.broker)
                  if p is not view
                  for d in [reference_differences(view, p, closed[view.state.broker], closed[p.state.broker])] if d]
-        assert r.replica_differences == (" | ".join(diffs) or None)
+        assert P.replica_differences_text(r.replica_differences) == (" | ".join(diffs) or None)
         assert r.replicas_agree == (not diffs)
 
 
@@ -117,7 +119,7 @@ def test_the_cases_cover_what_the_comparison_must_get_right():
     seen = set()
     for views, closed, markers in partitions():
         for view, other in pairs(views):
-            text = " ".join(P.replica_differences(view, other, markers))
+            text = " ".join(d.text for d in P.replica_differences(view, other, markers))
             seen.update(k for k in ("more", "end markers here only", "end markers there only") if k in text)
             a, b = view.state, other.state
             low, high = max(a.log_start_offset, b.log_start_offset), min(a.log_end_offset, b.log_end_offset)

@@ -56,7 +56,7 @@ def closed(*per_replica):
 def differences(here, there, closed_here=(), closed_there=()):
     views = [here, there]
     markers = P.closed_markers(views, closed((here.state.broker, closed_here), (there.state.broker, closed_there)))
-    return P.replica_differences(here, there, markers)
+    return [d.text for d in P.replica_differences(here, there, markers)]
 
 
 def test_leadership_from_metadata_else_from_a_single_highest_epoch():
@@ -80,6 +80,27 @@ def test_differences_name_offsets_open_transactions_and_markers_both_should_hold
         "end markers here only: ABORT at 5 (producer 7, from 0)",
         "end markers there only: COMMIT at 5 (producer 7, from 0)"]
     assert differences(leader, view(0, leo=20), on_leader, on_leader) == []
+
+
+def test_differences_are_fields_with_both_values_and_how_many_transactions_or_markers():
+    leader, on_leader = view(1, leo=20), [(7, 0, 5, "COMMIT"), (8, 6, 12, "ABORT"), (9, 13, 19, "COMMIT")]
+    lagging = view(2, leo=15, lso=13, open_=[(9, 13, 50)])
+    markers = P.closed_markers([lagging, leader], closed((2, [(7, 0, 5, "ABORT")]), (1, on_leader)))
+    got = [d[:4] for d in P.replica_differences(lagging, leader, markers)]
+    assert got == [(1, "log_end_offset", 15, 20), (1, "high_watermark", 15, 20), (1, "last_stable_offset", 13, 20),
+                   (1, "open_here_only", 1, None), (1, "end_markers_here_only", 1, None),
+                   (1, "end_markers_there_only", 2, None)]
+    out = P.assess_partition([lagging, leader], closed((2, [(7, 0, 5, "ABORT")]), (1, on_leader)),
+                             metadata_leader=1, index={}, as_of_ms=0, max_timeout_ms=10**9, coordinator=None,
+                             bootstrap="b")
+    lead, follower = out.replicas
+    assert (lead.broker, follower.broker) == (1, 2)
+    assert {d.other_broker for d in lead.replica_differences} == {2}
+    assert [d.field for d in lead.replica_differences][:3] == ["log_end_offset", "high_watermark",
+                                                              "last_stable_offset"]
+    assert P.replica_differences_text(follower.replica_differences).startswith(
+        "vs broker 1: log_end_offset 15 here, 20 there; high_watermark 15 here, 20 there; ")
+    assert P.replica_differences_text(()) is None
 
 
 def test_marker_differences_show_five_then_count_the_rest():
