@@ -548,20 +548,38 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     from spark_jobs.scan_cli import report_failure
 
-    spark = build_session(master=args.master)
     try:
-        scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
-                                as_of_ms=args.as_of,
-                                max_transaction_timeout_ms=args.max_transaction_timeout_ms,
-                                max_prepare_ms=args.max_prepare_ms,
-                                include_superseded=args.include_superseded, follow_links=args.follow_links,
-                                split_bytes=args.split_bytes,
-                                bootstrap=args.bootstrap_server, tables=args.tables)
+        spark = build_session(master=args.master)   # Ctrl-C here ends the JVM it was starting
+    except KeyboardInterrupt:
+        return _interrupted()
+    from spark_jobs.session import interrupts_end_the_job
+
+    try:
+        with interrupts_end_the_job(spark):
+            scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
+                                    as_of_ms=args.as_of,
+                                    max_transaction_timeout_ms=args.max_transaction_timeout_ms,
+                                    max_prepare_ms=args.max_prepare_ms,
+                                    include_superseded=args.include_superseded, follow_links=args.follow_links,
+                                    split_bytes=args.split_bytes,
+                                    bootstrap=args.bootstrap_server, tables=args.tables)
         print(summary(args.output, scan_id, as_of_ms, time.monotonic() - started,
                       max_transaction_timeout_ms=args.max_transaction_timeout_ms))
+    except KeyboardInterrupt:   # Ctrl-C: the jobs ended with the JVM; the scans table does not name the scan
+        return _interrupted()
     except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
         return report_failure(e, sys.stderr, "spark_jobs/scan.py")
     return 0
+
+
+#: Exit status after Ctrl-C, as `logscan` gives it (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+
+
+def _interrupted() -> int:
+    print("spark_jobs/scan.py: interrupted (Ctrl-C); unless the scans table names the scan, it is not whole "
+          "(tables committed before hold it whole, the others not at all): run it again", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def summary(output: str, scan_id: str, as_of_ms: int, seconds: float, *,

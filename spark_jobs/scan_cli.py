@@ -135,6 +135,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
 
     from . import scan as job
     from .console import session
+    from .session import interrupts_end_the_job
 
     out, err = out or sys.stdout, err or sys.stderr
     roots = [Path(p) for p in inputs]
@@ -142,15 +143,20 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     started = time.monotonic()
     spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress))
     try:
-        scan_id, as_of_ms = job.run(spark, roots, output, scan_id=scan_id, as_of_ms=as_of_ms,
-                                    max_transaction_timeout_ms=max_transaction_timeout_ms,
-                                    max_prepare_ms=max_prepare_ms,
-                                    include_superseded=include_superseded, follow_links=follow_links,
-                                    bootstrap=bootstrap, tables=names)
+        # Ctrl-C: the jobs end with the JVM at once; the tables committed so far hold this scan
+        # whole, and the scans table, committed last, does not name it
+        with interrupts_end_the_job(spark):
+            scan_id, as_of_ms = job.run(spark, roots, output, scan_id=scan_id, as_of_ms=as_of_ms,
+                                        max_transaction_timeout_ms=max_transaction_timeout_ms,
+                                        max_prepare_ms=max_prepare_ms,
+                                        include_superseded=include_superseded, follow_links=follow_links,
+                                        bootstrap=bootstrap, tables=names)
     except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
-        return report_failure(e, err, "logscan scan")
-    finally:
-        spark.stop()
+        try:
+            return report_failure(e, err, "logscan scan")   # reads the cause while the JVM is up
+        finally:
+            spark.stop()
+    spark.stop()
     figures = written.figures(output, scan_id, as_of_ms)
     candidates = written.candidates(output, scan_id) if json else []
 

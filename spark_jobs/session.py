@@ -16,12 +16,17 @@ pyspark does not already ship. They must be on the JVM's class path when it star
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
+import signal
 import sys
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Iterator, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 DELTA_LIBS = Path(os.environ.get("LOGSCAN_DELTA_LIBS", REPO / ".delta" / "libs"))
@@ -112,11 +117,135 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    before = set() if under_submit else _children()
+    try:
+        spark = builder.getOrCreate()
+    except BaseException:
+        # Ctrl-C while the JVM starts: pyspark forgets the process it launched (which ignores
+        # SIGINT), and a JVM whose driver is gone before it connects waits for it forever.
+        _end(_children() - before)
+        raise
     if not _delta_loaded(spark):
         raise RuntimeError("Delta's classes are not on the JVM class path: under spark-submit pass "
                            "--jars \"$(python -m spark_jobs.session --jars)\" (run `make delta-jars` first)")
     return spark
+
+
+@contextmanager
+def interrupts_end_the_job(spark) -> Iterator[None]:
+    """Within: Ctrl-C ends the session's jobs (:func:`stop_interrupted`) and raises
+    KeyboardInterrupt, whatever the interrupted call raised on its way out (pyspark's collect
+    replaces it with a Py4JNetworkError of its own). pyspark's SIGINT handler is set aside
+    meanwhile: it calls the JVM from inside the call it interrupts, and py4j's tracebacks
+    follow ("reentrant call"). After a Ctrl-C nothing is logged (py4j would log each
+    connection the JVM's end breaks): the process is ending."""
+    interrupted = threading.Event()
+
+    def on_sigint(signum, frame):
+        interrupted.set()
+        logging.disable(logging.CRITICAL)   # for good: the process is ending
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_sigint) if main else None
+    try:
+        yield
+    except BaseException:
+        if not interrupted.is_set():
+            raise
+        stop_interrupted(spark)
+        previous = signal.default_int_handler   # pyspark's would call the JVM that is gone
+        raise KeyboardInterrupt from None
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+
+
+def stop_interrupted(spark) -> None:
+    """After Ctrl-C: the session's jobs ended within a second or two, where spark.stop() waits
+    for the cancelled tasks to wind down (it took a minute). When this process started the JVM,
+    the JVM is ended (its Python workers end with it: their daemon exits when it goes); under
+    spark-submit the JVM is spark-submit's own: the jobs are cancelled, and it ends when this
+    process does. A second Ctrl-C meanwhile is ignored: this is what it would ask for."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        sc = spark.sparkContext
+        server = getattr(sc, "_accumulatorServer", None)
+        if server is not None:   # its handler prints an EOFError trace when the JVM's end cuts it
+            server.handle_error = lambda *args: None
+        proc = getattr(sc._gateway, "proc", None)
+        if proc is None:
+            # the interrupted call's connection is mid-answer: cancel on a thread of its own
+            canceller = threading.Thread(target=_quietly, args=(sc.cancelAllJobs,), daemon=True)
+            canceller.start()
+            canceller.join(GRACE_S)
+            return
+        _end([proc.pid])
+        proc.wait()
+        _quietly(sc._gateway.shutdown)
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkSession._instantiatedSession = None
+        SparkSession._activeSession = None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _quietly(call) -> None:
+    try:
+        call()
+    except Exception:   # noqa: BLE001 - the JVM is going or gone: nothing left to do there
+        pass
+
+
+#: How long a JVM has to run its shutdown hooks (Spark deletes its scratch folders) before it
+#: is killed.
+GRACE_S = 1.5
+
+
+def _end(pids: Iterable[int]) -> None:
+    """Ends processes this one started: SIGTERM, then SIGKILL after GRACE_S."""
+    pids = list(pids)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + GRACE_S
+    while pids and time.monotonic() < deadline:
+        pids = [pid for pid in pids if _alive(pid)]
+        time.sleep(0.05)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether a child of this process still runs (a zombie is reaped here)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:   # not our child (reaped already, or another's)
+        return False
+    return done == 0
+
+
+def _children() -> set[int]:
+    """The ids of this process's child processes (Linux /proc; empty elsewhere)."""
+    me, out = os.getpid(), set()
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue   # ended meanwhile
+        if int(fields[1]) == me:
+            out.add(int(entry.parent.name))
+    return out
 
 
 def runs_worker_daemon(master: Optional[str]) -> bool:
