@@ -44,7 +44,7 @@ objectstore-if-go:
 -include tools/kafka/kafka.mk
 -include tools/spark/spark.mk
 
-test: venv kafka-jars-all delta-jars chromium objectstore-if-go
+test: venv kafka-jars-all delta-jars s3a-jars chromium objectstore-if-go
 	$(PY) -m pytest -q
 
 test-fast: venv

@@ -467,12 +467,7 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
 
-        from logscan.logdir.store import is_uri
-
-        if any(is_uri(p) for p in inputs):
-            raise click.UsageError("--output (the Spark job) reads local folders only for now: scan a URI "
-                                   "without --output (issue 31)")
-        _check_stores([output])   # an --output URI's store: made now, so a bad option is a usage error
+        _check_stores([*inputs, output])   # a URI's store: made now, so a bad option is a usage error
         if executor == "local":
             _local_tables(inputs, output, as_of=as_of, max_transaction_timeout_ms=max_transaction_timeout_ms,
                           max_prepare_ms=max_prepare_ms, include_superseded=include_superseded, follow_links=follow_links, scan_id=scan_id,
@@ -511,13 +506,11 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
 def _local_tables(inputs, output, *, as_of, scan_id, tables, **options) -> None:
     """--output DIR --executor local: the request checked as for the Spark job (spark_jobs.scan_cli),
     then logscan.scan.delta writes the tables in this process."""
-    from pathlib import Path
-
     from logscan.scan.delta import scan_to_tables
     from logscan.scan.tables import default_scan_id
     from spark_jobs.scan_cli import check_request
 
-    roots = [Path(p) for p in inputs]
+    roots = list(inputs)   # str: local paths or URIs (logscan.logdir.store)
     with _spark_errors():
         names = check_request(roots, output, scan_id, tables)
     sys.exit(scan_to_tables(inputs, output, scan_id=scan_id or default_scan_id(roots), tables=names,
@@ -682,15 +675,16 @@ def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> 
         raise click.UsageError("QUERY holds no statement (only blanks or comments)")
     from logscan.logdir.store import is_uri
 
-    if engine == "spark" and is_uri(tables_dir):
-        raise click.UsageError("--engine spark reads local --tables folders only; a URI's tables are read by "
-                               "the embedded engine (the default)")
+    if engine == "spark" and is_uri(tables_dir) and tables_dir.partition("://")[0].lower() not in ("s3", "s3a"):
+        raise click.UsageError("--engine spark reads local and s3:// (s3a://) --tables only; other URIs' tables "
+                               "are read by the embedded engine (the default)")
     _check_stores([tables_dir])
     with _spark_errors():
         if engine == "spark":
             from spark_jobs.sql import SparkEngine
 
-            runner = SparkEngine(Path(tables_dir), master=master, allow_writes=allow_writes)
+            runner = SparkEngine(tables_dir if is_uri(tables_dir) else Path(tables_dir), master=master,
+                                 allow_writes=allow_writes)
         else:
             from logscan.sql.embedded import EmbeddedEngine
 

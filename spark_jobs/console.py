@@ -48,9 +48,11 @@ class SetupFailed(Exception):
     """Spark with Delta cannot start here; the message says how to fix it."""
 
 
-def session(app_name: str, *, master: str, progress: bool = False, conf: dict[str, str] | None = None):
+def session(app_name: str, *, master: str, progress: bool = False, conf: dict[str, str] | None = None,
+            stores=()):
     """A quiet Delta-enabled session; ``progress``: Spark's console stage bar on stderr;
-    ``conf``: more settings (static ones too: the session is new)."""
+    ``conf``: more settings (static ones too: the session is new); ``stores``: the URIs Spark
+    itself reads (session.build_session)."""
     java = f"{BASE_CONF['spark.driver.extraJavaOptions']} -Dlog4j2.configurationFile={_log4j2_file().as_uri()}"
     try:
         spark = build_session(app_name, master=master, conf={
@@ -58,7 +60,7 @@ def session(app_name: str, *, master: str, progress: bool = False, conf: dict[st
             "spark.ui.showConsoleProgress": "true" if progress else "false",
             "spark.driver.extraJavaOptions": java,
             **(conf or {}),
-        })
+        }, stores=stores)
     except (FileNotFoundError, RuntimeError) as e:   # no Delta jars / not on the class path
         raise SetupFailed(str(e)) from None
     spark.sparkContext.setLogLevel("FATAL")

@@ -491,7 +491,8 @@ def _tables(text: str) -> tuple[str, ...]:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="spark_jobs/scan.py", description=__doc__.split("\n")[0])
-    p.add_argument("inputs", nargs="+", type=Path, help="roots of copied log dirs (one cluster)")
+    p.add_argument("inputs", nargs="+", help="roots of copied log dirs (one cluster): folders or URIs "
+                   "(s3://, s3a://, gs://, abfs://, hdfs://, file://)")
     p.add_argument("--output", required=True, help="folder of the Delta tables (DIR/<table>)")
     p.add_argument("--as-of", type=_as_of, help="the scan's 'now': ISO-8601 or epoch ms (default: newest timestamp)")
     p.add_argument("--max-transaction-timeout-ms", type=int, default=hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
@@ -539,10 +540,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
-    from spark_jobs.scan_cli import BadRequest, check_request
+    from spark_jobs.scan_cli import BadRequest, OutputUnreachable, check_request
 
     try:
         check_request(args.inputs, args.output, args.scan_id)
+    except OutputUnreachable as e:   # the store refused before the scan: no answer, as `logscan scan`
+        print(f"spark_jobs/scan.py: {e}", file=sys.stderr)
+        return summary_text.EXIT_FAILED
     except BadRequest as e:   # before Spark starts, one sentence, as argparse's usage errors
         print(f"spark_jobs/scan.py: {e}", file=sys.stderr)
         return 2

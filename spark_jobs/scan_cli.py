@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 import traceback
-from pathlib import Path
 from typing import Optional, TextIO
 
 from logscan.scan.summary import EXIT_FAILED
@@ -83,7 +82,7 @@ def report_failure(error: BaseException, err: TextIO, program: str) -> int:
     return EXIT_FAILED
 
 
-def check_request(inputs: list[Path], output: str, scan_id: Optional[str],
+def check_request(inputs: list, output: str, scan_id: Optional[str],
                   tables: Optional[str] = None) -> tuple[str, ...]:
     """Before Spark starts: the tables go outside the copy, the scan id can name a partition,
     and --tables names tables. Returns the tables to write (scan.parse_tables; None: the
@@ -99,12 +98,17 @@ def check_request(inputs: list[Path], output: str, scan_id: Optional[str],
             check_scan_id(scan_id)
     except ValueError as e:
         raise BadRequest(str(e)) from None
+    from logscan.logdir.store import is_uri
     from logscan.logdir.tree import NoLogDirs, find_log_dirs
 
+    refused = []
     try:
-        find_log_dirs(inputs)   # an INPUT with no log dir: one sentence, before Spark starts
+        find_log_dirs(inputs, refused)   # an INPUT with no log dir: one sentence, before Spark starts
     except NoLogDirs as e:
         raise BadRequest(str(e)) from None
+    for finding in refused:   # a URI that names nothing (or a store that refuses): before any table is written
+        if is_uri(str(finding.path)) and any(str(finding.path).rstrip("/") == str(p).rstrip("/") for p in inputs):
+            raise BadRequest(printable(f"{finding.path}: {finding.message}")) from None
     from logscan.scan.output import failure, probe
 
     try:
@@ -138,7 +142,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     from .session import interrupts_end_the_job
 
     out, err = out or sys.stdout, err or sys.stderr
-    roots = [Path(p) for p in inputs]
+    roots = list(inputs)   # str: local paths or URIs (logscan.logdir.store)
     names = check_request(roots, output, scan_id, tables)
     started = time.monotonic()
     spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress))

@@ -12,6 +12,15 @@ pyspark does not already ship. They must be on the JVM's class path when it star
 * run under ``spark-submit``: the JVM is already up, so pass them with
   ``--jars "$(python -m spark_jobs.session --jars)"``; setting spark.jars from Python then
   is too late (DATA_SOURCE_NOT_FOUND: delta) and :func:`build_session` says so.
+
+Object stores. The scan reads and writes its URIs in Python (logscan.logdir.store: pyarrow and
+delta-rs), so its Spark tasks need no Hadoop filesystem; they need the storage options, which
+:func:`store_conf` hands every Python worker as $LOGSCAN_STORAGE_OPTIONS (spark.executorEnv:
+redacted by Spark where it shows settings, its value naming a secret). Spark's own reads and
+writes of Delta tables at ``s3a://`` or ``s3://`` (``logscan sql --engine spark``, spark-sql)
+go through Hadoop's S3A: ``make s3a-jars`` fetches hadoop-aws (the Hadoop release pyspark
+ships) and its AWS SDK bundle into .delta/s3a, :func:`s3a_jars` adds them, and the storage
+options become ``spark.hadoop.fs.s3a.*`` settings (logscan.logdir.store.hadoop_options).
 """
 
 from __future__ import annotations
@@ -30,6 +39,11 @@ from typing import Iterable, Iterator, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 DELTA_LIBS = Path(os.environ.get("LOGSCAN_DELTA_LIBS", REPO / ".delta" / "libs"))
+#: hadoop-aws and the AWS SDK bundle it was built with (`make s3a-jars`): Spark's s3a:// filesystem.
+S3A_LIBS = Path(os.environ.get("LOGSCAN_S3A_LIBS", REPO / ".delta" / "s3a"))
+#: Schemes Spark reads through Hadoop's S3A once the s3a jars are on its class path (s3:// too:
+#: fs.s3.impl is set to S3A, as the URIs logscan prints use s3://).
+S3A_SCHEMES = ("s3", "s3a", "s3n")
 
 #: PySpark's daemon importing the installed pyspark (spark_jobs/worker_daemon.py): set for the
 #: local sessions build_session starts whose workers run this interpreter (runs_worker_daemon);
@@ -88,6 +102,41 @@ def delta_jars(libs: Path = DELTA_LIBS) -> list[str]:
     return jars
 
 
+def s3a_jars(libs: Path = S3A_LIBS) -> list[str]:
+    """The jars of Spark's s3a:// filesystem (hadoop-aws, the AWS SDK bundle) that pyspark does
+    not ship; FileNotFoundError saying how to fetch them when they are not there."""
+    import pyspark
+
+    shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    jars = sorted(str(p) for p in Path(libs).glob("*.jar") if _artifact(p.name) not in shipped)
+    if not any(Path(j).name.startswith("hadoop-aws-") for j in jars):
+        raise FileNotFoundError(f"no hadoop-aws jar in {libs}: run `make s3a-jars` (Spark reads s3a:// through it)")
+    return jars
+
+
+def _scheme(uri: str) -> str:
+    return uri.partition("://")[0].lower() if "://" in uri else ""
+
+
+def store_conf(uris=()) -> dict[str, str]:
+    """Settings that let a session's tasks and Spark itself reach the stores of ``uris`` with
+    the storage options configured now (logscan.logdir.store.configure): every Python worker
+    gets them as $LOGSCAN_STORAGE_OPTIONS; for s3:// and s3a:// URIs, Hadoop's S3A gets them as
+    spark.hadoop.fs.s3a.* (s3:// read by S3A too)."""
+    import json
+
+    from logscan.logdir import store
+
+    given = store.options()
+    conf = {}
+    if given:
+        conf[f"spark.executorEnv.{store.OPTIONS_ENV}"] = json.dumps(given, sort_keys=True)
+    if any(_scheme(str(u)) in S3A_SCHEMES for u in uris):
+        conf["spark.hadoop.fs.s3.impl"] = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+        conf.update({f"spark.hadoop.{k}": v for k, v in store.hadoop_options(given).items()})
+    return conf
+
+
 def _delta_loaded(spark) -> bool:
     from py4j.java_gateway import JavaClass
 
@@ -95,11 +144,12 @@ def _delta_loaded(spark) -> bool:
 
 
 def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = None,
-                  conf: Optional[dict[str, str]] = None):
+                  conf: Optional[dict[str, str]] = None, stores=()):
     """A SparkSession with Delta configured; ``master`` only when not under spark-submit. A
     local session it starts itself runs its Python workers under WORKER_DAEMON when they run
     this interpreter (runs_worker_daemon; ``conf`` may set ``spark.python.daemon.module`` back
-    to ``pyspark.daemon``)."""
+    to ``pyspark.daemon``). ``stores``: the URIs the session reads or writes (store_conf; an
+    s3:// or s3a:// one adds the s3a jars when the session starts its JVM)."""
     # Python workers must run this interpreter: the one with pyarrow and logscan installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -110,8 +160,12 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
     if master and not under_submit:
         builder = builder.master(master)
     settings = dict(BASE_CONF)
+    settings.update(store_conf(stores))
     if not under_submit:
-        settings["spark.jars"] = ",".join(delta_jars())
+        jars = delta_jars()
+        if any(_scheme(str(u)) in S3A_SCHEMES for u in stores):
+            jars += s3a_jars()
+        settings["spark.jars"] = ",".join(jars)
         if runs_worker_daemon(master):
             settings["spark.python.daemon.module"] = WORKER_DAEMON
     settings.update(conf or {})
@@ -267,5 +321,8 @@ def _jvm_running() -> bool:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--jars"]:
         print(",".join(delta_jars()))
+    elif sys.argv[1:] == ["--jars", "--s3a"]:
+        print(",".join(delta_jars() + s3a_jars()))
     else:
-        sys.exit("usage: python -m spark_jobs.session --jars   (comma-separated jars for spark-submit)")
+        sys.exit("usage: python -m spark_jobs.session --jars [--s3a]   (comma-separated jars for spark-submit; "
+                 "--s3a adds hadoop-aws and the AWS SDK for s3a:// paths)")

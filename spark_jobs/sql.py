@@ -24,7 +24,7 @@ class SparkEngine:
     """A quiet Delta-enabled session with the tables as views (``run``/``close`` as the
     embedded engine's)."""
 
-    def __init__(self, tables_dir: Path, *, master: str, allow_writes: bool = False):
+    def __init__(self, tables_dir, *, master: str, allow_writes: bool = False):
         from pyspark.sql import SparkSession
 
         from .console import session
@@ -37,7 +37,7 @@ class SparkEngine:
         # folder instead, so nothing appears where logscan is run.
         self._warehouse = tempfile.TemporaryDirectory(prefix="logscan-sql-warehouse-")
         self.spark = session("logscan-sql", master=master, conf={
-            "spark.sql.warehouse.dir": Path(self._warehouse.name).as_uri()})
+            "spark.sql.warehouse.dir": Path(self._warehouse.name).as_uri()}, stores=[str(tables_dir)])
         if not allow_writes:
             self.spark.conf.set("spark.sql.runSQLOnFiles", "false")
         self.names = register_tables(self.spark, paths)
@@ -51,9 +51,12 @@ class SparkEngine:
         self._warehouse.cleanup()
 
 
-def register_tables(spark, paths: dict[str, Path]) -> list[str]:
+def register_tables(spark, paths: dict) -> list[str]:
+    """Each table (a folder's Path, or a URI's str: Spark reads s3:// and s3a:// through S3A)
+    as a temporary view of its name."""
     for name, path in paths.items():
-        spark.read.format("delta").load(str(path.resolve())).createOrReplaceTempView(name)
+        where = path if isinstance(path, str) else str(path.resolve())
+        spark.read.format("delta").load(where).createOrReplaceTempView(name)
     return list(paths)
 
 

@@ -89,7 +89,30 @@ def is_uri(path) -> bool:
 
 # --- storage options and filesystems ---------------------------------------------------------
 
-_options: dict[str, str] = {}
+#: The environment variable that hands the storage options (a JSON object) to a process that
+#: reads the same stores without being configured: a Spark task's Python worker (the job's
+#: session sets it with spark.executorEnv, spark_jobs.session.store_conf). A process that calls
+#: configure() uses what it was given instead.
+OPTIONS_ENV = "LOGSCAN_STORAGE_OPTIONS"
+
+
+def _from_environment() -> tuple[dict[str, str], Optional[str]]:
+    """The options OPTIONS_ENV holds, and the sentence saying why it is unusable (or None)."""
+    import json
+
+    text = os.environ.get(OPTIONS_ENV)
+    if not text:
+        return {}, None
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        return {}, f"${OPTIONS_ENV} is not a JSON object of storage options ({e})"
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return {}, f"${OPTIONS_ENV} is not a JSON object of storage options (key: text)"
+    return value, None
+
+
+_options, _environment_error = _from_environment()
 _stores: dict[tuple[str, str], "_Store"] = {}
 _lock = threading.Lock()
 
@@ -118,10 +141,12 @@ _given: dict[tuple[str, str], "_Store"] = {}
 def configure(options: Optional[Mapping[str, str]] = None) -> None:
     """The storage options of the filesystems made from now on (the ones made before are
     dropped): keyword arguments of the pyarrow filesystem of each URI's scheme."""
+    global _environment_error
     with _lock:
         _options.clear()
         _options.update(options or {})
         _stores.clear()
+        _environment_error = None
 
 
 def use_filesystem(scheme: str, filesystem, fs_prefix: str = "") -> None:
@@ -186,6 +211,8 @@ class _Store:
 def _make_store(scheme: str, authority: str, given: Optional[Mapping[str, str]] = None) -> _Store:
     from pyarrow import fs as pafs
 
+    if given is None and _environment_error is not None:
+        raise StorageOptionError(_environment_error)
     kw = _kwargs(_options if given is None else given)
     what = {"s3": "S3FileSystem", "gs": "GcsFileSystem", "hdfs": "HadoopFileSystem",
             "abfs": "AzureFileSystem", "file": "LocalFileSystem"}.get(scheme, scheme)
@@ -619,6 +646,33 @@ def delta_options(uri: str, given: Optional[Mapping[str, str]] = None) -> dict[s
         out.update({name: given[key] for key, name in _DELTA_OTHER.items() if key in given})
     elif scheme in ("gs", "gcs") and "endpoint_override" in given:
         out["GOOGLE_ENDPOINT"] = given["endpoint_override"]   # a GCS emulator (tests)
+    return out
+
+
+#: pyarrow's S3FileSystem keyword -> Hadoop S3A's setting for the same (spark.hadoop.fs.s3a.*).
+_HADOOP_S3A = {"access_key": "fs.s3a.access.key", "secret_key": "fs.s3a.secret.key",
+               "session_token": "fs.s3a.session.token", "region": "fs.s3a.endpoint.region"}
+
+
+def hadoop_options(given: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """Hadoop's S3A settings (``fs.s3a.*``, for Spark as ``spark.hadoop.fs.s3a.*``) that reach
+    the S3 store the pyarrow filesystem made with ``given`` (default: the configured options)
+    reaches: access_key, secret_key, session_token, region, and endpoint_override with scheme ->
+    fs.s3a.endpoint with path-style access (a store of one's own: SeaweedFS, MinIO) and, for
+    http, SSL off. A session token switches S3A to temporary credentials. Empty when nothing is
+    given: S3A then finds credentials where the AWS SDK looks, as pyarrow does."""
+    given = options() if given is None else dict(given)
+    out = {name: given[key] for key, name in _HADOOP_S3A.items() if key in given}
+    if "session_token" in given:
+        out["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+    if "endpoint_override" in given:
+        endpoint = given["endpoint_override"]
+        if "://" not in endpoint:
+            endpoint = f"{given.get('scheme', 'https')}://{endpoint}"
+        out["fs.s3a.endpoint"] = endpoint
+        out["fs.s3a.path.style.access"] = str(given.get("force_virtual_addressing", "").lower() != "true").lower()
+        if endpoint.startswith("http://"):
+            out["fs.s3a.connection.ssl.enabled"] = "false"
     return out
 
 

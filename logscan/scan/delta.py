@@ -25,7 +25,6 @@ import json as jsonlib
 import shlex
 import sys
 import time
-from pathlib import Path
 from typing import Iterable, Optional, TextIO
 
 from . import output as delta_output
@@ -67,7 +66,7 @@ class TableParts:
         return by_table
 
 
-def write_tables(roots: list[Path], output: str, *, scan_id: str, tables: tuple[str, ...],
+def write_tables(roots: list, output: str, *, scan_id: str, tables: tuple[str, ...],
                  progress: bool = False, **scan_options) -> int:
     """Scans ``roots`` (local.scan's ``scan_options``) and writes ``tables`` (spark_jobs.scan's
     parse_tables names, checked) into ``output`` as scan ``scan_id``; returns the scan's as_of.
@@ -99,7 +98,7 @@ def scan_to_tables(inputs: list[str], output: str, *, scan_id: str, tables: tupl
     from . import summary
 
     out, err = out or sys.stdout, err or sys.stderr
-    roots = [Path(p) for p in inputs]
+    roots = list(inputs)   # str: local paths or URIs (logscan.logdir.store)
     started = time.monotonic()
     try:
         as_of_ms = write_tables(roots, output, scan_id=scan_id, tables=tables, progress=progress.wanted(no_progress),

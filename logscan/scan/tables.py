@@ -51,10 +51,14 @@ def parse_tables(text: str) -> tuple[str, ...]:
     return tuple(t for t in TABLES if t in names or t in SUMMARY_TABLES)
 
 
-def default_scan_id(roots: Iterable[Path]) -> str:
+def default_scan_id(roots: Iterable) -> str:
     """The scan id of a scan of ``roots`` when none is given: the same inputs, the same id, so
     re-running a scan replaces its own rows."""
-    digest = hashlib.sha256("\n".join(sorted(str(Path(p).resolve()) for p in roots)).encode()).hexdigest()
+    from logscan.logdir.store import is_uri
+
+    # A URI names its place already (Path would make s3://b/c the local s3:/b/c under the cwd).
+    places = (str(p) if is_uri(str(p)) else str(Path(p).resolve()) for p in roots)
+    digest = hashlib.sha256("\n".join(sorted(places)).encode()).hexdigest()
     return f"scan-{digest[:16]}"
 
 

@@ -85,6 +85,18 @@ def test_storage_options_reach_the_store_or_are_a_usage_error(args, said):
         assert "logscan: s3://bucket/copy: file: input folder cannot be listed" in out.stdout
 
 
-def test_scan_output_with_a_uri_says_it_is_not_read_yet(tmp_path):
-    out = logscan("scan", f"file://{HANGING}", "--output", str(tmp_path / "tables"))
-    assert out.returncode == 2 and "--output (the Spark job) reads local folders only" in out.stderr
+def test_scan_output_of_a_uri_writes_the_tables_of_the_folder(tmp_path):
+    """--output with a URI input (the local executor; tests/io/test_s3_inputs.py has both
+    executors on a real S3 store): the tables hold the rows of the folder, named by the URI."""
+    uri = f"file://{HANGING}"
+    for name, given in (("uri", uri), ("path", str(HANGING))):
+        out = logscan("scan", given, "--output", str(tmp_path / name), "--executor", "local", "--scan-id", "s",
+                      "--no-progress")
+        assert out.returncode == 4, out.stderr
+    by_uri = logscan("sql", "--tables", str(tmp_path / "uri"), "--format", "json",
+                     "SELECT * EXCLUDE (as_of) FROM files ORDER BY file")
+    by_path = logscan("sql", "--tables", str(tmp_path / "path"), "--format", "json",
+                      "SELECT * EXCLUDE (as_of) FROM files ORDER BY file")
+    assert by_uri.returncode == by_path.returncode == 0, by_uri.stderr
+    assert by_uri.stdout.count("\n") > 10 and by_uri.stdout.count(uri) > 10
+    assert by_uri.stdout.replace(uri, str(HANGING)) == by_path.stdout
