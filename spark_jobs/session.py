@@ -182,6 +182,9 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
     if not _delta_loaded(spark):
         raise RuntimeError("Delta's classes are not on the JVM class path: under spark-submit pass "
                            "--jars \"$(python -m spark_jobs.session --jars)\" (run `make delta-jars` first)")
+    from . import datasource
+
+    datasource.register(spark)   # spark.read.format("logscan"): a copy's batches or records
     return spark
 
 
