@@ -73,13 +73,15 @@ PARTITIONS ?= 1000
 bench-data: venv
 	$(PY) -m tools.bench.gen_cluster --out .work/bench-data/$(SIZE)mb --size-mb $(SIZE) --partitions $(PARTITIONS)
 
-# make bench: decode figures, the batch-size curve, then the Spark scan (~20 min on 2 cores;
+# make bench: decode figures, the batch-size curve, the Spark scan, then listing 10,000 and 100,000
+# partition folders from an object store (~20 min on 2 cores, and the upload of the folders;
 # BENCH_QUICK=1 for a smaller run of every figure).
 BENCH_SIZE_MB ?= $(if $(BENCH_QUICK),128,1024)
 bench: venv kafka-jars delta-jars
 	$(PY) -m tools.bench.decode --size-mb $(BENCH_SIZE_MB)
 	$(PY) -m tools.bench.curve $(if $(BENCH_QUICK),--quick)
 	$(PY) -m tools.bench.scan $(if $(BENCH_QUICK),--quick)
+	$(PY) -m tools.bench.listing $(if $(BENCH_QUICK),--quick)
 
 # Coverage-guided fuzzing of the decoders with atheris (tools/fuzz/README.md):
 #   make fuzz FUZZ_TARGET=all FUZZ_RUNS=1000000 FUZZ_TIME=3600   (TIME in s; 0 = no limit)
