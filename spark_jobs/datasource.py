@@ -161,11 +161,11 @@ def record_rows(unit: dict) -> Iterator[dict]:
     order; a batch whose records do not decode, or damage the walk meets, is one row with
     ``error`` (file:byte: reason)."""
     from logscan.format.batch import RecordBatch
-    from logscan.format.compression import DecompressionBudget
     from logscan.format.errors import DecodeError
     from logscan.format.legacy import LegacyBatch
     from logscan.format.logfile import walk_windows
     from logscan.logdir.segment import LogWindows
+    from logscan.scan.replica import segment_budget
 
     head = {"broker": unit["broker"], "topic": unit["topic"], "partition": unit["partition"], "file": unit["file"],
             "segment_base_offset": unit["segment_base_offset"]}
@@ -176,7 +176,7 @@ def record_rows(unit: dict) -> Iterator[dict]:
         except OSError as e:
             yield {**head, "position": -1, "error": f"{path}: cannot read file: {e}"}
             return
-        budget = DecompressionBudget(log.size)
+        budget = segment_budget(log.size)   # the scan's decompression budget (its flags' environment too)
         for entry, win in walk_windows(log):
             if isinstance(entry, DecodeError):
                 yield {**head, "position": entry.position, "error": f"{path}:{entry.position}: {entry}"}
