@@ -35,7 +35,7 @@ REPLICA_INFO = pa.schema([
     pa.field("path", pa.string()), pa.field("segments", _BASE_AND_FILE), pa.field("snapshots", _BASE_AND_FILE),
     pa.field("indexes", _BASE_AND_FILE), pa.field("txn_indexes", _BASE_AND_FILE),
     pa.field("hw_checkpoint", pa.int64()), pa.field("log_start_checkpoint", pa.int64()),
-    pa.field("recovery_point_checkpoint", pa.int64()),
+    pa.field("recovery_point_checkpoint", pa.int64()), pa.field("dir_gap", pa.string()),
 ])
 
 #: A byte range's hand-offs (see logscan.scan.replica.valid_ranges); files read whole have none.

@@ -63,7 +63,7 @@ def replica_info(listed: ListedReplica) -> R.Row:
             **{name: [{"base_offset": b, "file": str(p)} for b, p in getattr(r, name)]
                for name in ("segments", "snapshots", "indexes", "txn_indexes")},
             "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint,
-            "recovery_point_checkpoint": listed.recovery_point_checkpoint}
+            "recovery_point_checkpoint": listed.recovery_point_checkpoint, "dir_gap": listed.dir_gap}
 
 
 def replica_dir(info: R.Row) -> ReplicaDir:
@@ -123,7 +123,8 @@ class Replay:
         self._closed: list[TxnSpan] = []
         self._analyser = ReplicaAnalyser(replica, on_close=self._closed.append, hw_checkpoint=info["hw_checkpoint"],
                                          log_start_checkpoint=info["log_start_checkpoint"],
-                                         recovery_point_checkpoint=info["recovery_point_checkpoint"])
+                                         recovery_point_checkpoint=info["recovery_point_checkpoint"],
+                                         dir_gap=info.get("dir_gap"))
         self._listed = [base for base, _ in replica.segments]
         self._segments: list[int] = []  # the base offsets of the segments read by decode
         self._ceiling = timestamp_ceiling()

@@ -195,3 +195,32 @@ def test_the_spark_job_s_listing_gives_the_forgotten_disk_s_finding(tmp_path):
     (row,) = list_inputs([copy]).findings
     assert (row["broker"], row["file"], row["position"], row["reason"], row["message"]) == (
         key["broker"], finding.path, finding.position, "incomplete", finding.message)
+
+
+
+def forgotten_disk_copy(tmp_path: Path) -> Path:
+    """fixtures/jbod copied without node 0's second log dir (broker-0-disk2)."""
+    copy = tmp_path / "brokers"
+    for d in sorted((JBOD / "brokers").iterdir()):
+        if d.name != "broker-0-disk2":
+            shutil.copytree(d, copy / d.name)
+    return copy
+
+
+def assert_the_forgotten_disk_withholds_hang_2(candidates: list[dict], plans: list[dict]) -> None:
+    """hang-2 (a replica on the forgotten disk, its missed-marker transaction open on every
+    replica copied) is partition_not_in_copy, with no abort plan."""
+    hang2 = [c for c in candidates if (c["topic"], c["partition"]) == ("hang", 2)]
+    assert hang2 and {c["reason"] for c in hang2} == {hanging.PARTITION_NOT_IN_COPY}
+    assert not [p for p in plans if (p["topic"], p["partition"]) == ("hang", 2)]
+
+
+def test_a_forgotten_disk_withholds_the_abort_in_the_scan(tmp_path):
+    """The whole scan of the copy without node 0's second disk: the listing's dir_gap reaches
+    the per-replica step, so hang-2 gets no plan where the whole copy plans one
+    (test_the_whole_copy_is_complete_and_judged_as_find_hanging). The Spark job's:
+    tests/spark/test_jbod.py."""
+    whole = scan([JBOD / "brokers"]).tables
+    assert [p for p in whole["abort_plans"] if (p["topic"], p["partition"]) == ("hang", 2)]
+    tables = scan([forgotten_disk_copy(tmp_path)]).tables
+    assert_the_forgotten_disk_withholds_hang_2(tables["hanging_candidates"], tables["abort_plans"])

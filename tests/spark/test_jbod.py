@@ -30,6 +30,7 @@ from spark_jobs.schemas import plain  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 from tests.scan.copy_shapes import (HANGING_MOVED, add_compose_folders, copy_cluster,  # noqa: E402
                                     cut_after_first_batch, split_jbod)
+from tests.scan.test_jbod_fixture import assert_the_forgotten_disk_withholds_hang_2, forgotten_disk_copy  # noqa: E402
 from tests.spark import local_session  # noqa: E402
 
 HANGING = Path(__file__).resolve().parents[2] / "fixtures" / "hanging"
@@ -83,3 +84,16 @@ def test_a_jbod_broker_with_a_partition_in_both_dirs(spark, tmp_path):
     assert f"{second / 'hang-0'} and {stale}" in finding.message
     skipped = _rows(spark, output, "files", scan_id).where(F.col("broker").isNull())
     assert sorted((r.file, r.status) for r in skipped.collect()) == sorted((str(p), "skipped") for p in beside)
+
+
+def test_a_forgotten_disk_withholds_the_abort(spark, tmp_path):
+    """The Spark job on fixtures/jbod without node 0's second disk: the listing's dir_gap
+    reaches the per-replica rules in the decode task and in the per-replica step alike (the
+    rows of tests/scan/test_jbod_fixture.py's local scan)."""
+    copy = forgotten_disk_copy(tmp_path)
+    for replay_in_decode in (True, False):
+        output = str(tmp_path / f"tables-{replay_in_decode}")
+        spark_scan.run(spark, [copy], output, scan_id="cut", replay_in_decode=replay_in_decode)
+        candidates, plans = ([r.asDict() for r in _rows(spark, output, t, "cut").collect()]
+                             for t in ("hanging_candidates", "abort_plans"))
+        assert_the_forgotten_disk_withholds_hang_2(candidates, plans)
