@@ -60,8 +60,13 @@ BASE_CONF = {
     # present, or a spark-defaults.conf asking for it) would leave metastore_db/, derby.log
     # and spark-warehouse/ in whatever folder the operator runs the job from.
     "spark.sql.catalogImplementation": "in-memory",
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
-    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    # The JIT's first tier only (C1). The JVM of a scan moves few rows now (each task's table
+    # rows cross it as a few Arrow IPC values, spark_jobs.tasks), and C2 compiled each scan's
+    # freshly generated classes as they got hot: 1.0-2.5 CPU-s of compiler threads per scan of
+    # make bench's 1 GB copy, ~0.5 CPU-s per GB at the margin, against ~0.1 CPU-s per GB more in
+    # the task threads running C1's code (local[1], 2026-11-28).
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1",
     # Delta rebuilds a table's snapshot with 50 tasks by default: seconds of pure overhead
     # for logs of a few commits.
     "spark.databricks.delta.snapshotPartitions": "2",
