@@ -35,22 +35,25 @@ stay. The job refuses an output inside an input and leaves nothing in its workin
 (partitions scanned, open transactions, hanging candidates with their reasons, where the
 tables are), read back from the committed tables, is printed at the end.
 
-The driver lists files and plans; Spark runs five kinds of jobs, each a pass with no
-Python object per batch crossing into the JVM:
+The driver lists files and plans; Spark runs these jobs, none with a Spark row per batch or
+per table row of the copy:
 
 1. the decode, a Python Data Source (spark_jobs.source) whose partitions are the tasks
    plan_tasks makes (a group of small files, a large file, or a byte range of a file larger
    than --split-bytes). A replica no larger than a task's share goes whole to one decode task,
-   which runs Kafka's per-replica rules over it as it reads it; its tally (tasks.tally) tells
-   the driver the byte ranges kept, the internal topics' replicas and the newest times;
+   which runs Kafka's per-replica rules over it as it reads it. A task hands Spark
+   (tasks.TaskOutput) each table's rows as a few Arrow IPC values (blobs), the partition
+   step's narrow rows, the facts of the replicas it does not replay, and its tally (the byte
+   ranges kept, the internal topics' replicas, the newest times), which the driver collects;
 2. the per-replica step, only for the other replicas: their batch facts shuffled and sorted by
-   (broker, topic, partition) and log order, streamed through one mapInArrow per partition;
-3. the coordinator's (one group per `__transaction_state` partition, of the replica
-   coordinator_copy picks) and the metadata's (the `__cluster_metadata` replica);
-4. the last one: the writers of the decode's and per-replica step's rows (a table member at a
-   time) and the partition step (leader, agreement, find-hanging, abort plans per
-   (topic, partition), over the states, open transactions and the closed spans' keys), which
-   writes its own tables.
+   (broker, topic, partition) and log order, streamed through one mapInArrow per partition,
+   whose output is the decode's kind;
+3. the coordinator's (the txn_log rows of the replica coordinator_copy picks per
+   `__transaction_state` partition, out of the blobs, one group per partition) and the
+   metadata's (the `__cluster_metadata` replica);
+4. the last one: the writers of the blobs (Parquet, once as_of is known) and the partition
+   step (leader, agreement, find-hanging, abort plans per (topic, partition), over the
+   states, open transactions and the closed spans' keys), which writes its own tables.
 
 Every step is logscan.scan.pipeline's, as in the single-process executor (logscan.scan.local).
 Grouping is Spark's sort, not a Python call per group: a Python worker holds one Arrow batch
@@ -75,7 +78,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit
 
 import pyarrow as pa
 from pyspark import Broadcast, cloudpickle
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from logscan.scan import pipeline
@@ -112,13 +115,14 @@ SPLIT_BYTES = 128 << 20
 #: output once per task (64 a task made 97 tasks per write on a 3000-replica copy).
 REPLICAS_PER_TASK = 1000
 MAX_SHUFFLE_PARTITIONS = 2000
-#: Rows a write task gets at most from the decode's output, which has a partition per decode
-#: task. Each table is written with as many tasks as its rows need (write_tasks), not one per
-#: decode task: every write task is a Parquet file and ~45 ms, so on make bench's 10 GB copy
-#: (40 decode tasks) the small tables (files, spans, producers: a few thousand rows) took
-#: 40 tasks and 40 files each, ~2 s of task time per table (2026-11-24). At ~15 us a batches
-#: row, a full task writes for ~2 s, and a copy of 1 TB in 16 KiB batches is ~500 files.
-ROWS_PER_WRITE_TASK = 1 << 17
+#: Bytes of blobs (the tables' rows as Arrow IPC, tasks.TaskOutput) a write task gets at most.
+#: Each table is written with as many tasks as its blobs need, not one per decode task: every
+#: write task is a Parquet file per table and ~45 ms, so on make bench's 10 GB copy (40 decode
+#: tasks) the small tables (files, spans, producers: a few thousand rows) took 40 files each,
+#: ~2 s of task time per table (2026-11-24). A copy of 1 TB in 16 KiB batches, its batches
+#: table asked for, is ~10 GB of blobs: ~80 files per table.
+WRITE_TASK_BYTES = 128 << 20
+MIN_WRITE_TASK_BYTES = 16 << 20
 @dataclass(slots=True)
 class Listing:
     """What the driver learns from directory listings and checkpoint files alone."""
@@ -206,35 +210,30 @@ class ScanFrames:
 
 @dataclass(slots=True)
 class Tally:
-    """What the driver learns from tasks.tally's rows (one pass over a step's output)."""
+    """What the driver learns from the tasks' tallies (tasks.TaskOutput) and blob rows: one
+    pass over a step's cached output, the rows it reads only."""
 
-    counts: dict[str, int] = field(default_factory=dict)
+    blob_bytes: dict[str, int] = field(default_factory=dict)
     ranges: list[R.Row] = field(default_factory=list)
-    internal: dict[str, list[tuple]] = field(default_factory=lambda: {TRANSACTION_STATE_TOPIC: [],
-                                                                       CLUSTER_METADATA_TOPIC: []})
+    internal: dict[str, list[tuple]] = field(default_factory=lambda: {t: [] for t in tasks.INTERNAL_TOPICS})
     newest_batch: Optional[int] = None
     newest_record: list[R.Row] = field(default_factory=list)
     split_files: list[R.Row] = field(default_factory=list)
 
-    def add(self, tagged: DataFrame) -> None:
-        """Runs tasks.tally over ``tagged`` (one job, no shuffle) and adds what it finds. Only
-        the columns it reads reach it: the JVM hands a Python worker every field of every
-        member of a tagged row, null or not."""
-        def part(member: str, fields) -> Column:
-            return F.when(F.col(member).isNotNull(), F.struct(*(F.col(f"{member}.{c}").alias(c) for c in fields)))
-
-        columns = [c for c in ("record_type", "segment", "range_index", "ranges", "range", "file")
-                   if c in tagged.columns]
-        columns.append(part("state", tasks.TALLY_STATE).alias("state"))
-        if "txn_log" in tagged.columns:
-            columns.append(part("txn_log", tasks.TALLY_TXN_LOG).alias("txn_log"))
-        rows = tagged.select(*columns).mapInArrow(tasks.tally(self.internal, pipeline.timestamp_ceiling()),
-                                                  S.spark_schema(tasks.TALLY)).collect()
+    def add(self, out: DataFrame) -> None:
+        """Collects the tally rows of ``out`` (tasks.OUT rows) and each blob's table and size
+        (one job over the cached rows, no Python worker)."""
+        kinds = [*tasks.TALLY_MEMBERS, "blob"]
+        blob = F.when(F.col("record_type") == "blob",
+                      F.struct(F.col("blob.table").alias("table"), F.octet_length("blob.data").alias("bytes")))
+        rows = (out.where(F.col("record_type").isin(*kinds))
+                .select("record_type", "segment", "range_index", "ranges", *tasks.TALLY_MEMBERS, blob.alias("blob"))
+                .collect())
         for r in rows:
             kind = r["record_type"]
-            if kind == "count":
-                name = r["count"]["record_type"]
-                self.counts[name] = self.counts.get(name, 0) + r["count"]["rows"]
+            if kind == "blob":
+                b = r["blob"]
+                self.blob_bytes[b["table"]] = self.blob_bytes.get(b["table"], 0) + b["bytes"]
             elif kind == "range":
                 self.ranges.append(r["range"].asDict(recursive=True))
             elif kind == "internal":
@@ -245,7 +244,8 @@ class Tally:
                 t = r["newest_batch"]["max_timestamp"]
                 self.newest_batch = t if self.newest_batch is None else max(self.newest_batch, t)
             elif kind == "newest_record":
-                self.newest_record.append(r["newest_record"].asDict())
+                self.newest_record.append({**r["newest_record"].asDict(), "segment": r["segment"],
+                                           "range_index": r["range_index"], "ranges": r["ranges"]})
             else:
                 self.split_files.append(r["split_file"].asDict())
 
@@ -268,46 +268,36 @@ class Tally:
                     and (r["ranges"] == 1 or (r["segment"], r["range_index"]) in kept)), default=None)
 
 
-def kept_rows(spark: SparkSession, decoded: DataFrame, kept: frozenset) -> DataFrame:
-    """The decoded rows of every file read whole and of the byte ranges of split files that
+def kept_rows(spark: SparkSession, rows: DataFrame, kept: frozenset) -> DataFrame:
+    """The rows of every file read whole and of the byte ranges of split files that
     replica.valid_ranges keeps (``kept``)."""
-    whole = decoded.where(F.col("ranges") == 1)
+    whole = rows.where(F.col("ranges") == 1)
     if not kept:
         return whole
     keep_df = spark.createDataFrame(sorted(kept), "segment string, range_index int")
-    split = decoded.where(F.col("ranges") > 1).join(F.broadcast(keep_df), ["segment", "range_index"], "left_semi")
+    split = rows.where(F.col("ranges") > 1).join(F.broadcast(keep_df), ["segment", "range_index"], "left_semi")
     return whole.unionByName(split)
 
 
-def member_writes(tagged: DataFrame, writer, tables: tuple[str, ...], counts: dict[str, int]) -> list[DataFrame]:
-    """The writes (tasks.write_rows ``writer``: WRITTEN rows) of the asked-for tables' rows in a
-    step's tagged output, a member at a time: its rows only, its column and the byte-range
-    keys, in as many tasks as its rows need (write_tasks: a file per task). A member's rows
-    alone cost the JVM their own fields; the whole tagged rows would cost every member's."""
-    keys = [c for c in ("segment", "range_index", "ranges") if c in tagged.columns]
-    out = []
-    for kind, table in tasks.TABLE_OF.items():
-        column = "batch" if kind == pipeline.DAMAGED else kind
-        if table not in tables or column not in tagged.columns or not counts.get(kind, 0):
-            continue
-        rows = tagged.where(F.col("record_type") == kind).select("record_type", *keys, column)
-        out.append(rows.coalesce(write_tasks(counts[kind])).mapInArrow(writer, S.spark_schema(WRITTEN)))
-    return out
+def blob_rows(out: DataFrame) -> DataFrame:
+    """The blob rows of a step's output (tasks.OUT) with their byte-range keys."""
+    return out.where(F.col("record_type") == "blob").select("segment", "range_index", "ranges", "blob")
 
 
-def write_tasks(rows: int) -> int:
-    """Tasks (and files) the rows of a step's output are written with: ROWS_PER_WRITE_TASK
-    rows each, at least one."""
-    return max(1, -(-rows // ROWS_PER_WRITE_TASK))
+def write_tasks(blob_bytes: int, parallelism: int) -> int:
+    """Tasks (and files per table) the blobs are written with: WRITE_TASK_BYTES of them each,
+    or, when that leaves cores idle, as many as the cores with at least MIN_WRITE_TASK_BYTES
+    each; at least one."""
+    return max(1, -(-blob_bytes // WRITE_TASK_BYTES), min(parallelism, blob_bytes // MIN_WRITE_TASK_BYTES))
 
 
 def replica_stream_input(replicas: DataFrame, facts: DataFrame) -> DataFrame:
     """The input of the per-replica step (tasks.replica_stream): each replica's listing row
-    and its checksum-valid batches' facts (tasks.FACTS columns: the decode's fact rows, or its
-    batch rows when it made those), clustered by replica, the listing row first, then the
-    batches in log order. Spark's shuffle and sort do the grouping (spilling to disk when they
-    must), so a Python worker sees one Arrow batch at a time whatever the size of a replica.
-    Batches of replicas not in ``replicas`` (replayed by their decode task) are left out."""
+    and its checksum-valid batches' facts (tasks.FACTS columns: the decode's fact rows),
+    clustered by replica, the listing row first, then the batches in log order. Spark's
+    shuffle and sort do the grouping (spilling to disk when they must), so a Python worker
+    sees one Arrow batch at a time whatever the size of a replica. Batches of replicas not in
+    ``replicas`` (replayed by their decode task) are left out."""
     info = replicas.select(*KEYS, F.lit(tasks.STREAM_INFO).alias("kind"), F.struct(*replicas.columns).alias("info"))
     facts = (facts.join(F.broadcast(replicas.select(*KEYS)), KEYS, "left_semi")
              .select(*KEYS, F.lit(tasks.STREAM_BATCH).alias("kind"), "segment_base_offset", "position",
@@ -327,10 +317,10 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     the per-replica step's shuffle, as the replicas plan_tasks cannot give one task (the tests
     compare both ways).
 
-    Jobs: the decode (with its tally: counts, byte ranges, the internal topics' states, the
-    newest times), the per-replica step's (only for replicas no decode task read whole), the
-    coordinator's, the metadata's; ScanFrames.writes is the last (the partition step and the
-    writers)."""
+    Jobs: the decode, and the collect of its tally (byte ranges, the internal topics' states,
+    the newest times, the blobs' sizes); the per-replica step's (only for replicas no decode
+    task read whole); the coordinator's; the metadata's; ScanFrames.writes is the last (the
+    blobs' writers and the partition step)."""
     listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes,
                           follow_links=follow_links)
     parallelism = spark.sparkContext.defaultParallelism
@@ -342,39 +332,36 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     # tasks does not leave cores idle.
     waves = -(-len(listing.replicas) // (parallelism * REPLICAS_PER_TASK))
     spark.conf.set("spark.sql.shuffle.partitions", str(min(MAX_SHUFFLE_PARTITIONS, parallelism * max(1, waves))))
-    with_batches = "batches" in tables
-    decoded = source.read(spark, groups, batches=with_batches).persist()
+    decoded = source.read(spark, groups, batches="batches" in tables).persist()
     persisted = [decoded]
     tally = Tally()
     tally.add(decoded)
     kept = tally.kept()
-    decoded_kept = kept_rows(spark, decoded, kept)
-    # What the tasks write once as_of is known: the decode's rows and the per-replica step's.
-    to_write = [(decoded, kept)]
-
-    # The per-replica rows: of the replicas the decode replayed, and of the others, replayed
-    # by the per-replica step (which writes its tables' rows as the decode does).
-    replica_out = decoded.where(F.col("record_type").isin(*tasks.REPLICA_KINDS)).select(
-        *S.spark_schema(tasks.REPLICA_OUT).names)
+    # The steps' outputs (tasks.OUT): of the decode and, for the replicas no decode task
+    # replayed, of the per-replica step over their facts (kept byte ranges only).
+    outputs = [decoded]
     if shuffled:
-        facts = S.members(decoded_kept, "batch" if with_batches else "fact")
+        facts = S.members(kept_rows(spark, decoded.where(F.col("record_type") == "fact"), kept), "fact")
         stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), facts)
-                   .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.REPLICA_OUT))).persist()
+                   .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.OUT))).persist()
         persisted.append(stepped)
         tally.add(stepped)
-        replica_out = replica_out.unionByName(stepped)
-        to_write.append((stepped, frozenset()))
+        outputs.append(stepped)
+    blobs = reduce(DataFrame.unionByName, map(blob_rows, outputs))
 
     # The coordinator's view: per coordinator partition, the replica coordinator.choose_replicas
-    # picks (the same rule as the local driver), loaded per partition, merged on the driver.
+    # picks (the same rule as the local driver), its txn_log rows out of the blobs, loaded per
+    # partition, merged on the driver.
     chosen, coordinator = coordinator_copy(tally.internal[TRANSACTION_STATE_TOPIC])
-    chosen_df = spark.createDataFrame([(b, TRANSACTION_STATE_TOPIC, p) for p, b in chosen.items()],
-                                      "broker int, topic string, partition int")
-    coordinator_log = S.members(decoded_kept, "txn_log").join(F.broadcast(chosen_df), KEYS, "left_semi")
-    per_partition = (coordinator_log.groupBy("partition")
-                     .applyInArrow(tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE)).collect())
+    per_partition = (blobs.where(F.col("blob.table") == "txn_log")
+                     .mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))
+                     .groupBy("partition")
+                     .applyInArrow(tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE))
+                     .toArrow().to_pylist() if chosen else [])
     # One row per transactional id: small next to the data, shipped to the partition step.
-    coordinator_rows = pipeline.merge_coordinator(r.asDict(recursive=True) for r in per_partition)
+    # (Collected as Arrow: a Row per record, its partitions a Row each, cost the driver ~1 s of
+    # Python on the bench copy's 2,400 records.)
+    coordinator_rows = pipeline.merge_coordinator(per_partition)
     if as_of_ms is None:
         as_of_ms = pipeline.as_of(tally.newest_batch, tally.newest_record_of(chosen, kept))
 
@@ -393,8 +380,6 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     coordinator = coordinator.counted(counted[0] if counted else None)
     metadata_findings = [r["finding"].asDict() for r in told if r["record_type"] == "finding"]
 
-    needed = (F.col("record_type").isin("state", "open_txn")
-              | ((F.col("record_type") == "span") & F.col("span.end_marker_offset").isNotNull()))
     leaders = S.members(metadata_out, "leader")
     # Per partition: states and open transactions first, then the closed spans by end-marker
     # offset (then broker and span index), the order tasks.partition_stream compares the
@@ -402,24 +387,23 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     row_order = F.lit(len(tasks.PARTITION_ROW_ORDER))
     for i, kind in reversed(list(enumerate(tasks.PARTITION_ROW_ORDER))):
         row_order = F.when(F.col("record_type") == kind, F.lit(i)).otherwise(row_order)
-    # Of a closed span, only what assess reads of it: most of the step's rows are spans.
-    span = F.when(F.col("span").isNotNull(),
-                  F.struct(*(F.col(f"span.{c}").alias(c) for c in pipeline.CLOSED_SPAN_COLUMNS)))
-    partition_in = (replica_out.where(needed).select("record_type", *PARTITION_KEYS, "state", "open_txn",
-                                                     span.alias("span"))
+    partition_in = (reduce(DataFrame.unionByName,
+                           (o.where(F.col("record_type").isin(*tasks.PARTITION_KINDS))
+                            .select("record_type", *PARTITION_KEYS, "state", "open_txn", "span") for o in outputs))
                     .join(F.broadcast(leaders), PARTITION_KEYS, "left")
                     .repartition(*PARTITION_KEYS)
                     .sortWithinPartitions(*PARTITION_KEYS, row_order,
                                           *(F.col(f"span.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
     # The coordinator's index, built once and broadcast (tasks.partition_stream says why).
     index = spark.sparkContext.broadcast(pipeline.coordinator_index(coordinator_rows))
-    writers = [w for frame, keep in to_write
-               for w in member_writes(frame, tasks.write_rows(output, scan_id, as_of_ms, tables, keep), tables,
-                                      tally.counts)]
-    writers.append(partition_in.mapInArrow(
-        tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
-                               coordinator=coordinator, bootstrap=bootstrap, output=output, scan_id=scan_id,
-                               tables=tables, max_prepare_ms=max_prepare_ms), S.spark_schema(WRITTEN)))
+    n = write_tasks(sum(tally.blob_bytes.get(t, 0) for t in tables), parallelism)
+    writers = [blobs.coalesce(n).mapInArrow(tasks.write_blobs(output, scan_id, as_of_ms, tables, kept),
+                                            S.spark_schema(WRITTEN)),
+               partition_in.mapInArrow(
+                   tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
+                                          coordinator=coordinator, bootstrap=bootstrap, output=output,
+                                          scan_id=scan_id, tables=tables, max_prepare_ms=max_prepare_ms),
+                   S.spark_schema(WRITTEN))]
 
     driver = {"files": [*listing.files, *pipeline.merge_split_files(tally.split_files, kept)],
               "corruptions": [*listing.findings, *metadata_findings], "coordinator_state": coordinator_rows}

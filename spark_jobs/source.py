@@ -5,7 +5,8 @@
 Each group of work units scan.plan_tasks makes (small files together, a large file or a byte
 range alone, a replica the task reads whole with its listing row on its first unit) is one
 partition of the source, and its reader yields what tasks.decode_units makes of the group:
-tasks.DECODED batches (DECODED_FACTS without batch rows), handed to Spark as they are (no Python row, no pickled unit table).
+tasks.OUT batches (the tables' rows as blobs, the later steps' narrow rows, the task's
+tally), handed to Spark as they are (no Python row, no pickled unit table).
 The groups reach the planner as an option (JSON, compressed): a data source's options are
 strings, and its planner runs in a Python worker of the driver, not in this process. The
 reader leaves them there: the function Spark ships to each task carries the reader, and each
@@ -48,15 +49,15 @@ def decode_plan(value: str) -> list[list[R.Row]]:
 
 
 class DecodeSource(DataSource):
-    """Options: ``plan`` (encode_plan of the groups), ``batches`` ("true": batch rows for the
-    batches table; else none, see tasks.decode_units)."""
+    """Options: ``plan`` (encode_plan of the groups), ``batches`` ("true": the batches table's
+    rows too; else none, see tasks.decode_units)."""
 
     @classmethod
     def name(cls) -> str:
         return NAME
 
     def schema(self) -> StructType:
-        return S.spark_schema(tasks.DECODED if self.options.get(_BATCHES) == "true" else tasks.DECODED_FACTS)
+        return S.spark_schema(tasks.OUT)
 
     def reader(self, schema: StructType) -> "DecodeReader":
         # Popped: Spark ships this source, as it is after reader(), to every task.
@@ -91,8 +92,8 @@ def register(spark: SparkSession) -> None:
 
 
 def read(spark: SparkSession, groups: list[list[R.Row]], *, batches: bool) -> DataFrame:
-    """The decode of the planned ``groups``: one Spark partition per group, tasks.DECODED rows
-    (``batches``), else tasks.DECODED_FACTS rows."""
+    """The decode of the planned ``groups``: one Spark partition per group, tasks.OUT rows (with
+    the batches table's rows when ``batches``)."""
     register(spark)
     return (spark.read.format(NAME).option(_PLAN, encode_plan(groups))
             .option(_BATCHES, str(batches).lower()).load())

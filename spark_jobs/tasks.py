@@ -6,6 +6,16 @@ Nothing here knows Kafka's rules, nor the scan's: every step is logscan.scan.pip
 keep a Python worker's memory bounded (flushes, the collector). The module is shipped to
 workers by value (``cloudpickle.register_pickle_by_value`` in scan.py), so workers need
 logscan, not spark_jobs, on their path.
+
+What the decode and the per-replica step hand Spark (OUT, built by :class:`TaskOutput`): each
+table's rows of a task as a few large values, not a row each (``blob`` rows: the Arrow IPC
+stream of the rows, written as Parquet only once the scan's as_of is known, by write_blobs);
+the rows a later step reads, narrow (``state``, ``open_txn`` and the closed spans' keys for the
+partition step, ``fact`` rows for the per-replica step); and the task's tally (what the driver
+needs to plan the rest: byte ranges' hand-offs, the internal topics' states, the newest times,
+split files' rows). A Spark row per batch of the copy, or per span, in every member's columns,
+cost the JVM ~1.2 CPU-s per GB of the bench copy (make bench, 2026-11-27) moving them into
+Spark's rows and back.
 """
 
 from __future__ import annotations
@@ -23,7 +33,8 @@ from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan.collector import young_collections_only
 from logscan.scan.output import WRITTEN, Parts
-from logscan.scan.pipeline import DAMAGED, Replay, decode, replica_rows
+from logscan.scan.pipeline import DAMAGED, TABLE_OF, Replay, decode, replica_rows
+from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from logscan.state.coordinator import CoordinatorCopy
 from logscan.state.facts import BatchFact
 
@@ -51,44 +62,56 @@ LEADERS = pa.schema([pa.field("topic", pa.string()), pa.field("partition", pa.in
 _RANGE_KEYS = [pa.field("segment", pa.string()), pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32())]
 _PARTITION_KEYS = [pa.field("topic", pa.string()), pa.field("partition", pa.int32())]
 
-#: What the per-replica rules give besides files and findings rows.
-_REPLICA_MEMBERS = {"state": R.PARTITION_STATE, "producer": R.PRODUCER_STATE, "span": R.TXN_SPANS,
-                    "open_txn": R.OPEN_TXNS, "snapshot": R.PRODUCER_SNAPSHOTS}
-REPLICA_KINDS = tuple(_REPLICA_MEMBERS)
 #: A checksum-valid batch's fact and place: what the per-replica step reads of a replica its
-#: decode task did not replay, when the batches table (a superset of these columns) is not
-#: asked for.
+#: decode task did not replay.
 FACTS = pa.schema([R.BATCHES.field(n) for n in ("broker", "topic", "partition", "segment_base_offset", "position",
                                                 *BatchFact._fields)])
-def _decoded(per_batch: dict[str, pa.Schema]) -> pa.Schema:
-    return R.tagged_schema({"file": R.FILES, **per_batch, "txn_log": R.TXN_LOG, "finding": R.CORRUPTIONS,
-                            "range": RANGES, **_REPLICA_MEMBERS}, _RANGE_KEYS + _PARTITION_KEYS)
-
-
-#: The decode's rows: each segment's, and the replica rows of the replicas it replays (their
-#: files and findings rows among the segments'), with a ``batch`` row per batch: the batches
-#: table asked for. A batch failing its CRC is a row of record_type ``damaged`` (pipeline.DAMAGED)
-#: in the ``batch`` column: the batches table has both kinds, the per-replica step reads
-#: ``batch`` rows only.
-DECODED = _decoded({"batch": R.BATCHES})
-#: The same without the batches table: a ``fact`` row per batch of a replica the task does
-#: not replay, none for the others. A schema of its own, not a member more of DECODED: every
-#: member is a column of every row (null where it is not the row's): FACTS' columns as a
-#: member of DECODED made its batches ~100 bytes a row larger (80.1 -> 87.8 MiB of Arrow on a
-#: copy of 81,618 rows, 2026-11-27).
-DECODED_FACTS = _decoded({"fact": FACTS})
-REPLICA_OUT = R.tagged_schema({**_REPLICA_MEMBERS, "file": R.FILES, "finding": R.CORRUPTIONS}, _PARTITION_KEYS)
+#: Some rows of one table (``table``: a name of rows.TABLES) as one value: ``data`` is the Arrow
+#: IPC stream of ``rows`` rows of that table's columns (blob_batches reads it back).
+BLOB = pa.schema([pa.field("table", pa.string()), pa.field("rows", pa.int64()), pa.field("data", pa.binary())])
+#: What the partition step reads of a closed span (pipeline.CLOSED_SPAN_COLUMNS); its topic and
+#: partition are OUT's key columns.
+CLOSED_SPAN = pa.schema([R.TXN_SPANS.field(n) for n in pipeline.CLOSED_SPAN_COLUMNS])
+_INTERNAL_STATE = ("topic", "partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap")
+#: The internal topics whose replicas' states the driver picks the replica to load by
+#: (coordinator.coordinator_copy, choose_replicas).
+INTERNAL_TOPICS = (TRANSACTION_STATE_TOPIC, CLUSTER_METADATA_TOPIC)
+#: A task's tally: what the driver needs of its rows besides the tables, gathered as they are
+#: made. The byte ranges' hand-offs; the partition_state columns of the internal topics'
+#: replicas; the newest batch timestamp of any replica; per coordinator replica and byte range,
+#: its newest record (the scan's as_of, pipeline.as_of); the files rows of split files
+#: (pipeline.merge_split_files).
+TALLY_MEMBERS = {
+    "range": RANGES,
+    "internal": pa.schema([R.PARTITION_STATE.field(n) for n in _INTERNAL_STATE]),
+    "newest_batch": pa.schema([pa.field("max_timestamp", pa.int64())]),
+    "newest_record": pa.schema([pa.field("broker", pa.int32()), pa.field("partition", pa.int32()),
+                                pa.field("last_update_timestamp_ms", pa.int64())]),
+    "split_file": pa.schema([*R.FILES, pa.field("range_index", pa.int32())]),
+}
+#: The rows of the decode and of the per-replica step (TaskOutput): blobs, the partition step's
+#: rows (``state``, ``open_txn``, ``span``: closed spans only, CLOSED_SPAN), the facts of the
+#: replicas a decode task does not replay (``fact``), the tally. ``segment``, ``range_index``
+#: and ``ranges`` name the byte range a row comes from when its file was split (a split
+#: file's rows count only for the ranges replica.valid_ranges keeps); ``topic`` and
+#: ``partition`` are the partition step's keys.
+OUT = R.tagged_schema({"blob": BLOB, "state": R.PARTITION_STATE, "open_txn": R.OPEN_TXNS, "span": CLOSED_SPAN,
+                       "fact": FACTS, **TALLY_MEMBERS}, _RANGE_KEYS + _PARTITION_KEYS)
+#: The partition step's input rows, by kind.
+PARTITION_KINDS = ("state", "open_txn", "span")
 #: Partition count of each topic at as_of, from __cluster_metadata.
 TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
 METADATA_OUT = R.tagged_schema({"leader": LEADERS, "topic": TOPICS, "finding": R.CORRUPTIONS})
-#: The partition step's rows by kind, and the table each is a row of (it writes them itself).
-PARTITION_TABLES = {"state": "partition_state", "candidate": "hanging_candidates", "plan": "abort_plans"}
 
-#: Rows a Python worker holds before it hands them to Spark as one Arrow batch. The pending
+#: Rows a Python worker holds before it hands them to Spark as one Arrow batch (OUT's narrow
+#: rows), or before it makes them one Arrow batch of their table (a blob's rows). The pending
 #: rows (and their objects: a batch fact and header each in the decode) are most of a task's
 #: memory beyond the mapped window: at 20,000 the decode's RssAnon swung by ~50 MiB between
 #: flushes, at 4096 by ~16 MiB, for the same CPU time (make bench, 2026-11-23).
 _FLUSH_ROWS = 4096
+#: Bytes of Arrow a task holds in its tables' pending blobs before it hands them to Spark: a
+#: blob is a value of a Spark row, held whole by the JVM and by the writer that reads it.
+BLOB_BYTES = 8 << 20
 
 
 def freeze_worker_heap() -> None:
@@ -105,38 +128,196 @@ def freeze_worker_heap() -> None:
         gc.freeze()
 
 
-#: Per work unit, the value of each column its batch rows share: BATCHES' key columns (topic
-#: and partition are DECODED's too), then DECODED's (segment, range_index, ranges).
+#: Per work unit, the value of each column its batch rows share: BATCHES' key columns, then
+#: OUT's (segment, range_index, ranges).
 _UNIT_COLUMNS = (("broker", "broker"), ("topic", "topic"), ("partition", "partition"), ("file", "file"),
                  ("segment_base_offset", "segment_base_offset"), ("segment", "file"),
                  ("range_index", "range_index"), ("ranges", "ranges"))
-#: DECODED's key columns of a replayed replica's rows: of no one segment, and read whole.
-_REPLICA_EXTRA = {"segment": None, "range_index": 0, "ranges": 1}
+#: OUT's byte-range keys of a row of no split file (every replica row: a replica is replayed
+#: only when read whole).
+_WHOLE = (None, 0, 1)
 
 
-def _flush(rows: list[tuple[str, R.Row]], schema: pa.Schema, extras: Optional[list[R.Row]] = None
-           ) -> pa.RecordBatch:
-    """Pending tagged rows (and their ``extras``, see R.to_tagged_batch) as one Arrow batch, then
-    dropped, then the young generations collected (young_collections_only)."""
-    batch = R.to_tagged_batch(rows, schema, extras=extras)
-    rows.clear()
-    if extras is not None:
-        extras.clear()
-    gc.collect(1)
-    return batch
+def _range_keys(unit: Optional[R.Row]) -> tuple:
+    """OUT's (segment, range_index, ranges) of the rows of ``unit``: its own when its file is
+    split, else _WHOLE."""
+    if unit is None or unit["ranges"] == 1:
+        return _WHOLE
+    return unit["file"], unit["range_index"], unit["ranges"]
+
+
+def blob_batches(data: pa.Buffer | bytes) -> Iterator[pa.RecordBatch]:
+    """A blob's rows back: the Arrow batches of its IPC stream (no copy of a buffer)."""
+    yield from pa.ipc.open_stream(data)
+
+
+class TaskOutput:
+    """OUT batches of one task of the decode or of the per-replica step, made as its rows come.
+
+    ``add(kind, row, unit)`` takes a row of pipeline.decode or Replay (``unit``: the work unit it
+    comes from, None for a replica's own rows): a table's row (pipeline.TABLE_OF) joins its
+    table's pending rows, a blob's to be; the partition step's (state, open_txn, a closed span)
+    join the narrow rows; the tally takes what it needs of ranges, files of split files, states
+    and coordinator records. ``batches(struct, run_keys)`` takes rows of the batches table made
+    column-wise (R.batch_struct), ``facts(struct, keys)`` the per-replica step's input rows.
+    Made batches wait in :meth:`ready`; :meth:`finish` gives the rest and the tally.
+
+    Memory: at most ``flush_rows`` narrow or pending rows of a table, and ``blob_bytes`` of
+    Arrow in the blobs not yet handed over (default _FLUSH_ROWS and BLOB_BYTES)."""
+
+    def __init__(self, *, ceiling_ms: int, flush_rows: Optional[int] = None, blob_bytes: Optional[int] = None) -> None:
+        self._ceiling = ceiling_ms
+        self._flush_rows = flush_rows or _FLUSH_ROWS
+        self._max_blob_bytes = blob_bytes or BLOB_BYTES
+        self._ready: list[pa.RecordBatch] = []
+        self._narrow: list[tuple[str, R.Row]] = []
+        self._narrow_keys: list[tuple] = []
+        self._pending: dict[tuple, list[R.Row]] = {}            # (table, range keys) -> rows
+        self._blobs: dict[tuple, list[pa.RecordBatch]] = {}     # (table, range keys) -> its Arrow batches
+        self._blob_bytes = 0
+        self._ranges: list[tuple] = []
+        self._internal: list[R.Row] = []
+        self._split_files: list[R.Row] = []
+        self._newest_batch: Optional[int] = None
+        self._newest_record: dict[tuple, int] = {}
+
+    def ready(self) -> list[pa.RecordBatch]:
+        """The OUT batches made so far (handed over: the list is emptied)."""
+        out, self._ready = self._ready, []
+        return out
+
+    def add(self, kind: str, row: R.Row, unit: Optional[R.Row] = None) -> None:
+        keys = _range_keys(unit)
+        if kind == "file" and keys is not _WHOLE:    # a split file's row per range: summed on the driver
+            self._split_files.append({**row, "range_index": unit["range_index"], "_keys": keys})
+            return
+        if kind == "range":
+            self._ranges.append((row, keys))
+            return
+        if kind == "state":
+            self._narrow_row("state", row, keys)
+            if row["topic"] in INTERNAL_TOPICS:
+                self._internal.append({c: row[c] for c in _INTERNAL_STATE})
+            t = row["max_timestamp"]
+            if t is not None and (self._newest_batch is None or t > self._newest_batch):
+                self._newest_batch = t
+            return
+        if kind == "open_txn":
+            self._narrow_row("open_txn", row, keys)
+            return
+        if kind == "span" and row["end_marker_offset"] is not None:
+            self._narrow_row("span", row, keys)
+        elif kind == "txn_log":
+            t = row["last_update_timestamp_ms"]
+            at = (row["broker"], row["partition"], *keys)
+            if t is not None and t <= self._ceiling and t > self._newest_record.get(at, t - 1):
+                self._newest_record[at] = t
+        table = TABLE_OF[kind]
+        pending = self._pending.setdefault((table, keys), [])
+        pending.append(row)
+        if len(pending) >= self._flush_rows:
+            self._to_blob(table, keys, R.to_batch(pending, R.TABLES[table]))
+            pending.clear()
+
+    def batches(self, struct: pa.StructArray, keys: tuple) -> None:
+        """Rows of the batches table (R.BATCHES' struct array), all of one byte range's
+        ``keys`` (OUT's)."""
+        self._to_blob("batches", keys, pa.RecordBatch.from_struct_array(struct))
+
+    def facts(self, struct: pa.StructArray, keys: dict[str, list]) -> None:
+        """FACTS rows (the per-replica step's input), with OUT's key columns per row."""
+        self._ready.append(R.to_member_batch(struct, OUT, "fact", keys))
+
+    def _narrow_row(self, kind: str, row: R.Row, keys: tuple) -> None:
+        self._narrow.append((kind, row))
+        self._narrow_keys.append(keys)
+        if len(self._narrow) >= self._flush_rows:
+            self._flush_narrow()
+
+    def _flush_narrow(self) -> None:
+        if self._narrow:
+            extras = [{"segment": k[0], "range_index": k[1], "ranges": k[2]} for k in self._narrow_keys]
+            self._ready.append(R.to_tagged_batch(self._narrow, OUT, extras=extras))
+            self._narrow.clear()
+            self._narrow_keys.clear()
+            gc.collect(1)
+
+    def _to_blob(self, table: str, keys: tuple, batch: pa.RecordBatch) -> None:
+        self._blobs.setdefault((table, keys), []).append(batch)
+        self._blob_bytes += batch.nbytes
+        if self._blob_bytes >= self._max_blob_bytes:
+            self._flush_blobs()
+
+    def _flush_blobs(self) -> None:
+        """The pending blobs as one OUT batch of blob rows: their IPC streams written one after
+        the other into one buffer, each blob's data a slice of it (no copy)."""
+        if not self._blobs:
+            return
+        sink = pa.BufferOutputStream()
+        offsets, tables, counts, keys = [0], [], [], []
+        for (table, at), batches in self._blobs.items():
+            writer = pa.ipc.new_stream(sink, batches[0].schema)
+            for b in batches:
+                writer.write_batch(b)
+            writer.close()
+            offsets.append(sink.tell())
+            tables.append(table)
+            counts.append(sum(b.num_rows for b in batches))
+            keys.append(at)
+        data = sink.getvalue()
+        n = len(tables)
+        blob = pa.StructArray.from_arrays(
+            [pa.array(tables, pa.string()), pa.array(counts, pa.int64()),
+             pa.Array.from_buffers(pa.binary(), n, [None, pa.array(offsets, pa.int32()).buffers()[1], data])],
+            fields=list(BLOB))
+        columns = {"segment": [k[0] for k in keys], "range_index": [k[1] for k in keys],
+                   "ranges": [k[2] for k in keys], "topic": [None] * n, "partition": [None] * n}
+        self._ready.append(R.to_member_batch(blob, OUT, "blob", columns))
+        self._blobs.clear()
+        self._blob_bytes = 0
+        gc.collect(1)
+
+    def finish(self) -> list[pa.RecordBatch]:
+        """What is left, then the tally: the task's last OUT batches."""
+        self._flush_narrow()
+        for (table, keys), pending in self._pending.items():
+            if pending:
+                self._to_blob(table, keys, R.to_batch(pending, R.TABLES[table]))
+        self._pending.clear()
+        self._flush_blobs()
+        tally: list[tuple[str, R.Row]] = []
+        extras: list[R.Row] = []
+
+        def put(kind: str, row: R.Row, keys: tuple = _WHOLE) -> None:
+            tally.append((kind, row))
+            extras.append({"segment": keys[0], "range_index": keys[1], "ranges": keys[2]})
+
+        for row, keys in self._ranges:
+            put("range", row, keys)
+        for row in self._internal:
+            put("internal", row)
+        for row in self._split_files:
+            keys = row.pop("_keys")
+            put("split_file", row, keys)
+        if self._newest_batch is not None:
+            put("newest_batch", {"max_timestamp": self._newest_batch})
+        for (broker, partition, *keys), t in self._newest_record.items():
+            put("newest_record", {"broker": broker, "partition": partition, "last_update_timestamp_ms": t},
+                tuple(keys))
+        if tally:
+            self._ready.append(R.to_tagged_batch(tally, OUT, extras=extras))
+        return self.ready()
 
 
 def decode_units(units: Iterable[R.Row], *, batches: bool = True) -> Iterator[pa.RecordBatch]:
     """The decode of one task (a group of scan.plan_tasks: the reader of spark_jobs.source
-    calls it per partition): its work units in, tagged decoded rows out, in bounded Arrow
-    batches. The rows of many small files share a batch; batch rows (one per batch of the
-    copy) are built column-wise (R.batch_struct: no dict per row), the few others through
-    to_tagged_batch. A replica whose first unit carries its listing row (scan.plan_tasks) is
-    replayed as its units are read (pipeline.Replay), its rows leaving with the others as
-    they are made. Without ``batches`` (the batches table not asked for) no batch row is made:
-    a replayed replica's batches leave nothing, another's leave their facts (FACTS) for the
-    per-replica step (DECODED_FACTS rows). The collector runs young collections only, at each
-    flush (young_collections_only)."""
+    calls it per partition): its work units in, OUT batches out (TaskOutput). A replica whose
+    first unit carries its listing row (scan.plan_tasks) is replayed as its units are read
+    (pipeline.Replay), its rows made as they come. With ``batches`` (the batches table asked
+    for) its rows are built column-wise (R.batch_struct: no dict per row) into blobs; the
+    batches of a replica the task does not replay leave their facts (FACTS) for the
+    per-replica step; a replayed replica's leave nothing else. The collector runs young
+    collections only, at each flush (young_collections_only)."""
     freeze_worker_heap()
     with young_collections_only():
         yield from _decode_units(units, batches)
@@ -151,76 +332,82 @@ def _fact_struct(facts: list[BatchFact], headers: list, keys: dict[str, list]) -
 
 
 def _decode_units(units: Iterable[R.Row], batches: bool) -> Iterator[pa.RecordBatch]:
+    out = TaskOutput(ceiling_ms=pipeline.timestamp_ceiling(), flush_rows=_FLUSH_ROWS, blob_bytes=BLOB_BYTES)
+    # The pending batches (a fact and a header each), of consecutive units of one kind: of
+    # files read whole, or of one byte range; for the batches table, or the per-replica step
+    # (``facts``: of a replica the task does not replay).
     facts: list[BatchFact] = []
     headers: list = []
-    runs: list[tuple[tuple, int]] = []  # per unit in the pending rows: its column values, its row count
-    others: list[tuple[str, R.Row]] = []
-    extras: list[R.Row] = []
-    schema = DECODED if batches else DECODED_FACTS
+    runs: list[tuple[tuple, int, bool]] = []  # per unit in the pending batches: its column values, count, replayed
 
-    def flush_rows() -> pa.RecordBatch:
-        columns = {name: list(chain.from_iterable(repeat(values[i], n) for values, n in runs))
+    def flush_batches() -> None:
+        if not facts:
+            return
+        columns = {name: list(chain.from_iterable(repeat(values[i], n) for values, n, _ in runs))
                    for i, (name, _) in enumerate(_UNIT_COLUMNS)}
         if batches:
-            batch = R.to_member_batch(R.batch_struct(facts, headers, columns), schema, "batch", columns)
-        else:
-            batch = R.to_member_batch(_fact_struct(facts, headers, columns), schema, "fact", columns)
+            out.batches(R.batch_struct(facts, headers, columns), tuple(runs[0][0][-3:]) if runs[0][0][-1] > 1
+                        else _WHOLE)
+        stepped = [not replayed for _, n, replayed in runs for _ in range(n)]
+        if any(stepped):
+            struct = _fact_struct(facts, headers, columns)
+            keys = {k: columns[k] for k in ("segment", "range_index", "ranges", "topic", "partition")}
+            if not all(stepped):
+                mask = pa.array(stepped)
+                struct = struct.filter(mask)
+                keys = {k: [v for v, s in zip(vs, stepped) if s] for k, vs in keys.items()}
+            out.facts(struct, keys)
         facts.clear()
         headers.clear()
         runs.clear()
         gc.collect(1)
-        return batch
 
     replay: Optional[Replay] = None
-
-    def pending(kind: str, item: R.Row, extra: R.Row) -> bool:
-        others.append((kind, item))
-        extras.append(extra)
-        return len(others) >= _FLUSH_ROWS
-
-    def finished(replay: Replay) -> Iterator[pa.RecordBatch]:
-        for kind, item in replay.finish():
-            if pending(kind, item, _REPLICA_EXTRA):
-                yield _flush(others, schema, extras=extras)
-
     for unit in units:
         key = (unit["broker"], unit["topic"], unit["partition"])
         info = unit.get("replica")
         if replay is not None and (key != replay.ident or info is not None):
-            yield from finished(replay)
+            for kind, item in replay.finish():
+                out.add(kind, item)
             replay = None
         if info is not None:
             replay = Replay(info)
+        split = unit["ranges"] > 1
+        if split:   # a byte range's batches are a blob of their own (kept or not as a whole)
+            flush_batches()
         values = tuple(unit[k] for _, k in _UNIT_COLUMNS)
-        extra = {"segment": unit["file"], "range_index": unit["range_index"], "ranges": unit["ranges"]}
-        rows = batches or replay is None  # does a batch of this unit leave the task?
+        wanted = batches or replay is None  # does a batch of this unit leave the task?
         start = len(facts)
         damaged: list = []
         for kind, item in decode(unit, replay, headers=batches):
             if kind == DAMAGED:   # with batches only: a row of the batches table, rare
                 damaged.append(item)
             elif kind == "batch":
-                if not rows:
+                if not wanted:
                     continue
                 facts.append(item[0])
                 headers.append(item[1])
                 if len(facts) >= _FLUSH_ROWS:
-                    runs.append((values, len(facts) - start))
-                    yield flush_rows()
+                    runs.append((values, len(facts) - start, replay is not None))
+                    flush_batches()
                     start = 0
-            elif pending(kind, item, _REPLICA_EXTRA if kind in _REPLICA_MEMBERS else extra):
-                yield _flush(others, schema, extras=extras)
+            else:
+                out.add(kind, item, unit)
+            if out._ready:
+                yield from out.ready()
         if len(facts) > start:
-            runs.append((values, len(facts) - start))
+            runs.append((values, len(facts) - start, replay is not None))
+        if split:
+            flush_batches()
         if damaged:
             keys = {name: [values[i]] * len(damaged) for i, (name, _) in enumerate(_UNIT_COLUMNS)}
-            yield R.to_member_batch(R.batch_struct(*zip(*damaged), keys), schema, DAMAGED, keys, column="batch")
+            out.batches(R.batch_struct(*zip(*damaged), keys), _range_keys(unit))
+        yield from out.ready()
     if replay is not None:
-        yield from finished(replay)
-    if facts:
-        yield flush_rows()
-    if others:
-        yield _flush(others, schema, extras=extras)
+        for kind, item in replay.finish():
+            out.add(kind, item)
+    flush_batches()
+    yield from out.finish()
 
 
 #: ``kind`` of the rows of the per-replica stream (scan.replica_stream_input): a replica's
@@ -244,28 +431,82 @@ def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int
 def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over the per-replica stream: rows clustered by replica, each replica's
     listing row first, then its batch facts in log order (scan.replica_stream_input sorts them
-    so). Each replica's batches are replayed as they arrive and its rows leave in Arrow batches of
-    at most _FLUSH_ROWS as they are made (a span's as it closes), so memory holds one Arrow
-    batch in, one out, and the replica's producer state and open spans: never the replica's
-    batches nor its closed transactions. The collector runs young collections only, at each
-    flush (young_collections_only)."""
+    so). Each replica's batches are replayed as they arrive and its rows leave as OUT batches
+    (TaskOutput) as they are made (a span's as it closes), so memory holds one Arrow batch in,
+    what TaskOutput holds, and the replica's producer state and open spans: never the
+    replica's batches nor its closed transactions. The collector runs young collections only,
+    at each flush (young_collections_only)."""
     freeze_worker_heap()
     with young_collections_only():
         yield from _replica_stream(batches)
 
 
 def _replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    out: list[tuple[str, R.Row]] = []
+    out = TaskOutput(ceiling_ms=pipeline.timestamp_ceiling(), flush_rows=_FLUSH_ROWS, blob_bytes=BLOB_BYTES)
     for _, rows in groupby(_stream_rows(batches), key=itemgetter(0)):
         _, kind, info = next(rows)
         if kind != STREAM_INFO:  # batches of a replica the driver did not list: cannot happen
             raise ValueError(f"batch rows of an unlisted replica {info!r}")
-        for row in replica_rows(info, (placed for _, _, placed in rows), placed=True):
-            out.append(row)
-            if len(out) >= _FLUSH_ROWS:
-                yield _flush(out, REPLICA_OUT)
-    if out:
-        yield _flush(out, REPLICA_OUT)
+        for kind, row in replica_rows(info, (placed for _, _, placed in rows), placed=True):
+            out.add(kind, row)
+            if out._ready:
+                yield from out.ready()
+    yield from out.finish()
+
+
+def coordinator_records(chosen: dict[int, int], kept: frozenset):
+    """mapInArrow body over blob rows (OUT's ``blob`` and range keys): the txn_log rows of the
+    replicas coordinator_copy chose (``chosen``: coordinator partition -> broker), of files read
+    whole and kept byte ranges (``kept``), as TXN_LOG batches: the coordinator step's input."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
+        for batch in batches:
+            for table, data, segment, i, n in _blobs_of(batch):
+                if table != "txn_log" or (n > 1 and (segment, i) not in kept):
+                    continue
+                for records in blob_batches(data):
+                    mask = [chosen.get(p) == b for b, p in zip(records.column("broker").to_pylist(),
+                                                                records.column("partition").to_pylist())]
+                    if any(mask):
+                        yield records.filter(pa.array(mask))
+    return run
+
+
+def _blobs_of(batch: pa.RecordBatch) -> Iterator[tuple]:
+    """(table, data, segment, range_index, ranges) of each blob row of an OUT batch (or of its
+    blob and range-key columns): its data as a buffer of the batch, not copied."""
+    blob = batch.column("blob")
+    tables = pc.struct_field(blob, "table").to_pylist()
+    data = pc.struct_field(blob, "data")
+    for i, (table, segment, index, ranges) in enumerate(zip(tables, batch.column("segment").to_pylist(),
+                                                             batch.column("range_index").to_pylist(),
+                                                             batch.column("ranges").to_pylist())):
+        if table is not None:
+            yield table, data[i].as_buffer(), segment, index, ranges
+
+
+def write_blobs(output: str, scan_id: str, as_of_ms: int, tables: Iterable[str], kept: frozenset = frozenset()):
+    """mapInArrow body over blob rows (OUT's ``blob`` and range keys, of the decode and of the
+    per-replica step): the rows of each blob whose table is asked for (``tables``), of files
+    read whole and of the byte ranges replica.valid_ranges keeps (``kept``: (segment,
+    range_index) pairs), into one Parquet file per table of the task under ``output``
+    (logscan.scan.output.Parts); then only what it wrote (WRITTEN rows) to Spark."""
+    wanted = set(tables)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
+        parts = Parts(output, scan_id, as_of_ms)
+        try:
+            for batch in batches:
+                for table, data, segment, i, n in _blobs_of(batch):
+                    if table in wanted and (n == 1 or (segment, i) in kept):
+                        for rows in blob_batches(data):
+                            parts.add(table, rows)
+        except BaseException:
+            parts.abort()
+            raise
+        yield R.to_batch(parts.close(), WRITTEN)
+    return run
 
 
 def coordinator_step(records: pa.Table) -> pa.Table:
@@ -295,7 +536,7 @@ PARTITION_ROW_ORDER = ("state", "open_txn", "span")
 
 def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                      coordinator: CoordinatorCopy, bootstrap: str, output: str, scan_id: str,
-                     tables: Iterable[str] = tuple(PARTITION_TABLES.values()), max_prepare_ms: Optional[int] = None):
+                     tables: Iterable[str] = tuple(pipeline.ASSESSED.values()), max_prepare_ms: Optional[int] = None):
     """mapInArrow body over the replicas' state, open-transaction and closed-span rows,
     clustered by (topic, partition), each carrying the partition's leader from
     __cluster_metadata (null when it names none): per partition,
@@ -313,10 +554,10 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     and open transactions, never its closed transactions.
 
     The step's rows are the last of the scan: the task writes them into its own Parquet file
-    of each of PARTITION_TABLES asked for (``tables``) under ``output``
+    of each of pipeline.ASSESSED's tables asked for (``tables``) under ``output``
     (logscan.scan.output.Parts) and hands Spark only what it wrote (WRITTEN rows), for the
     driver's commits."""
-    kinds = {kind: table for kind, table in PARTITION_TABLES.items() if table in set(tables)}
+    kinds = {kind: table for kind, table in pipeline.ASSESSED.items() if table in set(tables)}
     order = {kind: i for i, kind in enumerate(PARTITION_ROW_ORDER)}
 
     def assess(rows: Iterator[tuple], index) -> list[tuple[str, R.Row]]:
@@ -381,133 +622,3 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     return run
 
 
-#: The table each tagged row of the decode and the per-replica step is a row of, when the step
-#: that made it is its last (a replica's partition_state row goes on to the partition step;
-#: a split file's files rows are summed on the driver: pipeline.merge_split_files).
-TABLE_OF = {"file": "files", "finding": "corruptions", "txn_log": "txn_log", "snapshot": "producer_snapshots",
-            "producer": "producer_state", "span": "txn_spans", "batch": "batches", DAMAGED: "batches"}
-
-
-def _kept_mask(batch: pa.RecordBatch, kept: frozenset) -> Optional[pa.Array]:
-    """Which rows of a decode batch are kept: rows of a file read whole, and of the byte ranges
-    of split files that replica.valid_ranges keeps (``kept``: (segment, range_index) pairs).
-    None: every row."""
-    if "ranges" not in batch.schema.names:
-        return None
-    split = pc.fill_null(pc.greater(batch.column("ranges"), 1), False)
-    if not pc.any(split).as_py():
-        return None
-    pairs = zip(batch.column("segment").to_pylist(), batch.column("range_index").to_pylist(), split.to_pylist())
-    return pa.array([not is_split or (seg, i) in kept for seg, i, is_split in pairs])
-
-
-def write_rows(output: str, scan_id: str, as_of_ms: int, tables: Iterable[str], kept: frozenset = frozenset()):
-    """mapInArrow body over tagged rows of the decode (DECODED, DECODED_FACTS) or of the
-    per-replica step (REPLICA_OUT): the rows of each member whose table (TABLE_OF) is asked
-    for (``tables``) and whose step is its last, of the kept byte ranges (``kept``, see
-    _kept_mask), into one Parquet file per table of the task under ``output``
-    (logscan.scan.output.Parts); then only what it wrote (WRITTEN rows) to Spark. A split
-    file's files rows are left to the driver (pipeline.merge_split_files)."""
-    wanted = {kind: table for kind, table in TABLE_OF.items() if table in set(tables)}
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        freeze_worker_heap()
-        parts = Parts(output, scan_id, as_of_ms)
-        try:
-            for batch in batches:
-                keep = _kept_mask(batch, kept)
-                kinds = batch.column("record_type")
-                for kind in pc.unique(kinds).to_pylist():
-                    table = wanted.get(kind)
-                    if table is None:
-                        continue
-                    mask = pc.equal(kinds, kind)
-                    if kind == "file" and "ranges" in batch.schema.names:
-                        mask = pc.and_(mask, pc.equal(batch.column("ranges"), 1))
-                    elif keep is not None:
-                        mask = pc.and_(mask, keep)
-                    column = "batch" if kind == DAMAGED else kind
-                    rows = batch.filter(mask).column(column)
-                    parts.add(table, pa.RecordBatch.from_struct_array(rows))
-        except BaseException:
-            parts.abort()
-            raise
-        yield R.to_batch(parts.close(), WRITTEN)
-    return run
-
-
-_INTERNAL_STATE = ("topic", "partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap")
-#: The fields of a state and of a txn_log row tally reads.
-TALLY_STATE = (*_INTERNAL_STATE, "max_timestamp")
-TALLY_TXN_LOG = ("broker", "partition", "last_update_timestamp_ms")
-#: What the driver needs of the decode's (or the per-replica step's) rows beyond the tables,
-#: from one pass over them (tally), no shuffle: each member's row count; the byte ranges'
-#: hand-offs; the partition_state columns of the internal topics' replicas
-#: (coordinator.coordinator_copy and choose_replicas pick from them); the newest batch
-#: timestamp of any replica; per coordinator replica and byte range, its newest record (the
-#: scan's as_of, pipeline.as_of); the files rows of split files (pipeline.merge_split_files).
-TALLY = R.tagged_schema({
-    "count": pa.schema([pa.field("record_type", pa.string()), pa.field("rows", pa.int64())]),
-    "range": RANGES,
-    "internal": pa.schema([R.PARTITION_STATE.field(n) for n in _INTERNAL_STATE]),
-    "newest_batch": pa.schema([pa.field("max_timestamp", pa.int64())]),
-    "newest_record": pa.schema([pa.field("broker", pa.int32()), pa.field("partition", pa.int32()),
-                                pa.field("segment", pa.string()), pa.field("range_index", pa.int32()),
-                                pa.field("ranges", pa.int32()), pa.field("last_update_timestamp_ms", pa.int64())]),
-    "split_file": pa.schema([*R.FILES, pa.field("range_index", pa.int32())]),
-})
-
-
-def tally(internal_topics: Iterable[str], ceiling_ms: int):
-    """mapInArrow body: the TALLY rows of a task's tagged rows (DECODED, DECODED_FACTS or
-    REPLICA_OUT), one Arrow batch at its end; coordinator records whose time is past
-    ``ceiling_ms`` (pipeline.timestamp_ceiling) do not count as newest."""
-    internal = set(internal_topics)
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        freeze_worker_heap()
-        counts: dict[str, int] = {}
-        out: list[tuple[str, R.Row]] = []
-        newest_batch: Optional[int] = None
-        newest: dict[tuple, int] = {}
-        for batch in batches:
-            names = set(batch.schema.names)
-            kinds = batch.column("record_type")
-            for kind, n in zip(*pc.value_counts(kinds).flatten()):
-                counts[kind.as_py()] = counts.get(kind.as_py(), 0) + n.as_py()
-            for kind in ("range", "state", "txn_log", "file"):
-                if kind not in names or (kind == "file" and "ranges" not in names):  # no byte ranges there
-                    continue
-                mask = pc.equal(kinds, kind)
-                if kind == "file":
-                    mask = pc.and_(mask, pc.greater(batch.column("ranges"), 1))
-                picked = batch.filter(mask)
-                if not picked.num_rows:
-                    continue
-                if kind == "range":
-                    out.extend(("range", r) for r in picked.column("range").to_pylist())
-                elif kind == "file":
-                    out.extend(("split_file", {**r, "range_index": i}) for r, i in
-                               zip(picked.column("file").to_pylist(), picked.column("range_index").to_pylist()))
-                elif kind == "state":
-                    states = picked.column("state")
-                    top = pc.max(pc.struct_field(states, "max_timestamp")).as_py()
-                    if top is not None and (newest_batch is None or top > newest_batch):
-                        newest_batch = top
-                    for r in states.to_pylist():
-                        if r["topic"] in internal:
-                            out.append(("internal", {c: r[c] for c in _INTERNAL_STATE}))
-                else:
-                    for r, seg, i, n in zip(picked.column("txn_log").to_pylist(), picked.column("segment").to_pylist(),
-                                            picked.column("range_index").to_pylist(), picked.column("ranges").to_pylist()):
-                        t = r["last_update_timestamp_ms"]
-                        key = (r["broker"], r["partition"], seg, i, n)
-                        if t is not None and t <= ceiling_ms and t > newest.get(key, t - 1):
-                            newest[key] = t
-        out.extend(("count", {"record_type": k, "rows": n}) for k, n in counts.items())
-        if newest_batch is not None:
-            out.append(("newest_batch", {"max_timestamp": newest_batch}))
-        out.extend(("newest_record", {"broker": b, "partition": p, "segment": seg, "range_index": i, "ranges": n,
-                                      "last_update_timestamp_ms": t}) for (b, p, seg, i, n), t in newest.items())
-        yield R.to_tagged_batch(out, TALLY)
-    return run

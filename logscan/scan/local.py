@@ -39,11 +39,6 @@ from .spool import Spool, SpoolFolder
 
 __all__ = ["Scan", "scan", "assess_partitions", "TableSink", "ALL_TABLES", "SUMMARY_TABLES", "DEFAULT_BOOTSTRAP"]
 
-#: The table each tagged row of the per-replica and decode steps belongs to.
-TABLE_OF = {"state": "partition_state", "producer": "producer_state", "span": "txn_spans",
-            "snapshot": "producer_snapshots", "file": "files", "finding": "corruptions", "txn_log": "txn_log"}
-#: The table each row of the partition step belongs to.
-ASSESSED = {"state": "partition_state", "candidate": "hanging_candidates", "plan": "abort_plans"}
 #: Every table (``batches`` is kept only with ``keep_batches``).
 ALL_TABLES = tuple(R.TABLES)
 #: What `logscan scan` and `logscan plan` read of a scan: its summary's tables and the plans.
@@ -149,7 +144,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
             elif kind == "open_txn":
                 open_txns.append(row)
                 return
-            out.add(TABLE_OF[kind], row)
+            out.add(pipeline.TABLE_OF[kind], row)
 
         listing = list_copy(roots, include_superseded=include_superseded, follow_links=follow_links)
         for row in listing.files:
@@ -257,7 +252,7 @@ def _assess(states: dict[tuple[str, int], list[R.Row]], txns: dict[tuple[str, in
     for key in sorted(states):
         for kind, row in pipeline.assess(states[key], txns.get(key, []), closed(key, states[key]), leaders.get(key),
                                          **judged):
-            yield ASSESSED[kind], row
+            yield pipeline.ASSESSED[kind], row
         collect_young()
 
 
@@ -278,7 +273,7 @@ def assess_partitions(result: Scan, *, as_of_ms: int, max_timeout_ms: int,
     for s in tables["txn_spans"]:
         if s["end_marker_offset"] is not None:
             spans[(s["topic"], s["partition"])].append(s)
-    out: dict[str, list[R.Row]] = {table: [] for table in ASSESSED.values()}
+    out: dict[str, list[R.Row]] = {table: [] for table in pipeline.ASSESSED.values()}
     for table, row in _assess(states, txns,
                               lambda key, _: sorted(spans.get(key, ()), key=itemgetter(*pipeline.CLOSED_SPAN_ORDER)),
                               result.leaders, index=pipeline.coordinator_index(tables["coordinator_state"]),

@@ -168,6 +168,15 @@ class Replay:
         yield from (("finding", R.finding_row(f, key)) for f in a.findings)
 
 
+#: The table each row decode and Replay make is a row of, by its kind. A replica's state row
+#: goes on to assess, which gives its partition_state row; an open_txn row is assess's input
+#: only; a "range" row (a split file's hand-offs) tells which byte ranges count
+#: (replica.valid_ranges). The batches table's rows are the "batch" and DAMAGED items.
+TABLE_OF = {"file": "files", "finding": "corruptions", "txn_log": "txn_log", "producer": "producer_state",
+            "span": "txn_spans", "snapshot": "producer_snapshots"}
+#: The table each row assess gives is a row of, by its kind.
+ASSESSED = {"state": "partition_state", "candidate": "hanging_candidates", "plan": "abort_plans"}
+
 #: The kinds of decode()'s batch items: "batch" (replayed) and DAMAGED (a batch failing its CRC,
 #: only a row of the batches table).
 DAMAGED = "damaged"

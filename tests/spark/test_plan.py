@@ -128,9 +128,12 @@ def test_a_bad_checkpoint_is_a_finding_and_a_damaged_file(tmp_path):
     assert all(r["hw_checkpoint"] is None for r in listing.replicas)
 
 
-def test_write_tasks_give_each_task_at_most_its_rows():
-    n = scan.ROWS_PER_WRITE_TASK
-    assert [scan.write_tasks(r) for r in (0, 1, n, n + 1, 10 * n)] == [1, 1, 1, 2, 10]
+def test_write_tasks_give_each_task_at_most_its_bytes_and_keep_the_cores_busy():
+    n, small = scan.WRITE_TASK_BYTES, scan.MIN_WRITE_TASK_BYTES
+    # one core: a task per WRITE_TASK_BYTES of blobs, at least one
+    assert [scan.write_tasks(b, 1) for b in (0, 1, n, n + 1, 10 * n)] == [1, 1, 1, 2, 10]
+    # more cores than that makes: as many as the cores, each with at least MIN_WRITE_TASK_BYTES
+    assert [scan.write_tasks(b, 16) for b in (0, small - 1, 3 * small, n, 16 * n)] == [1, 1, 3, 8, 16]
 
 
 def test_tables_default_to_all_but_batches_and_refuse_unknown_names(capsys):

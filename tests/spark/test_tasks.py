@@ -59,9 +59,78 @@ def _stream_rows(listed):
     return rows
 
 
-def _as_set(batches):
-    table = pa.Table.from_batches(list(batches), schema=tasks.REPLICA_OUT)
-    return sorted(repr(sorted(r.items())) for r in table.to_pylist())
+_WHOLE = (None, 0, 1)
+
+
+def _expand_rows(batches) -> dict[str, list[tuple]]:
+    """tasks.OUT batches by where their rows go, each row with its byte-range keys: a blob's
+    rows under "table:<name>" (its table), the narrow and tally rows under their kind."""
+    out: dict[str, list[tuple]] = {}
+    for batch in batches:
+        assert batch.schema.equals(tasks.OUT)
+        for r in batch.to_pylist():
+            kind, keys = r["record_type"], (r["segment"], r["range_index"], r["ranges"])
+            if kind == "blob":
+                rows = [x for b in tasks.blob_batches(r["blob"]["data"]) for x in b.to_pylist()]
+                assert len(rows) == r["blob"]["rows"] > 0
+                out.setdefault("table:" + r["blob"]["table"], []).extend((keys, x) for x in rows)
+            else:
+                out.setdefault(kind, []).append((keys, r[kind]))
+    return out
+
+
+def _expand(batches) -> dict[str, list[str]]:
+    """_expand_rows, each row a repr, sorted: comparable as a whole."""
+    return {k: sorted(map(repr, v)) for k, v in _expand_rows(batches).items()}
+
+
+_NARROW = {"state": R.PARTITION_STATE, "open_txn": R.OPEN_TXNS, "span": tasks.CLOSED_SPAN}
+
+
+def _routed(pairs, keys=_WHOLE) -> dict[str, list[str]]:
+    """What tasks.OUT should hold of the (kind, row) pairs the pipeline makes (a unit's, with
+    its byte-range ``keys``, or a replica's): each table's rows (pipeline.TABLE_OF; batch rows
+    and DAMAGED ones in batches) under "table:<name>", the partition step's rows (state,
+    open_txn, closed spans' keys) under their kind, a split file's files row and ranges under
+    the tally's kinds; each as _expand writes it, normalized through Arrow."""
+    by: dict[str, tuple[pa.Schema, list]] = {}
+
+    def put(name, schema, row):
+        by.setdefault(name, (schema, []))[1].append(row)
+
+    for kind, row in pairs:
+        if kind in pipeline.BATCH_KINDS:
+            put("table:batches", R.BATCHES, row)
+        elif kind == "range":
+            put("range", tasks.RANGES, row)
+        elif kind == "file" and keys != _WHOLE:
+            put("split_file", tasks.TALLY_MEMBERS["split_file"], {**row, "range_index": keys[1]})
+        elif kind in ("state", "open_txn"):
+            put(kind, _NARROW[kind], row)
+        else:
+            if kind == "span" and row["end_marker_offset"] is not None:
+                put("span", tasks.CLOSED_SPAN, row)
+            table = pipeline.TABLE_OF[kind]
+            put("table:" + table, R.TABLES[table], row)
+    return {name: sorted(repr((keys, x)) for x in pa.Table.from_pylist(rows, schema=schema).to_pylist())
+            for name, (schema, rows) in by.items()}
+
+
+def _merged(*parts: dict[str, list[str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for p in parts:
+        for k, v in p.items():
+            out.setdefault(k, []).extend(v)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+_TALLY_ONLY = ("internal", "newest_batch", "newest_record")
+
+
+def _tables_and_steps(expanded):
+    """An _expand result without the tally rows computed from the others (internal states,
+    newest times): those are checked on their own."""
+    return {k: v for k, v in expanded.items() if k not in _TALLY_ONLY}
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 7, 10_000])
@@ -71,17 +140,17 @@ def test_replica_stream_equals_one_call_per_replica(chunk):
     if chunk < 10:  # and replicas whose batches are cut across Arrow batches
         assert any(len(facts) > chunk for _, facts in listed)
     stream = pa.Table.from_pylist(_stream_rows(listed), schema=_STREAM).to_batches(max_chunksize=chunk)
-    expected = [R.to_tagged_batch(list(tasks.replica_rows(info, facts)), tasks.REPLICA_OUT) for info, facts in listed]
-    got = _as_set(tasks.replica_stream(iter(stream)))
-    assert got == _as_set(expected)
-    states = [r for r in got if "'record_type', 'state'" in r]
-    assert len(states) == len(listed)  # one state row per replica, also the empty ones
+    got = _expand(tasks.replica_stream(iter(stream)))
+    assert _tables_and_steps(got) == _merged(*(_routed(pipeline.replica_rows(info, facts)) for info, facts in listed))
+    assert len(got["state"]) == len(listed)  # one state row per replica, also the empty ones
+    assert {k for k in got if k.startswith("table:")} >= {"table:producer_state", "table:txn_spans", "table:files"}
 
 
 @pytest.mark.parametrize("flush", [1, 2, 20_000])
 def test_replica_stream_flushes_rows_as_they_are_made(monkeypatch, flush):
-    # A span's row leaves as its marker closes it: with a small flush, Arrow batches come out
-    # while the replica's batches are still being read, never more than _FLUSH_ROWS rows each.
+    # A closed span's keys leave as its marker closes it: with a small flush, Arrow batches come
+    # out while the replica's batches are still being read, never more than _FLUSH_ROWS narrow
+    # rows each; the tables' rows leave as blobs.
     monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
     listed = [max(_listed(REPO / "fixtures" / "tv2" / "brokers"),  # the replica with the most end markers
                   key=lambda x: sum(f.is_control and f.producer_id >= 0 for f in x[1]))]
@@ -100,9 +169,27 @@ def test_replica_stream_flushes_rows_as_they_are_made(monkeypatch, flush):
     if flush < 3:  # the replica has 3 end markers
         assert read_then < len(stream)  # the first rows came out before the replica was read
         assert first.column("record_type").to_pylist()[0] == "span"
-    assert all(b.num_rows <= flush for b in [first, *rest])
-    expected = [R.to_tagged_batch(list(tasks.replica_rows(*listed[0])), tasks.REPLICA_OUT)]
-    assert _as_set([first, *rest]) == _as_set(expected)
+    narrow = [b for b in [first, *rest] if "blob" not in b.column("record_type").to_pylist()
+              and not set(b.column("record_type").to_pylist()) & {*tasks.TALLY_MEMBERS}]
+    assert narrow and all(b.num_rows <= flush for b in narrow)
+    assert _tables_and_steps(_expand([first, *rest])) == _routed(pipeline.replica_rows(*listed[0]))
+
+
+def test_blobs_are_handed_over_once_they_hold_blob_bytes(monkeypatch):
+    # A task's blobs leave as soon as they hold BLOB_BYTES of Arrow, not only at its end, and
+    # their rows are the same whatever the size.
+    listed = _listed(REPO / "fixtures" / "tv2" / "brokers")
+    stream = pa.Table.from_pylist(_stream_rows(listed), schema=_STREAM).to_batches(max_chunksize=7)
+    whole = list(tasks.replica_stream(iter(stream)))
+    monkeypatch.setattr(tasks, "_FLUSH_ROWS", 2)
+    monkeypatch.setattr(tasks, "BLOB_BYTES", 1)
+    small = list(tasks.replica_stream(iter(stream)))
+
+    def blob_batches(batches):
+        return [b for b in batches if "blob" in b.column("record_type").to_pylist()]
+
+    assert len(blob_batches(whole)) == 1 < len(blob_batches(small))
+    assert _expand(small) == _expand(whole)
 
 
 def test_replica_stream_refuses_batches_of_an_unlisted_replica():
@@ -122,35 +209,38 @@ def test_the_decode_walk_is_lazy():
     assert read.batches == rest + 1 > 1
 
 
+def _unit_keys(u):
+    return (u["file"], u["range_index"], u["ranges"]) if u["ranges"] > 1 else _WHOLE
+
+
+def _unit_rows(u, batches=True):
+    """What the decode of one unit (no replay) gives, routed as tasks.OUT holds it."""
+    key = R.replica_key(u["broker"], u["topic"], u["partition"])
+    pairs = [(kind, R.batch_row(*item, key, u["file"], u["segment_base_offset"]) if kind in pipeline.BATCH_KINDS
+              else item) for kind, item in pipeline.decode(u, headers=batches)]
+    return _routed(pairs, _unit_keys(u))
+
+
 @pytest.mark.parametrize("flush", [3, 20_000])
 def test_decode_units_gives_the_rows_of_each_unit(monkeypatch, flush):
-    # Batch rows are built column-wise, the rest row by row, many units to an Arrow batch:
-    # the union must be each unit's rows as to_tagged_batch makes them from the local driver's
-    # row builders, keys included.
+    # Batch rows are built column-wise, the rest row by row, many units to a blob: the blobs'
+    # rows must be each unit's rows as the local driver's row builders make them, a split
+    # file's byte ranges each in blobs of their own (their keys), kept or not as a whole.
     from spark_jobs.scan import list_inputs, plan_tasks
 
     monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
     units = [u for group in plan_tasks(list_inputs([CLUSTER], split_bytes=4096).units, 2) for u in group]
     assert any(u["ranges"] > 1 for u in units)
-
-    def rows(u):  # batch rows as the local driver makes them (R.batch_row), one dict each
-        key = R.replica_key(u["broker"], u["topic"], u["partition"])
-        return [(kind, R.batch_row(*item, key, u["file"], u["segment_base_offset"]) if kind == "batch" else item)
-                for kind, item in pipeline.decode(u)]
-
-    expected = [R.to_tagged_batch(rows(u), tasks.DECODED,
-                                  {"segment": u["file"], "range_index": u["range_index"], "ranges": u["ranges"]})
-                for u in units]
-    got = list(tasks.decode_units(iter(units)))
-    assert max(b.num_rows for b in got) <= flush or flush > 1000
-    table = pa.Table.from_batches(got, schema=tasks.DECODED)
-    assert table.column("record_type").to_pylist().count("batch") > 100
-    assert sorted(map(repr, table.to_pylist())) == sorted(map(repr, pa.Table.from_batches(expected).to_pylist()))
+    got = _expand(tasks.decode_units(iter(units)))
+    assert len(got["table:batches"]) > 100
+    want = _merged(*(_unit_rows(u) for u in units))
+    assert _tables_and_steps({k: v for k, v in got.items() if k != "fact"}) == want
+    # no replica is replayed here: every batch's fact goes to the per-replica step too
+    assert len(got["fact"]) == len(got["table:batches"])
 
 
 def _decoded(units, batches=True):
-    return pa.Table.from_batches(list(tasks.decode_units(iter(units), batches=batches)),
-                                 schema=tasks.DECODED if batches else tasks.DECODED_FACTS).to_pylist()
+    return _expand(tasks.decode_units(iter(units), batches=batches))
 
 
 @pytest.mark.parametrize("flush", [3, 20_000])
@@ -158,7 +248,7 @@ def test_decode_units_replays_the_replicas_it_reads_whole(monkeypatch, flush):
     # A replica whose units carry its listing row is replayed by the decode task: its rows are
     # the per-replica step's for that replica (replica_rows over its checksum-valid batches),
     # whatever the flushes, and the segments' own rows are those of a decode that replays
-    # nothing.
+    # nothing, no fact among them.
     from spark_jobs.scan import list_inputs, plan_tasks
 
     monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
@@ -168,15 +258,12 @@ def test_decode_units_replays_the_replicas_it_reads_whole(monkeypatch, flush):
     assert sum(u["replica"] is not None for u in units if "replica" in u) == len(listing.replicas)
     assert any(len(info["segments"]) > 1 for info in listing.replicas)
     got = _decoded(units)
-    replica_rows = [r for r in got if r["segment"] is None]
-    expected = [R.to_tagged_batch(list(tasks.replica_rows(info, facts)), tasks.REPLICA_OUT)
-                for info, facts in _listed(cluster)]
-    names = tasks.REPLICA_OUT.names
-    assert sorted(repr([r[n] for n in names]) for r in replica_rows) == sorted(
-        repr([r[n] for n in names]) for r in pa.Table.from_batches(expected).to_pylist())
-    assert {r["record_type"] for r in replica_rows} >= {"state", "producer", "span", "snapshot", "file"}
-    plain = [{k: v for k, v in u.items() if k != "replica"} for u in units]
-    assert sorted(map(repr, (r for r in got if r["segment"] is not None))) == sorted(map(repr, _decoded(plain)))
+    assert "fact" not in got
+    want = _merged(*(_unit_rows(u) for u in units),
+                   *(_routed(pipeline.replica_rows(info, facts)) for info, facts in _listed(cluster)))
+    assert _tables_and_steps(got) == want
+    assert {"state", "span", "table:producer_state", "table:txn_spans", "table:producer_snapshots",
+            "table:files"} <= set(got)
 
 
 def _mixed_units():
@@ -198,33 +285,29 @@ def test_without_batches_the_decode_makes_no_batch_row(monkeypatch, flush):
     # batch rows' columns of the same batches; every other row is as with batch rows.
     units, replayed = _mixed_units()
     monkeypatch.setattr(tasks, "_FLUSH_ROWS", flush)
-    with_batches = _decoded(units)
+    with_batches = list(tasks.decode_units(iter(units)))
 
     def no_batch_rows(*args):
         raise AssertionError("a batch struct was built")
 
     monkeypatch.setattr(R, "batch_struct", no_batch_rows)
-    without = _decoded(units, batches=False)
-    kinds = {r["record_type"] for r in without}
-    assert "batch" not in kinds and "fact" in kinds
-
-    def others(rows):  # the rows but batch and fact rows, without those two (null) columns
-        return sorted(repr({k: v for k, v in r.items() if k not in ("batch", "fact")}) for r in rows
-                      if r["record_type"] not in ("batch", "fact"))
-
-    assert others(without) == others(with_batches)
-    assert not [r for r in with_batches if r["record_type"] == "damaged" or not (r["batch"] or {"crc_valid": 1})[
-        "crc_valid"]]   # a healthy copy: every batch row is a fact the step would read
+    without = list(tasks.decode_units(iter(units), batches=False))
+    w, wo = _expand(with_batches), _expand(without)
+    assert "table:batches" not in wo and "fact" in wo
+    assert {k: v for k, v in wo.items() if k != "fact"} == {k: v for k, v in w.items()
+                                                             if k not in ("fact", "table:batches")}
+    assert wo["fact"] == w["fact"]
     names = tasks.FACTS.names
 
-    def key(r):
-        return r["broker"], r["topic"], r["partition"]
+    def place(keys, row):
+        return repr((keys, [row[n] for n in names])), (row["broker"], row["topic"], row["partition"])
 
-    want = sorted(repr([r["segment"], r["range_index"], [r["batch"][n] for n in names]]) for r in with_batches
-                  if r["record_type"] == "batch" and key(r["batch"]) not in replayed)
-    got = [r for r in without if r["record_type"] == "fact"]
-    assert want and sorted(repr([r["segment"], r["range_index"], [r["fact"][n] for n in names]]) for r in got) == want
-    assert max(sum(1 for r in without if r["record_type"] == "fact" and key(r["fact"]) in replayed), 0) == 0
+    batch_rows = _expand_rows(with_batches)["table:batches"]
+    assert all(row["crc_valid"] for _, row in batch_rows)  # a healthy copy
+    want = sorted(p for p, replica in (place(*r) for r in batch_rows) if replica not in replayed)
+    got = [place(*r) for r in _expand_rows(without)["fact"]]
+    assert want and sorted(p for p, _ in got) == want
+    assert not [p for p, replica in got if replica in replayed]
 
 
 def test_the_source_plans_a_partition_per_group_and_ships_no_plan_to_tasks():
@@ -252,15 +335,14 @@ def test_the_source_plans_a_partition_per_group_and_ships_no_plan_to_tasks():
     task_reader = pickle.loads(shipped)
     assert task_reader._plan is None
     for p in partitions:
-        got = pa.Table.from_batches(list(task_reader.read(p)), schema=tasks.DECODED_FACTS).to_pylist()
-        assert got == _decoded(p.value, batches=False)
+        assert _expand(task_reader.read(p)) == _decoded(p.value, batches=False)
     assert list(task_reader.read(type(partitions[0])(None))) == []  # Spark's partition for no group
 
 
 def tasks_schema():
     from spark_jobs.schemas import spark_schema
 
-    return spark_schema(tasks.DECODED_FACTS)
+    return spark_schema(tasks.OUT)
 
 
 def test_a_decode_task_refuses_a_replica_whose_segments_come_out_of_order():
@@ -296,6 +378,7 @@ def test_a_step_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch,
     # (one per row here) is gone once that flush's batch is handed out (batch rows and the
     # others' flushes alike), and the collector is left as it was found.
     monkeypatch.setattr(tasks, "_FLUSH_ROWS", 3)
+    monkeypatch.setattr(tasks, "BLOB_BYTES", 1)   # every table's flush hands a blob over
     cycles = []
     real = getattr(tasks, maker)
 
@@ -308,12 +391,12 @@ def test_a_step_pauses_the_collector_and_frees_cycles_at_each_flush(monkeypatch,
     work = make_input()
     (gc.enable if was_enabled else gc.disable)()
     try:
-        flushes = rows = 0
+        flushes = 0
         for batch in getattr(tasks, step)(iter(work)):
             assert not gc.isenabled()
-            flushes, rows = flushes + 1, rows + batch.num_rows
-            assert len(cycles) >= rows and all(ref() is None for ref in cycles), "a cycle outlived its flush"
-        assert flushes > 10 and gc.isenabled() is was_enabled
+            flushes += 1
+            assert all(ref() is None for ref in cycles), "a cycle outlived its flush"
+        assert flushes > 10 and len(cycles) > flushes and gc.isenabled() is was_enabled
     finally:
         gc.enable()
 
@@ -344,7 +427,7 @@ def test_a_step_in_a_spark_task_freezes_the_heap_it_starts_with(monkeypatch, in_
 
 _PARTITION_IN = pa.schema([pa.field("record_type", pa.string()), pa.field("topic", pa.string()),
                            pa.field("partition", pa.int32()),
-                           *[tasks.REPLICA_OUT.field(n) for n in ("state", "open_txn", "span")],
+                           *[tasks.OUT.field(n) for n in ("state", "open_txn", "span")],
                            pa.field("leader", pa.int32())])
 
 
@@ -355,7 +438,7 @@ def _partition_case(cluster):
     result = local.scan([cluster])
     rows = []
     for info, facts in _listed(cluster):
-        for kind, row in tasks.replica_rows(info, facts):
+        for kind, row in pipeline.replica_rows(info, facts):
             if kind in ("state", "open_txn") or (kind == "span" and row["end_marker_offset"] is not None):
                 rows.append({"record_type": kind, "topic": row["topic"], "partition": row["partition"], kind: row,
                              "leader": result.leaders.get((row["topic"], row["partition"]))})
@@ -383,7 +466,7 @@ def _partition_out(result, rows, chunk):
                                       bootstrap=local.DEFAULT_BOOTSTRAP, output=output, scan_id="t")
         stream = pa.Table.from_pylist(rows, schema=_PARTITION_IN).to_batches(max_chunksize=chunk)
         written = pa.Table.from_batches(list(step(iter(stream))), schema=WRITTEN).to_pylist()
-        kinds = {table: kind for kind, table in tasks.PARTITION_TABLES.items()}
+        kinds = {table: kind for kind, table in pipeline.ASSESSED.items()}
         out = []
         for w in written:
             for row in pq.read_table(f"{output}/{w['table']}/{w['path']}").drop_columns(["as_of"]).to_pylist():
