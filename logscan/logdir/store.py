@@ -98,11 +98,11 @@ OPTIONS_ENV = "LOGSCAN_STORAGE_OPTIONS"
 
 def _from_environment() -> tuple[dict[str, str], Optional[str]]:
     """The options OPTIONS_ENV holds, and the sentence saying why it is unusable (or None)."""
-    import json
-
     text = os.environ.get(OPTIONS_ENV)
     if not text:
         return {}, None
+    import json   # here, not at the top: `logscan dump` imports this module and needs no json
+
     try:
         value = json.loads(text)
     except ValueError as e:

@@ -325,7 +325,14 @@ def test_golden_index_dumps_recorded_from_kafka():
             expected += [format_time_index_entry(e) for e in iter_time_index(data, base)]
         else:
             expected += [format_aborted_txn(t) for t in iter_aborted_txns(data)]
-        assert golden.read_text().splitlines() == expected, golden
+        recorded = golden.read_text().splitlines()
+        err = golden.with_name(golden.name[:-len(".txt")] + ".stderr.txt")
+        if err.exists() and "Exception in thread" in err.read_text():
+            # the tool died part way (a SIGKILLed broker's preallocated index of an empty log,
+            # fixtures/pending): what it printed before is where logscan's entries start
+            assert recorded == expected[:len(recorded)], golden
+            continue
+        assert recorded == expected, golden
 
 
 @given(st.binary(max_size=120), st.integers(0, 2**62))
