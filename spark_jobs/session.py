@@ -60,13 +60,14 @@ BASE_CONF = {
     # present, or a spark-defaults.conf asking for it) would leave metastore_db/, derby.log
     # and spark-warehouse/ in whatever folder the operator runs the job from.
     "spark.sql.catalogImplementation": "in-memory",
-    # The JIT's first tier only (C1). The JVM of a scan moves few rows now (each task's table
-    # rows cross it as a few Arrow IPC values, spark_jobs.tasks), and C2 compiled each scan's
-    # freshly generated classes as they got hot: 1.0-2.5 CPU-s of compiler threads per scan of
-    # make bench's 1 GB copy, ~0.5 CPU-s per GB at the margin, against ~0.1 CPU-s per GB more in
-    # the task threads running C1's code (local[1], 2026-11-28).
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1",
-    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1",
+    # Both tiers of the JIT, C2 too. With the first tier only (-XX:TieredStopAtLevel=1) a warm
+    # scan of make bench's 1 GB copy cost ~0.5 CPU-s per GB less (no C2 compiles of each scan's
+    # generated classes), but the JVM's own work ran 3-4x slower where it is large: a 1 GiB
+    # segment read in byte ranges, its batch facts shuffled and sorted for the per-replica
+    # step, took 18-21 CPU-s of task threads against 4.7-5.4 (25-30 CPU-s in all against
+    # 18.5-21, local[1], 2026-11-28). Large partitions are the copies Spark is for.
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
     # Delta rebuilds a table's snapshot with 50 tasks by default: seconds of pure overhead
     # for logs of a few commits.
     "spark.databricks.delta.snapshotPartitions": "2",
