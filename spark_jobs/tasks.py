@@ -177,7 +177,7 @@ class TaskOutput:
         self._blob_bytes = 0
         self._ranges: list[tuple] = []
         self._internal: list[R.Row] = []
-        self._split_files: list[R.Row] = []
+        self._split_files: list[tuple[R.Row, tuple]] = []
         self._newest_batch: Optional[int] = None
         self._newest_record: dict[tuple, int] = {}
 
@@ -189,7 +189,7 @@ class TaskOutput:
     def add(self, kind: str, row: R.Row, unit: Optional[R.Row] = None) -> None:
         keys = _range_keys(unit)
         if kind == "file" and keys is not _WHOLE:    # a split file's row per range: summed on the driver
-            self._split_files.append({**row, "range_index": unit["range_index"], "_keys": keys})
+            self._split_files.append(({**row, "range_index": unit["range_index"]}, keys))
             return
         if kind == "range":
             self._ranges.append((row, keys))
@@ -296,8 +296,7 @@ class TaskOutput:
             put("range", row, keys)
         for row in self._internal:
             put("internal", row)
-        for row in self._split_files:
-            keys = row.pop("_keys")
+        for row, keys in self._split_files:
             put("split_file", row, keys)
         if self._newest_batch is not None:
             put("newest_batch", {"max_timestamp": self._newest_batch})
@@ -393,8 +392,7 @@ def _decode_units(units: Iterable[R.Row], batches: bool) -> Iterator[pa.RecordBa
                     start = 0
             else:
                 out.add(kind, item, unit)
-            if out._ready:
-                yield from out.ready()
+            yield from out.ready()
         if len(facts) > start:
             runs.append((values, len(facts) - start, replay is not None))
         if split:
@@ -449,8 +447,7 @@ def _replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
             raise ValueError(f"batch rows of an unlisted replica {info!r}")
         for kind, row in replica_rows(info, (placed for _, _, placed in rows), placed=True):
             out.add(kind, row)
-            if out._ready:
-                yield from out.ready()
+            yield from out.ready()
     yield from out.finish()
 
 
