@@ -372,12 +372,13 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     metadata_out = (_frame(spark, metadata_info, tasks.REPLICA_INFO).repartition(1)
                     .mapInArrow(tasks.metadata_step(as_of_ms), S.spark_schema(tasks.METADATA_OUT))).persist()
     persisted.append(metadata_out)
-    # find-hanging can only prove a record absent when every coordinator partition is here.
-    told = metadata_out.where(F.col("record_type").isin("topic", "finding")).select("record_type", "topic",
-                                                                                   "finding").collect()
-    counted = [r["topic"]["partitions"] for r in told
-               if r["record_type"] == "topic" and r["topic"]["topic"] == TRANSACTION_STATE_TOPIC]
-    coordinator = coordinator.counted(counted[0] if counted else None)
+    # find-hanging can only prove a record absent when every coordinator partition is here,
+    # each from a replica of its last leader (pipeline.told_coordinator).
+    told = (metadata_out.where((F.col("record_type") == "finding")
+                               | (F.coalesce("leader.topic", "topic.topic") == TRANSACTION_STATE_TOPIC))
+            .select("record_type", "leader", "topic", "finding").collect())
+    coordinator = pipeline.told_coordinator(coordinator, [(r["record_type"], r[r["record_type"]].asDict())
+                                                          for r in told if r["record_type"] != "finding"])
     metadata_findings = [r["finding"].asDict() for r in told if r["record_type"] == "finding"]
 
     leaders = S.members(metadata_out, "leader")

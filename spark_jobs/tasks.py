@@ -55,9 +55,10 @@ RANGES = pa.schema([
     pa.field("handoffs", pa.list_(pa.struct([pa.field("range_index", pa.int32()), pa.field("clean", pa.bool_())]))),
 ])
 
-#: The leader of each partition at as_of, from __cluster_metadata.
+#: The leader of each partition at as_of and the last one, from __cluster_metadata
+#: (pipeline.metadata's leader rows).
 LEADERS = pa.schema([pa.field("topic", pa.string()), pa.field("partition", pa.int32()),
-                     pa.field("leader", pa.int32())])
+                     pa.field("leader", pa.int32()), pa.field("last_leader", pa.int32())])
 
 _RANGE_KEYS = [pa.field("segment", pa.string()), pa.field("range_index", pa.int32()), pa.field("ranges", pa.int32())]
 _PARTITION_KEYS = [pa.field("topic", pa.string()), pa.field("partition", pa.int32())]
@@ -535,8 +536,8 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                      coordinator: CoordinatorCopy, bootstrap: str, output: str, scan_id: str,
                      tables: Iterable[str] = tuple(pipeline.ASSESSED.values()), max_prepare_ms: Optional[int] = None):
     """mapInArrow body over the replicas' state, open-transaction and closed-span rows,
-    clustered by (topic, partition), each carrying the partition's leader from
-    __cluster_metadata (null when it names none): per partition,
+    clustered by (topic, partition), each carrying the partition's leader at as_of and its
+    last leader from __cluster_metadata (null when it names none): per partition,
     logscan.state.partition.assess_partition against the coordinator state: ``index.value``,
     coordinator_index's (a Broadcast; in-process, anything with that attribute).
 
@@ -560,8 +561,8 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     def assess(rows: Iterator[tuple], index) -> list[tuple[str, R.Row]]:
         states: list[R.Row] = []
         open_txns: list[R.Row] = []
-        leader, first_span, last = None, None, -1
-        for _, kind, state, txn, span, leader in rows:
+        leader, last_leader, first_span, last = None, None, None, -1
+        for _, kind, state, txn, span, leader, last_leader in rows:
             if order[kind] < last:
                 raise ValueError(f"partition rows out of order: a {kind} row after {PARTITION_ROW_ORDER[last]} rows")
             last = order[kind]
@@ -578,11 +579,12 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                 pass
             return []
         return pipeline.assess(states, open_txns, spans, leader, index=index, as_of_ms=as_of_ms,
-                               max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap, max_prepare_ms=max_prepare_ms)
+                               max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap,
+                               max_prepare_ms=max_prepare_ms, last_leader=last_leader)
 
     def spans_after(first: R.Row, rows: Iterator[tuple]) -> Iterator[R.Row]:
         yield first
-        for _, kind, _, _, span, _ in rows:
+        for _, kind, _, _, span, _, _ in rows:
             if kind != "span":
                 raise ValueError(f"partition rows out of order: a {kind} row after span rows")
             yield span
@@ -590,7 +592,7 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     def rows_of(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple]:
         for batch in batches:
             cols = [batch.column(n).to_pylist() for n in ("topic", "partition", "record_type", "state",
-                                                          "open_txn", "span", "leader")]
+                                                          "open_txn", "span", "leader", "last_leader")]
             for topic, partition, *rest in zip(*cols):
                 yield ((topic, partition), *rest)
 

@@ -67,12 +67,13 @@ class Scan:
     """A scan's tables (by name, as rows: the tables asked to be kept, by default every table of
     the Spark job; ``batches`` only when asked for) and what the partition step needs to judge
     again at another time (assess_partitions, with every table kept): the open transactions, the
-    leaders, what the copy holds of the coordinator."""
+    leaders (pipeline.metadata's leader rows by (topic, partition)), what the copy holds of the
+    coordinator."""
 
     tables: dict[str, list[R.Row]]
     as_of_ms: int
     open_txns: list[R.Row] = field(default_factory=list)
-    leaders: dict[tuple[str, int], int] = field(default_factory=dict)
+    leaders: dict[tuple[str, int], R.Row] = field(default_factory=dict)
     coordinator: CoordinatorCopy = field(default_factory=CoordinatorCopy)
 
     @property
@@ -182,8 +183,9 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         if as_of_ms is None:
             as_of_ms = pipeline.as_of(max((s["max_timestamp"] for ss in states.values() for s in ss), default=None),
                                       newest_record)
-        leaders, counts = _metadata(states, infos, as_of_ms, out)
-        coordinator = coordinator.counted(counts.get(TRANSACTION_STATE_TOPIC))
+        told = _metadata(states, infos, as_of_ms, out)
+        coordinator = pipeline.told_coordinator(coordinator, told)
+        leaders = {(row["topic"], row["partition"]): row for kind, row in told if kind == "leader"}
 
         def closed_spans(key: tuple[str, int], replicas: list[R.Row]) -> Iterator[R.Row]:
             return heapq.merge(*(closed.rows((s["broker"], *key)) for s in replicas),
@@ -226,32 +228,32 @@ def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], O
 
 
 def _metadata(states: dict[tuple[str, int], list[R.Row]], infos: dict[tuple[int, str, int], R.Row], as_of_ms: int,
-              out: _Tables) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
-    """Leaders and partition counts at ``as_of_ms`` from the `__cluster_metadata` replica that
+              out: _Tables) -> list[tuple[str, R.Row]]:
+    """pipeline.metadata's leader and topic rows, of the `__cluster_metadata` replica that
     reaches furthest; its findings go to corruptions."""
-    leaders: dict[tuple[str, int], int] = {}
-    counts: dict[str, int] = {}
+    told: list[tuple[str, R.Row]] = []
     metadata = choose_replicas(r[:3] for r in _internal(states, CLUSTER_METADATA_TOPIC))
     if 0 in metadata:
         for kind, row in pipeline.metadata(infos[(metadata[0], CLUSTER_METADATA_TOPIC, 0)], as_of_ms):
-            if kind == "leader":
-                leaders[(row["topic"], row["partition"])] = row["leader"]
-            elif kind == "topic":
-                counts[row["topic"]] = row["partitions"]
-            else:
+            if kind == "finding":
                 out.add("corruptions", row)
-    return leaders, counts
+            else:
+                told.append((kind, row))
+    return told
 
 
 def _assess(states: dict[tuple[str, int], list[R.Row]], txns: dict[tuple[str, int], list[R.Row]],
-            closed: Callable[[tuple[str, int], list[R.Row]], Iterable[R.Row]], leaders: dict[tuple[str, int], int],
+            closed: Callable[[tuple[str, int], list[R.Row]], Iterable[R.Row]], leaders: dict[tuple[str, int], R.Row],
             **judged) -> Iterator[tuple[str, R.Row]]:
     """The partition step over every partition, partitions ascending: (table, row) of its
     partition_state, hanging_candidates and abort_plans rows. ``closed(partition, its state
-    rows)``: the partition's closed spans in CLOSED_SPAN_ORDER."""
+    rows)``: the partition's closed spans in CLOSED_SPAN_ORDER; ``leaders``: pipeline.metadata's
+    leader rows."""
+    none: R.Row = {}
     for key in sorted(states):
-        for kind, row in pipeline.assess(states[key], txns.get(key, []), closed(key, states[key]), leaders.get(key),
-                                         **judged):
+        told = leaders.get(key, none)
+        for kind, row in pipeline.assess(states[key], txns.get(key, []), closed(key, states[key]), told.get("leader"),
+                                         last_leader=told.get("last_leader"), **judged):
             yield pipeline.ASSESSED[kind], row
         collect_young()
 

@@ -50,7 +50,7 @@ from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, TXN_STATE
 
 __all__ = ["CLUSTER_METADATA_TOPIC", "TRANSACTION_STATE_TOPIC", "DEFAULT_MAX_TRANSACTION_TIMEOUT_MS",
            "DEFAULT_BOOTSTRAP", "Replay", "replica_info", "work_units", "decode", "replica_rows", "coordinator",
-           "merge_coordinator", "as_of", "parse_as_of", "metadata", "CLOSED_SPAN_ORDER", "assess"]
+           "merge_coordinator", "as_of", "parse_as_of", "metadata", "told_coordinator", "CLOSED_SPAN_ORDER", "assess"]
 
 
 # --- list ------------------------------------------------------------------------------------
@@ -330,17 +330,36 @@ def _as_of_in_range(ms: int) -> int:
 
 def metadata(info: R.Row, as_of_ms: int) -> list[tuple[str, R.Row]]:
     """The `__cluster_metadata` replica that reaches furthest (coordinator.choose_replicas),
-    replayed up to ``as_of_ms``: ("leader", row) per partition, ("topic", row) with each
-    topic's partition count, ("finding", row) for what could not be read."""
+    replayed: ("leader", row) per partition with its leader at ``as_of_ms`` and the last leader
+    the log names (``last_leader``: whose replica holds every marker written, see
+    hanging.without_leader; either may be None), ("topic", row) with each topic's partition
+    count at ``as_of_ms``, ("finding", row) for what could not be read."""
     replica = replica_dir(info)
     key = R.replica_key(replica.broker, replica.topic, replica.partition)
     findings: list[Finding] = []
     events = read_metadata_events(replica, findings)
-    out: list[tuple[str, R.Row]] = [("leader", {"topic": t, "partition": p, "leader": b})
-                                    for (t, p), b in P.partition_leaders(events, as_of_ms).items()]
+    at, last = P.partition_leaders(events, as_of_ms), P.partition_leaders(events)
+    out: list[tuple[str, R.Row]] = [("leader", {"topic": t, "partition": p, "leader": at.get((t, p)),
+                                                "last_leader": last.get((t, p))})
+                                    for t, p in sorted(at.keys() | last.keys())]
     out.extend(("topic", {"topic": t, "partitions": n}) for t, n in P.partition_counts(events, as_of_ms).items())
     out.extend(("finding", R.finding_row(f, key)) for f in findings)
     return out
+
+
+def told_coordinator(copy: CoordinatorCopy, told: Iterable[tuple[str, R.Row]]) -> CoordinatorCopy:
+    """What the copy holds of `__transaction_state` (coordinator.coordinator_copy's) with what
+    metadata()'s rows (``told``: its ("leader", row) and ("topic", row) items) say of the topic:
+    its partition count and each partition's last leader (CoordinatorCopy.counted)."""
+    count, last = None, {}
+    for kind, row in told:
+        if row["topic"] != TRANSACTION_STATE_TOPIC:
+            continue
+        if kind == "topic":
+            count = row["partitions"]
+        elif kind == "leader" and row["last_leader"] is not None:
+            last[row["partition"]] = row["last_leader"]
+    return copy.counted(count, last)
 
 
 # --- per partition ---------------------------------------------------------------------------
@@ -364,10 +383,12 @@ def closed_spans(spans: Iterable[R.Row]) -> Iterator[tuple[int, P.ClosedTxn]]:
 
 def assess(states: list[R.Row], open_txns: list[R.Row], spans: Iterable[R.Row], leader: Optional[int], *,
            index: dict, as_of_ms: int, max_timeout_ms: int, coordinator: CoordinatorCopy,
-           bootstrap: str, max_prepare_ms: Optional[int] = None) -> list[tuple[str, R.Row]]:
+           bootstrap: str, max_prepare_ms: Optional[int] = None,
+           last_leader: Optional[int] = None) -> list[tuple[str, R.Row]]:
     """One partition: its replicas' partition_state rows (from Replay) and open_txn rows, its
     txn_spans rows in CLOSED_SPAN_ORDER (consumed once, never held), the leader
-    `__cluster_metadata` names (None: none). Gives each replica's partition_state row with
+    `__cluster_metadata` names at as_of and the last one it names (metadata()'s leader row;
+    None: none). Gives each replica's partition_state row with
     the cross-replica columns, the hanging candidates and the abort plans
     (logscan.state.partition.assess_partition against ``index``: producer id -> coordinator
     records, coordinator.index_by_producer_id of the coordinator_state rows)."""
@@ -377,7 +398,8 @@ def assess(states: list[R.Row], open_txns: list[R.Row], spans: Iterable[R.Row], 
         txns.setdefault(t["broker"], []).append(t)
     views = [R.view_from_rows(by_broker[b], txns.get(b, [])) for b in sorted(by_broker)]
     result = P.assess_partition(views, closed_spans(spans), metadata_leader=leader, index=index, as_of_ms=as_of_ms,
-                                max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap, max_prepare_ms=max_prepare_ms)
+                                max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap,
+                                max_prepare_ms=max_prepare_ms, last_leader=last_leader)
     out = [("state", R.assessed(by_broker[a.broker], a)) for a in result.replicas]
     out.extend(("candidate", R.candidate_row(R.replica_key(c.broker, c.topic, c.partition), c.txn, c.age_ms,
                                              c.verdict)) for c in result.candidates)

@@ -120,30 +120,56 @@ class CoordinatorCopy:
     anything: which partitions are here, and what the replica read of each lacks against what
     the brokers' own files say it held (``gaps``: partition -> why, see
     logscan.state.partition.copy_gaps). A verdict resting on a record's absence (or on no
-    newer record) only stands when the partition that would hold it is here whole."""
+    newer record) only stands when the partition that would hold it is here whole.
+
+    ``held``: (partition, broker) of every replica in the copy; ``last_leaders``: partition ->
+    the last broker `__cluster_metadata` names as its leader (counted). A partition whose last
+    leader has no replica in the copy was read from followers only: a follower out of the ISR,
+    or copied before it fetched, lacks the records its leader appended last (the coordinator
+    loads its partition from the leader's log, to its end), so it is a gap too."""
 
     partitions: frozenset[int] = frozenset()
     partition_count: Optional[int] = None
     gaps: tuple[tuple[int, str], ...] = ()
+    held: frozenset[tuple[int, int]] = frozenset()
+    last_leaders: tuple[tuple[int, int], ...] = ()
 
     def partition_gap(self, partition: int) -> Optional[str]:
         """Why ``partition``'s copy may lack records; None when it is here whole."""
         if partition not in self.partitions:
             return f"__transaction_state-{partition} is not in the copy"
-        return dict(self.gaps).get(partition)
+        gap = dict(self.gaps).get(partition)
+        if gap is not None:
+            return gap
+        return self._follower_gap(partition)
+
+    def _follower_gap(self, partition: int) -> Optional[str]:
+        leader = dict(self.last_leaders).get(partition)
+        if leader is None or (partition, leader) in self.held:
+            return None
+        read = sorted(b for p, b in self.held if p == partition)
+        return (f"__transaction_state-{partition} is in the copy from its followers only (broker "
+                f"{', '.join(map(str, read))}); its last leader, broker {leader}, is not: a follower may lack the "
+                f"records its leader wrote last (copy broker {leader}'s log dirs)")
 
     def lacking(self) -> Optional[str]:
         """Why some coordinator record may be missing from the copy; None when every partition
-        is here whole."""
+        is here whole. Names at most two partitions' reasons and counts the rest."""
         if not is_complete(self.partitions, self.partition_count):
             return "the copy lacks part of __transaction_state"
-        if self.gaps:
-            return "; ".join(f"__transaction_state-{p}: {gap}" for p, gap in self.gaps)
-        return None
+        why = [(p, gap) for p in sorted(self.partitions) for gap in [self.partition_gap(p)] if gap is not None]
+        if not why:
+            return None
+        text = "; ".join(gap if gap.startswith("__transaction_state-") else f"__transaction_state-{p}: {gap}"
+                         for p, gap in why[:2])
+        return text + (f"; and {len(why) - 2} more partitions of __transaction_state" if len(why) > 2 else "")
 
-    def counted(self, partition_count: Optional[int]) -> "CoordinatorCopy":
-        """The same copy, with the topic's partition count from __cluster_metadata."""
-        return CoordinatorCopy(self.partitions, partition_count, self.gaps)
+    def counted(self, partition_count: Optional[int],
+                last_leaders: Optional[dict[int, int]] = None) -> "CoordinatorCopy":
+        """The same copy, with what `__cluster_metadata` says of the topic: its partition count
+        and each partition's last leader."""
+        return CoordinatorCopy(self.partitions, partition_count, self.gaps, self.held,
+                               tuple(sorted((last_leaders or {}).items())))
 
 
 #: A copy holding every coordinator partition whole (tests; a copy with a single partition).
@@ -173,7 +199,7 @@ def coordinator_copy(replicas: Iterable[tuple[int, int, int, Optional[int], Opti
                    f"replica checkpointed")
         if gap is not None:
             gaps.append((p, f"broker {b}: {gap}"))
-    return chosen, CoordinatorCopy(frozenset(chosen), None, tuple(gaps))
+    return chosen, CoordinatorCopy(frozenset(chosen), None, tuple(gaps), frozenset((p, b) for p, b, *_ in rows))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
 from logscan.defaults import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
@@ -109,6 +109,23 @@ def with_copy(verdict: Verdict, copy_gap: Optional[str]) -> Verdict:
     return Verdict(PARTITION_NOT_IN_COPY, None,
                    f"{verdict.evidence}; but this replica's copy is incomplete ({copy_gap}): its end marker may be "
                    f"in what was not copied", verdict.transactional_id)
+
+
+def without_leader(verdict: Verdict, last_leader: Optional[int], brokers: Iterable[int]) -> Verdict:
+    """Withhold a hanging verdict on a partition whose last leader (the last broker
+    `__cluster_metadata` names as its leader) has no replica in the copy (``brokers``: those
+    that do). The coordinator appends its markers with acks=all and a leader is elected from
+    the ISR, so the last leader's log holds every marker written; a follower out of the ISR, or
+    copied before it fetched, may lack one, and an abort written for a transaction Kafka closed
+    aborts whatever that producer has open then."""
+    held = sorted(set(brokers))
+    if verdict.hanging is not True or last_leader is None or last_leader in held:
+        return verdict
+    return Verdict(PARTITION_NOT_IN_COPY, None,
+                   f"{verdict.evidence}; but the copy holds this partition from its followers only (broker "
+                   f"{', '.join(map(str, held))}), not from its last leader, broker {last_leader}, whose log holds "
+                   f"every marker the coordinator wrote: copy broker {last_leader}'s log dirs to judge it",
+                   verdict.transactional_id)
 
 
 def log_fault(fault: str) -> Verdict:

@@ -486,15 +486,18 @@ def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMa
 
 def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[int, list[ProducerIdMatch]],
                  as_of_ms: int, max_timeout_ms: int, coordinator: CoordinatorCopy,
-                 max_prepare_ms: Optional[int] = None) -> list[HangingCandidate]:
+                 max_prepare_ms: Optional[int] = None, last_leader: Optional[int] = None) -> list[HangingCandidate]:
     """find-hanging over every replica of one partition: open transactions older than the max
     timeout, judged against the coordinator records that name the producer id and against
     the other replicas (a marker they hold, whether this one is behind). A PrepareCommit or
     PrepareAbort record older than ``max_prepare_ms`` (None: the max timeout) is
-    hanging.COORDINATOR_STUCK_PREPARING."""
+    hanging.COORDINATOR_STUCK_PREPARING. ``last_leader``: the last broker `__cluster_metadata`
+    names as the partition's leader (None: it names none); when the copy lacks its replica, no
+    verdict says hanging (hanging.without_leader)."""
     if max_prepare_ms is None:
         max_prepare_ms = max_timeout_ms
     out = []
+    brokers = [v.state.broker for v in views]
     for view in views:
         st = view.state
         peers = [p for p in views if p is not view]
@@ -514,6 +517,7 @@ def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[i
                       for p in peers
                       for c in [markers.closed(p.state.broker, txn.producer_id, txn.start_offset)] if c is not None]
             verdict = hanging.with_copy(hanging.with_replicas(verdict, txn, closed, behind), st.copy_gap)
+            verdict = hanging.without_leader(verdict, last_leader, brokers)
             out.append(HangingCandidate(st.broker, st.topic, st.partition, txn, as_of_ms - txn.last_timestamp, verdict))
     return out
 
@@ -560,10 +564,10 @@ def oldest_txn_last_timestamp(view: ReplicaView) -> int:
 def assess_partition(views: list[ReplicaView], closed: Iterable[tuple[int, ClosedTxn]] = (), *,
                      metadata_leader: Optional[int], index: dict[int, list[ProducerIdMatch]], as_of_ms: int,
                      max_timeout_ms: int, coordinator: CoordinatorCopy, bootstrap: str,
-                     max_prepare_ms: Optional[int] = None) -> PartitionAssessment:
+                     max_prepare_ms: Optional[int] = None, last_leader: Optional[int] = None) -> PartitionAssessment:
     """Every cross-replica fact of one partition (views: all its replicas in the copy;
     closed: their closed transactions as (broker, transaction) ordered by end-marker offset,
-    consumed once; ``max_prepare_ms``: find_hanging's, None for the max timeout)."""
+    consumed once; ``max_prepare_ms``, ``last_leader``: find_hanging's)."""
     views = sorted(views, key=lambda v: v.state.broker)
     markers = closed_markers(views, closed)
     leader, source, is_leader = leadership(views, metadata_leader)
@@ -574,7 +578,8 @@ def assess_partition(views: list[ReplicaView], closed: Iterable[tuple[int, Close
         replicas.append(ReplicaAssessment(
             view.state.broker, leader, source, is_leader[view.state.broker], len(views), not diffs,
             diffs, oldest, hanging.is_late(oldest, as_of_ms, max_timeout_ms)))
-    candidates = find_hanging(views, markers, index, as_of_ms, max_timeout_ms, coordinator, max_prepare_ms)
+    candidates = find_hanging(views, markers, index, as_of_ms, max_timeout_ms, coordinator, max_prepare_ms,
+                              last_leader)
     return PartitionAssessment(replicas, candidates, plan_aborts(views, candidates, is_leader, bootstrap))
 
 

@@ -31,6 +31,9 @@ from spark_jobs.session import DELTA_LIBS  # noqa: E402
 from tests.scan.copy_shapes import (HANGING_MOVED, add_compose_folders, copy_cluster,  # noqa: E402
                                     cut_after_first_batch, split_jbod)
 from tests.scan.test_jbod_fixture import assert_the_forgotten_disk_withholds_hang_2, forgotten_disk_copy  # noqa: E402
+from tests.scan.test_leader_absent import AS_OF as LEADERLESS_AS_OF  # noqa: E402
+from tests.scan.test_leader_absent import REPLICA as LEADERLESS  # noqa: E402
+from tests.scan.test_leader_absent import lone_follower_copy  # noqa: E402
 from tests.spark import local_session  # noqa: E402
 
 HANGING = Path(__file__).resolve().parents[2] / "fixtures" / "hanging"
@@ -97,3 +100,22 @@ def test_a_forgotten_disk_withholds_the_abort(spark, tmp_path):
         candidates, plans = ([r.asDict() for r in _rows(spark, output, t, "cut").collect()]
                              for t in ("hanging_candidates", "abort_plans"))
         assert_the_forgotten_disk_withholds_hang_2(candidates, plans)
+
+
+def test_a_partition_without_its_last_leader_s_replica_gets_no_plan(spark, tmp_path):
+    """The Spark job on the copy whose replica-0 is held by its cut follower alone
+    (tests/scan/test_leader_absent.py): the last leader reaches the partition step through the
+    metadata step's rows, and every table equals the local executor's, the follower's open
+    transaction partition_not_in_copy with no plan."""
+    copy = lone_follower_copy(tmp_path)
+    want = local_scan([copy], as_of_ms=LEADERLESS_AS_OF).tables
+    output = str(tmp_path / "tables")
+    spark_scan.run(spark, [copy], output, scan_id="lone", as_of_ms=LEADERLESS_AS_OF)
+    for name in COMPARED:
+        schema = R.TABLES[name]
+        assertDataFrameEqual(_rows(spark, output, name, "lone").select(*schema.names),
+                             _expected(spark, want[name], schema))
+    reasons = {r.reason for r in _rows(spark, output, "hanging_candidates", "lone")
+               .where((F.col("topic") == LEADERLESS[0]) & (F.col("partition") == LEADERLESS[1])).collect()}
+    assert reasons == {"partition_not_in_copy"}
+    assert _rows(spark, output, "abort_plans", "lone").where(F.col("topic") == LEADERLESS[0]).count() == 0

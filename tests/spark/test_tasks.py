@@ -428,7 +428,7 @@ def test_a_step_in_a_spark_task_freezes_the_heap_it_starts_with(monkeypatch, in_
 _PARTITION_IN = pa.schema([pa.field("record_type", pa.string()), pa.field("topic", pa.string()),
                            pa.field("partition", pa.int32()),
                            *[tasks.OUT.field(n) for n in ("state", "open_txn", "span")],
-                           pa.field("leader", pa.int32())])
+                           pa.field("leader", pa.int32()), pa.field("last_leader", pa.int32())])
 
 
 def _partition_case(cluster):
@@ -440,8 +440,9 @@ def _partition_case(cluster):
     for info, facts in _listed(cluster):
         for kind, row in pipeline.replica_rows(info, facts):
             if kind in ("state", "open_txn") or (kind == "span" and row["end_marker_offset"] is not None):
+                told = result.leaders.get((row["topic"], row["partition"]), {})
                 rows.append({"record_type": kind, "topic": row["topic"], "partition": row["partition"], kind: row,
-                             "leader": result.leaders.get((row["topic"], row["partition"]))})
+                             "leader": told.get("leader"), "last_leader": told.get("last_leader")})
     order = {k: i for i, k in enumerate(tasks.PARTITION_ROW_ORDER)}
 
     def key(r):

@@ -110,6 +110,41 @@ def test_coordinator_copy_reads_the_furthest_replica_and_checks_every_checkpoint
     assert copy.partition_gap(3) == "__transaction_state-3 is not in the copy"
 
 
+def test_a_coordinator_partition_read_from_followers_only_is_a_gap():
+    """__transaction_state-0 held by brokers 2 and 3, its last leader broker 1 not in the copy:
+    a follower may lack the records its leader wrote last (issue 36, safety)."""
+    _, copy = coordinator_copy([(0, 2, 10, 10, None), (0, 3, 10, 10, None), (1, 1, 4, 4, None)])
+    assert copy.counted(2).lacking() is None  # without the leaders: nothing says so
+    told = copy.counted(2, {0: 1, 1: 1})
+    gap = told.partition_gap(0)
+    assert "followers only (broker 2, 3)" in gap and "last leader, broker 1" in gap
+    assert told.partition_gap(1) is None and told.lacking().startswith("__transaction_state-0 ")
+    moved_on = [rec(0, "Ongoing"), rec(1, "CompleteCommit", epoch=3)]
+    v = verdict(moved_on, told)
+    assert (v.reason, v.hanging) == (h.COORDINATOR_NOT_IN_COPY, None)
+    assert (verdict([], told).reason, verdict([rec(0, "Ongoing")], told).reason) == (
+        h.COORDINATOR_NOT_IN_COPY, h.COORDINATOR_ONGOING)
+    # the leader's replica in the copy: whole again
+    assert copy.counted(2, {0: 3, 1: 1}).lacking() is None
+
+
+def test_lacking_names_two_partitions_and_counts_the_rest():
+    _, copy = coordinator_copy([(p, 2, 1, 1, None) for p in range(5)])
+    text = copy.counted(5, {p: 1 for p in range(5)}).lacking()
+    assert "__transaction_state-0 " in text and "__transaction_state-1 " in text
+    assert "__transaction_state-2 " not in text and text.endswith("and 3 more partitions of __transaction_state")
+
+
+def test_a_hanging_verdict_without_the_partition_s_last_leader_is_withheld():
+    v = verdict([rec(0, "Ongoing"), rec(1, "CompleteCommit", epoch=3)])
+    assert h.without_leader(v, 1, [1, 2]) is v and h.without_leader(v, None, [2]) is v
+    held = h.without_leader(v, 1, [2, 0])
+    assert (held.reason, held.hanging, held.transactional_id) == (h.PARTITION_NOT_IN_COPY, None, "app-1")
+    assert "followers only (broker 0, 2)" in held.evidence and "copy broker 1's log dirs" in held.evidence
+    live = verdict([rec(0, "Ongoing")])
+    assert h.without_leader(live, 1, [2]) is live  # not hanging: nothing to withhold
+
+
 def test_copy_gaps_name_what_the_brokers_files_say_was_there():
     assert copy_gaps(16, hw_checkpoint=16, snapshot_offsets=[0, 16], segment_bases=[0]) == []
     assert copy_gaps(16, hw_checkpoint=None) == []
