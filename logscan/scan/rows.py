@@ -275,8 +275,9 @@ PARTITION_STATE = _schema(
        "what differs from each other replica (other_broker), one element per field: log_end_offset, "
        "high_watermark or last_stable_offset with value here and other_value there; open_here_only, "
        "open_there_only, end_markers_here_only or end_markers_there_only with value the number of "
-       "transactions or markers (other_value null); text says it in words (which transactions, which "
-       "markers); empty when replicas_agree"),
+       "transactions or markers (other_value null); diverged_at with value the first offset both hold "
+       "different records at (two histories: the partition's verdicts are withheld, reason diverged); text "
+       "says it in words (which transactions, which markers); empty when replicas_agree"),
     *_at(_f("oldest_txn_last_timestamp", pa.int64(), "lastTimestamp of the producer whose open transaction "
                                                      "started first (oldestTxnLastTimestamp), epoch ms; -1 when "
                                                      "none is open"), "oldest_txn_last_time"),
@@ -303,8 +304,9 @@ HANGING_CANDIDATES = _schema(
     _f("age_ms", pa.int64(), "as_of - last_timestamp"),
     _f("hanging", pa.bool_(), "true: abort it; false: the coordinator will finish it; null: cannot tell"),
     _f("reason", pa.string(), "no_coordinator_record, coordinator_moved_on, partition_not_in_transaction, "
-                              "markers_pending, coordinator_ongoing, coordinator_not_in_copy, replicas_disagree, "
-                              "log_fault"),
+                              "markers_pending, coordinator_ongoing, coordinator_stuck_preparing, "
+                              "two_phase_commit_in_doubt, coordinator_not_in_copy, partition_not_in_copy, "
+                              "replicas_disagree, log_fault, diverged"),
     _f("evidence", pa.string(), "the coordinator record (or its absence) the verdict rests on"),
     _f("transactional_id", pa.string(), "transactional id of the coordinator record, when one matched"),
 )

@@ -36,6 +36,7 @@ COORDINATOR_NOT_IN_COPY = "coordinator_not_in_copy"
 PARTITION_NOT_IN_COPY = "partition_not_in_copy"
 REPLICAS_DISAGREE = "replicas_disagree"
 LOG_FAULT = "log_fault"
+DIVERGED = "diverged"
 
 HANGING_REASONS = frozenset({NO_COORDINATOR_RECORD, COORDINATOR_MOVED_ON, PARTITION_NOT_IN_TRANSACTION})
 
@@ -125,6 +126,23 @@ def without_leader(verdict: Verdict, last_leader: Optional[int], brokers: Iterab
                    f"{verdict.evidence}; but the copy holds this partition from its followers only (broker "
                    f"{', '.join(map(str, held))}), not from its last leader, broker {last_leader}, whose log holds "
                    f"every marker the coordinator wrote: copy broker {last_leader}'s log dirs to judge it",
+                   verdict.transactional_id)
+
+
+def diverged(verdict: Verdict, offset: int, broker: int, other: int, held: str, other_held: str) -> Verdict:
+    """Withhold a verdict on a partition whose replicas in the copy hold two histories: at
+    ``offset`` broker ``broker`` holds ``held`` and broker ``other`` holds ``other_held``
+    (partition.ClosedMarkers.divergence), as an unclean leader election or a copy mixing two
+    clusters leaves them. Kafka would truncate one of them to its leader's epoch history
+    (OffsetsForLeaderEpoch); which one consumers read the copy cannot tell, so neither an abort
+    (hanging) nor a lagging follower (replicas_disagree) is said. Other verdicts stand."""
+    if verdict.hanging is not True and verdict.reason != REPLICAS_DISAGREE:
+        return verdict
+    return Verdict(DIVERGED, None,
+                   f"{verdict.evidence}; but the replicas of this partition hold two histories: diverged_at "
+                   f"{offset}, where broker {broker} holds {held} and broker {other} holds {other_held}. Kafka "
+                   f"would truncate one of them to its leader's epoch history (an unclean leader election, or a copy "
+                   f"mixing two clusters): check which log the partition's leader serves before acting",
                    verdict.transactional_id)
 
 

@@ -219,7 +219,8 @@ class Difference(NamedTuple):
     other_broker: int
     field: str                  # log_end_offset, high_watermark, last_stable_offset: value here, other_value
                                 # there; open_here_only, open_there_only, end_markers_here_only,
-                                # end_markers_there_only: value = how many (other_value None)
+                                # end_markers_there_only: value = how many (other_value None);
+                                # diverged_at: value = the first offset both hold different records at
     value: int
     other_value: Optional[int]
     text: str                   # in words, as replica_differences_text prints it
@@ -338,6 +339,9 @@ def leadership(views: list[ReplicaView], metadata_leader: Optional[int]
     return None, LEADER_EPOCH_CHECKPOINT, {b: None if b in holders else False for b in brokers}
 
 
+#: The Difference field naming the first offset two replicas hold different records at.
+DIVERGED_AT = "diverged_at"
+
 #: Transactions a difference names before "and N more".
 SHOWN = 5
 
@@ -376,7 +380,22 @@ class ClosedMarkers:
       prints them: the first SHOWN in (offset, producer, first offset, outcome) order and how
       many there are;
     * per replica, the closed transactions another replica holds open (find-hanging's
-      "closed elsewhere").
+      "closed elsewhere");
+    * per pair, the first offset both hold where they hold different things (``diverged``):
+      two histories, as an unclean leader election or a copy mixing two clusters leaves them.
+      Kafka's log cleaner removes batches but never changes what an offset holds, and a
+      follower copies its leader's bytes, so where both replicas hold an offset it is the same
+      record. What the spans show of an offset: an end marker (producer, outcome) at its end
+      marker offset, a producer's data at a transaction's first offset, and a transaction still
+      open (no marker of that producer) from its first offset on. So the replicas diverged at X
+      when, X held by both (between the later log start and the earlier log end): each holds an
+      end marker at X and they differ in producer or outcome; one holds a marker at X and the
+      other data there; transactions of two producers start at X; or one holds producer p's
+      marker at X while the other holds p's transaction open across X (open at its log end, or
+      closed later). The last needs each replica's latest closed transaction per producer only
+      (a producer's transactions follow each other), so what is held grows with the producers,
+      not the transactions; a divergence shown only by a producer's earlier transactions is
+      found at a later offset (``diverged`` is the first offset found).
 
     The markers of one offset sort before those of any later offset, so comparing each
     offset's markers (as sets, per replica) as the offset passes gives the differences of the
@@ -393,15 +412,32 @@ class ClosedMarkers:
                     high = min(sa.log_end_offset, sb.log_end_offset)
                     if low < high:
                         self._windows.append((a, b, low, high))
+        self._window = {(a, b): (low, high) for a, b, low, high in self._windows}
+        self._window.update({(b, a): w for (a, b), w in list(self._window.items())})
         self._only: dict[tuple[int, int], Shown] = {}
         # (producer id, first offset) -> brokers holding that transaction open
         self._open: dict[tuple[int, int], set[int]] = {}
+        # broker -> first offset -> producer ids of the transactions it holds open from there
+        self._open_from: dict[int, dict[int, set[int]]] = {b: {} for b in states}
         for v in views:
             for t in v.open_txns:
                 self._open.setdefault((t.producer_id, t.start_offset), set()).add(v.state.broker)
+                self._open_from[v.state.broker].setdefault(t.start_offset, set()).add(t.producer_id)
         self._closed: dict[int, dict[tuple[int, int], ClosedTxn]] = {b: {} for b in states}
+        # broker -> producer id -> its latest closed transaction there; and those by first
+        # offset and by end marker offset (what divergence is checked against)
+        self._last: dict[int, dict[int, ClosedTxn]] = {b: {} for b in states}
+        self._last_from: dict[int, dict[int, set[int]]] = {b: {} for b in states}
+        self._last_marker: dict[int, dict[int, set[int]]] = {b: {} for b in states}
+        # (a, b), a < b -> (offset, what a holds there, what b holds there): the first found
+        self._diverged: dict[tuple[int, int], tuple[int, str, str]] = {}
         self._at: Optional[int] = None
         self._group: dict[int, set[_Marker]] = {}
+        for a, b, low, high in self._windows:
+            for first in set(self._open_from[a]) & set(self._open_from[b]):
+                pa_, pb = self._open_from[a][first], self._open_from[b][first]
+                if low <= first < high and pa_ != pb:
+                    self._diverge(a, b, first, _data_text(sorted(pa_)[0], first), _data_text(sorted(pb)[0], first))
 
     def add(self, broker: int, txn: ClosedTxn) -> None:
         """One closed transaction of ``broker``'s replica; end-marker offsets must not decrease."""
@@ -415,6 +451,53 @@ class ClosedMarkers:
         key = (txn.producer_id, txn.first_offset)
         if key in self._open and self._open[key] - {broker}:
             self._closed.setdefault(broker, {})[key] = txn
+        self._check(broker, txn)
+        last = self._last[broker]
+        old = last.get(txn.producer_id)
+        if old is not None:
+            self._last_from[broker][old.first_offset].discard(txn.producer_id)
+            self._last_marker[broker][old.end_marker_offset].discard(txn.producer_id)
+        last[txn.producer_id] = txn
+        self._last_from[broker].setdefault(txn.first_offset, set()).add(txn.producer_id)
+        self._last_marker[broker].setdefault(at, set()).add(txn.producer_id)
+
+    def _check(self, here: int, txn: ClosedTxn) -> None:
+        """Whether ``txn`` (closed on ``here``) shows ``here``'s history leaving another
+        replica's: see the class's docstring. Same-offset markers are compared in _compare."""
+        pid, first, at = txn.producer_id, txn.first_offset, txn.end_marker_offset
+        marker = _marker_held(txn)
+        for there in self._last:
+            window = self._window.get((here, there))
+            if window is None:
+                continue
+            low, high = window
+
+            def held(offset: int) -> bool:
+                return low <= offset < high
+
+            if held(at) and there in self._open.get((pid, first), ()):
+                self._diverge(here, there, at, marker, _open_text(pid, first))
+            if held(first):
+                others = self._open_from[there].get(first, set()) | self._last_from[there].get(first, set())
+                if others - {pid}:
+                    self._diverge(here, there, first, _data_text(pid, first), _data_text(min(others - {pid}), first))
+                marked = self._last_marker[there].get(first)
+                if marked:
+                    self._diverge(here, there, first, _data_text(pid, first),
+                                  _marker_held(self._last[there][min(marked)]))
+            if held(at) and self._open_from[there].get(at):
+                self._diverge(here, there, at, marker, _data_text(min(self._open_from[there][at]), at))
+            before = self._last[there].get(pid)
+            if before is not None and first <= before.end_marker_offset < at and held(before.end_marker_offset):
+                # there closed pid's transaction at an offset where here still holds it open
+                self._diverge(here, there, before.end_marker_offset, _open_text(pid, first), _marker_held(before))
+
+    def _diverge(self, here: int, there: int, offset: int, held_here: str, held_there: str) -> None:
+        key, texts = ((here, there), (held_here, held_there)) if here < there else ((there, here),
+                                                                                   (held_there, held_here))
+        known = self._diverged.get(key)
+        if known is None or offset < known[0]:
+            self._diverged[key] = (offset, *texts)
 
     def _compare(self) -> None:
         group, at = self._group, self._at
@@ -424,6 +507,10 @@ class ClosedMarkers:
         for a, b, low, high in self._windows:
             if low <= at < high:
                 here, there = group.get(a, empty), group.get(b, empty)
+                kinds_a, kinds_b = {m[1::2] for m in here}, {m[1::2] for m in there}
+                if kinds_a and kinds_b and kinds_a != kinds_b:
+                    # both hold an end marker at this offset, of another producer or outcome
+                    self._diverge(a, b, at, _markers_text(here), _markers_text(there))
                 if here != there:
                     for pair, diff in (((a, b), here - there), ((b, a), there - here)):
                         for m in sorted(diff):
@@ -440,6 +527,20 @@ class ClosedMarkers:
         """The end markers ``here`` holds and ``there`` does not, both should hold."""
         return self._only.get((here, there), Shown())
 
+    def diverged(self, here: int, there: int) -> Optional[tuple[int, str, str]]:
+        """(the first offset where ``here`` and ``there`` were found holding different records,
+        what ``here`` holds there, what ``there`` holds), None when none was found."""
+        if here < there:
+            return self._diverged.get((here, there))
+        found = self._diverged.get((there, here))
+        return None if found is None else (found[0], found[2], found[1])
+
+    def divergence(self) -> Optional[tuple[int, int, int, str, str]]:
+        """The partition's first divergence: (offset, broker a, broker b, what a holds there,
+        what b holds), the lowest offset then brokers; None when the replicas share one history."""
+        found = [(at, a, b, x, y) for (a, b), (at, x, y) in self._diverged.items()]
+        return min(found) if found else None
+
     def closed(self, broker: int, producer_id: int, first_offset: int) -> Optional[ClosedTxn]:
         """The transaction (producer_id, first_offset) as ``broker``'s replica closed it, when
         another replica holds it open."""
@@ -449,6 +550,22 @@ class ClosedMarkers:
 def _marker_text(m: _Marker) -> str:
     at, pid, first, kind = m
     return f"{kind} at {at} (producer {pid}, from {first})"
+
+
+def _marker_held(txn: ClosedTxn) -> str:
+    return f"the {txn.outcome} marker of producer {txn.producer_id}'s transaction from {txn.first_offset}"
+
+
+def _markers_text(markers: set[_Marker]) -> str:
+    return " and ".join(_marker_held(ClosedTxn(pid, first, at, kind)) for at, pid, first, kind in sorted(markers))
+
+
+def _data_text(pid: int, first: int) -> str:
+    return f"the first data of producer {pid}'s transaction from {first}"
+
+
+def _open_text(pid: int, first: int) -> str:
+    return f"producer {pid}'s transaction from {first} still open (no marker of it there)"
 
 
 def closed_markers(views: list[ReplicaView], closed: Iterable[tuple[int, ClosedTxn]]) -> ClosedMarkers:
@@ -481,6 +598,11 @@ def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMa
                          ("end markers there only", markers.only(b.broker, a.broker))):
         if shown.count:
             out.append(Difference(b.broker, label.replace(" ", "_"), shown.count, None, f"{label}: " + shown.text()))
+    diverged = markers.diverged(a.broker, b.broker)
+    if diverged is not None:
+        at, here, there = diverged
+        out.append(Difference(b.broker, DIVERGED_AT, at, None,
+                              f"diverged_at {at}: {here} here, {there} there (two histories)"))
     return out
 
 
@@ -493,11 +615,13 @@ def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[i
     PrepareAbort record older than ``max_prepare_ms`` (None: the max timeout) is
     hanging.COORDINATOR_STUCK_PREPARING. ``last_leader``: the last broker `__cluster_metadata`
     names as the partition's leader (None: it names none); when the copy lacks its replica, no
-    verdict says hanging (hanging.without_leader)."""
+    verdict says hanging (hanging.without_leader). Replicas holding two histories
+    (ClosedMarkers.divergence) withhold the partition's verdicts (hanging.diverged)."""
     if max_prepare_ms is None:
         max_prepare_ms = max_timeout_ms
     out = []
     brokers = [v.state.broker for v in views]
+    diverged = markers.divergence()
     for view in views:
         st = view.state
         peers = [p for p in views if p is not view]
@@ -518,6 +642,8 @@ def find_hanging(views: list[ReplicaView], markers: ClosedMarkers, index: dict[i
                       for c in [markers.closed(p.state.broker, txn.producer_id, txn.start_offset)] if c is not None]
             verdict = hanging.with_copy(hanging.with_replicas(verdict, txn, closed, behind), st.copy_gap)
             verdict = hanging.without_leader(verdict, last_leader, brokers)
+            if diverged is not None:
+                verdict = hanging.diverged(verdict, *diverged)
             out.append(HangingCandidate(st.broker, st.topic, st.partition, txn, as_of_ms - txn.last_timestamp, verdict))
     return out
 

@@ -30,6 +30,8 @@ from spark_jobs.schemas import plain  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 from tests.scan.copy_shapes import (HANGING_MOVED, add_compose_folders, copy_cluster,  # noqa: E402
                                     cut_after_first_batch, split_jbod)
+from tests.scan.test_diverged import AS_OF as DIVERGED_AS_OF  # noqa: E402
+from tests.scan.test_diverged import assert_withheld, two_histories_copy  # noqa: E402
 from tests.scan.test_jbod_fixture import assert_the_forgotten_disk_withholds_hang_2, forgotten_disk_copy  # noqa: E402
 from tests.scan.test_leader_absent import AS_OF as LEADERLESS_AS_OF  # noqa: E402
 from tests.scan.test_leader_absent import REPLICA as LEADERLESS  # noqa: E402
@@ -119,3 +121,21 @@ def test_a_partition_without_its_last_leader_s_replica_gets_no_plan(spark, tmp_p
                .where((F.col("topic") == LEADERLESS[0]) & (F.col("partition") == LEADERLESS[1])).collect()}
     assert reasons == {"partition_not_in_copy"}
     assert _rows(spark, output, "abort_plans", "lone").where(F.col("topic") == LEADERLESS[0]).count() == 0
+
+
+def test_two_histories_withhold_the_partition_s_verdicts(spark, tmp_path):
+    """The Spark job on the hanging cluster whose broker 1 (hang/2's last leader) holds hang-0's
+    log as its hang-2 (tests/scan/test_diverged.py): the partition step sees the two histories
+    from the closed spans Spark sorts by end-marker offset, as the local executor does, and
+    every table equals the local one: hang/2's verdicts diverged, no plan."""
+    copy = two_histories_copy(tmp_path)
+    want = local_scan([copy], as_of_ms=DIVERGED_AS_OF).tables
+    output = str(tmp_path / "tables")
+    spark_scan.run(spark, [copy], output, scan_id="two", as_of_ms=DIVERGED_AS_OF)
+    got = {}
+    for name in COMPARED:
+        schema = R.TABLES[name]
+        frame = _rows(spark, output, name, "two").select(*schema.names)
+        assertDataFrameEqual(frame, _expected(spark, want[name], schema))
+        got[name] = [r.asDict(recursive=True) for r in frame.collect()]
+    assert_withheld(got, 1)

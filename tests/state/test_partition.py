@@ -78,7 +78,9 @@ def test_differences_name_offsets_open_transactions_and_markers_both_should_hold
     assert differences(diverged, leader, [(7, 0, 5, "ABORT"), (8, 6, 12, "ABORT"), (9, 13, 19, "COMMIT")],
                        on_leader) == [
         "end markers here only: ABORT at 5 (producer 7, from 0)",
-        "end markers there only: COMMIT at 5 (producer 7, from 0)"]
+        "end markers there only: COMMIT at 5 (producer 7, from 0)",
+        "diverged_at 5: the ABORT marker of producer 7's transaction from 0 here, the COMMIT marker of producer 7's "
+        "transaction from 0 there (two histories)"]
     assert differences(leader, view(0, leo=20), on_leader, on_leader) == []
 
 
@@ -89,7 +91,7 @@ def test_differences_are_fields_with_both_values_and_how_many_transactions_or_ma
     got = [d[:4] for d in P.replica_differences(lagging, leader, markers)]
     assert got == [(1, "log_end_offset", 15, 20), (1, "high_watermark", 15, 20), (1, "last_stable_offset", 13, 20),
                    (1, "open_here_only", 1, None), (1, "end_markers_here_only", 1, None),
-                   (1, "end_markers_there_only", 2, None)]
+                   (1, "end_markers_there_only", 2, None), (1, "diverged_at", 5, None)]
     out = P.assess_partition([lagging, leader], closed((2, [(7, 0, 5, "ABORT")]), (1, on_leader)),
                              metadata_leader=1, index={}, as_of_ms=0, max_timeout_ms=10**9, coordinator=None,
                              bootstrap="b")
@@ -200,3 +202,60 @@ def test_snapshot_comparison_names_each_difference():
     assert diffs[2] == "current_txn_start_offset None rebuilt, 40 in the snapshot"
     assert diffs[3].startswith("in the snapshot, but the log")
     assert diffs[4].startswith("not in the snapshot")
+
+
+def _diverged(views, *per_replica):
+    return P.closed_markers(views, closed(*per_replica)).divergence()
+
+
+def test_two_histories_are_found_at_the_first_offset_both_hold_differently():
+    """Issue 36: where both replicas hold an offset it is the same record (a follower copies
+    its leader's bytes, the cleaner only removes), so any offset held differently is two
+    histories; the first such offset is diverged_at."""
+    a, b = view(1, leo=20), view(2, leo=20)
+    # COMMIT on one replica, ABORT on the other, at one offset
+    assert _diverged([a, b], (1, [(7, 0, 5, "COMMIT")]), (2, [(7, 0, 5, "ABORT")]))[:3] == (5, 1, 2)
+    # markers of two producers at one offset
+    assert _diverged([a, b], (1, [(7, 0, 5, "COMMIT")]), (2, [(8, 1, 5, "COMMIT")]))[0] == 5
+    # a marker on one, the data of a transaction on the other (closed later, or still open)
+    assert _diverged([a, b], (1, [(7, 0, 5, "COMMIT")]), (2, [(8, 5, 9, "COMMIT")]))[0] == 5
+    assert _diverged([a, view(2, leo=20, lso=5, open_=[(8, 5, 100)])], (1, [(7, 0, 5, "COMMIT")]))[0] == 5
+    # transactions of two producers from one offset
+    assert _diverged([a, b], (1, [(7, 3, 5, "COMMIT")]), (2, [(8, 3, 9, "ABORT")]))[0] == 3
+    assert _diverged([view(1, leo=20, lso=3, open_=[(7, 3, 100)]), view(2, leo=20, lso=3, open_=[(8, 3, 100)])]) \
+        [:3] == (3, 1, 2)
+    # one producer's marker on one, its transaction still open across it on the other
+    assert _diverged([a, view(2, leo=20, lso=2, open_=[(7, 2, 100)])], (1, [(7, 2, 5, "ABORT")]))[0] == 5
+    assert _diverged([a, b], (1, [(7, 2, 5, "ABORT")]), (2, [(7, 2, 9, "COMMIT")]))[0] == 5
+    assert _diverged([a, b], (1, [(7, 2, 9, "COMMIT")]), (2, [(7, 2, 5, "ABORT")]))[:3] == (5, 1, 2)
+
+
+def test_lag_and_the_cleaner_are_one_history():
+    a = view(1, leo=20)
+    # a follower behind: the marker past its log end, its transaction open
+    assert _diverged([a, view(2, leo=5, lso=2, open_=[(7, 2, 100)])], (1, [(7, 2, 5, "COMMIT")])) is None
+    # a log start past the offset (retention on one replica)
+    assert _diverged([a, view(2, leo=20, start=6)], (1, [(7, 0, 5, "COMMIT")]), (2, [(8, 3, 9, "ABORT")])) is None
+    # the cleaner removed a marker, or a transaction's first batches, on one replica
+    assert _diverged([a, view(2, leo=20)], (1, [(7, 0, 5, "COMMIT"), (8, 6, 9, "ABORT")]),
+                     (2, [(8, 6, 9, "ABORT")])) is None
+    assert _diverged([a, view(2, leo=20)], (1, [(7, 0, 5, "COMMIT")]), (2, [(7, 3, 5, "COMMIT")])) is None
+    # the same history on both
+    txns = [(7, 0, 5, "COMMIT"), (8, 1, 9, "ABORT"), (7, 6, 12, "COMMIT")]
+    assert _diverged([a, view(2, leo=20)], (1, txns), (2, txns)) is None
+
+
+def test_two_histories_withhold_the_partition_s_verdicts():
+    # broker 2 holds producer 5's transaction open from 3 where broker 1 committed it at 9:
+    # with broker 2 ahead, that is no lagging follower but two histories, and no abort is planned
+    a = view(1, leo=12, lso=3, open_=[(5, 3, 1_000)])
+    b = view(2, leo=12)
+    out = P.assess_partition([a, b], closed((2, [(5, 3, 9, "COMMIT")])), metadata_leader=1, index={},
+                             as_of_ms=10**7, max_timeout_ms=1, coordinator=WHOLE, bootstrap="b")
+    (candidate,) = out.candidates
+    assert (candidate.verdict.reason, candidate.verdict.hanging) == (h.DIVERGED, None)
+    assert "diverged_at 9" in candidate.verdict.evidence
+    assert out.plans == []
+    alone = P.assess_partition([a], metadata_leader=1, index={}, as_of_ms=10**7, max_timeout_ms=1,
+                               coordinator=WHOLE, bootstrap="b")
+    assert alone.plans and alone.candidates[0].verdict.hanging is True
