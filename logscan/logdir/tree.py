@@ -499,8 +499,11 @@ def iter_brokers(roots: list[Path], *, include_superseded: bool = False, follow_
         yield broker
 
 
-def read_offset_checkpoint(path: Path, errors: list[str]) -> dict[tuple[str, int], int]:
-    """topic-partition -> offset from a log-dir-level checkpoint file (absent file: empty)."""
+def read_offset_checkpoint(path: Path, errors: list[str],
+                           lines: Optional[dict[tuple[str, int], tuple[int, int]]] = None
+                           ) -> dict[tuple[str, int], int]:
+    """topic-partition -> offset from a log-dir-level checkpoint file (absent file: empty);
+    ``lines`` gets topic-partition -> (line number from 1, byte position of the line)."""
     from logscan.format.checkpoint import parse_offset_checkpoint
 
     try:
@@ -511,6 +514,8 @@ def read_offset_checkpoint(path: Path, errors: list[str]) -> dict[tuple[str, int
     except (DecodeError, OSError) as e:
         errors.append(f"{path}: {e}")
         return {}
+    if lines is not None:
+        lines.update(((e.topic, e.partition), (e.line, e.position)) for e in cp.entries)
     return {(e.topic, e.partition): e.offset for e in cp.entries}
 
 

@@ -31,7 +31,7 @@ from logscan.logdir.tree import (BrokerDir, ReplicaDir, Skipped, file_size, iter
                                  read_offset_checkpoint)
 
 from . import rows as R
-from .log_dirs import metadata_replicas, missing_dirs, placement
+from .log_dirs import MISSING, CheckpointLine, absent_replicas, metadata_replicas, missing_dirs, placement
 
 #: The checkpoints of a log dir read for each of its partitions: its high watermark
 #: (ReplicaManager.checkpointHighWatermarks), log start offset and recovery point
@@ -75,6 +75,7 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
     refused: list[Finding] = []  # of no broker: input folders, folders that might be brokers
     beside: list[Skipped] = []   # folders beside the log dirs that are none
     copies: dict[tuple[int, str, int], list[ListedReplica]] = defaultdict(list)  # in listing order
+    listed_by: dict[int, dict[tuple[str, int], CheckpointLine]] = {}  # id(log dir) -> what its checkpoints list
     for broker in iter_brokers(roots, include_superseded=include_superseded, follow_links=follow_links,
                                refused=refused, skipped=beside):
         out.brokers.append(broker)
@@ -82,10 +83,14 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
         out.files.extend(_skipped_row(bkey, s) for s in broker.skipped)
         errors = list(broker.errors)
         checkpoints = {}
+        named = listed_by[id(broker)] = {}
         for name in CHECKPOINTS:
             path = broker.files.get(name)  # a regular file, or the target of a link followed
             before = len(errors)
-            checkpoints[name] = {} if path is None else read_offset_checkpoint(path, errors)
+            lines: dict[tuple[str, int], tuple[int, int]] = {}
+            checkpoints[name] = {} if path is None else read_offset_checkpoint(path, errors, lines)
+            for tp, (number, position) in lines.items():
+                named.setdefault(tp, CheckpointLine(broker, str(path), number, position))
             if path is not None:
                 bad = len(errors) - before
                 out.files.append({**bkey, "file": str(path), "kind": "checkpoint",
@@ -103,8 +108,16 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
             copies[(r.broker, r.topic, r.partition)].append(
                 ListedReplica(r, hws.get(tp), starts.get(tp), recovery.get(tp)))
     out.findings.extend((R.replica_key(b, None, None), f) for b, f in log_dir_conflicts(out.brokers))
-    missing = missing_dirs(out.brokers, placement(metadata_replicas(out.brokers)))
+    placed = placement(metadata_replicas(out.brokers))
+    missing = missing_dirs(out.brokers, placed)
     out.findings.extend((R.replica_key(n, None, None), f) for n, f in missing.findings)
+    for absent in absent_replicas(out.brokers, placed, listed_by):
+        key = R.replica_key(absent.node, absent.topic, absent.partition)
+        if absent.kind == MISSING:
+            out.findings.append((key, absent.finding))
+        out.files.append({**key, "file": absent.folder, "kind": absent.kind, "size": -1, "status": "missing",
+                          "error_count": int(absent.kind == MISSING), "batches": 0,
+                          "detail": absent.finding.message})
     for same in copies.values():
         listed = same[0]
         if len(same) > 1:

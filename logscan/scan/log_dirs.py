@@ -19,6 +19,15 @@ lags its leader). The per-replica step adds it to the replica's copy_gap
 resting on its records (coordinator_copy).
 A copy of a ZooKeeper-era broker (meta.properties without directory.id) or whose
 `__cluster_metadata` predates KIP-858 names no dir: nothing is told then.
+
+A replica named on a log dir the copy holds, without its folder there (absent_replicas): the
+dir's own checkpoints list the partitions it held, and `__cluster_metadata` gives each
+partition's replica set (PartitionRecord/PartitionChangeRecord Replicas, every KRaft version).
+Its files row (kind ``missing``, or ``not_copied`` when the copy holds the partition nowhere)
+says where the folder belongs and what names it; a ``missing`` one is an `incomplete` finding
+at the checkpoint line, else at the metadata record. It withholds no verdict by itself: the
+partition's other replicas are judged (a last leader's absence withholds them:
+logscan.state.hanging.without_leader).
 """
 
 from __future__ import annotations
@@ -57,6 +66,8 @@ class Placement:
     # directory id -> the first record assigning a replica to it (where a finding points)
     first_assigned: dict[str, MetadataRecordAt] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)  # topic id -> name
+    # (topic id, partition) -> the record that gave its replica set last
+    assigned: dict[tuple[str, int], MetadataRecordAt] = field(default_factory=dict)
 
     def replay(self, r: MetadataRecordAt) -> None:
         msg = r.message
@@ -68,8 +79,11 @@ class Placement:
             self.names.pop(tid, None)
             for key in [k for k in self.dirs if k[0] == tid]:
                 del self.dirs[key]
+                self.assigned.pop(key, None)
         elif kind in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
             key = (str(msg.topic_id), msg.partition_id)
+            if msg.replicas is not None:
+                self.assigned[key] = r
             replicas = msg.replicas if msg.replicas is not None else tuple(self.dirs.get(key, {}))
             if msg.directories is not None and len(msg.directories) == len(replicas):
                 placed = dict(zip(replicas, map(dir_name, msg.directories)))
@@ -178,8 +192,114 @@ def _record(type_name: str) -> str:
 
 
 def metadata_replicas(brokers: list[BrokerDir]) -> list:
-    """The copy's `__cluster_metadata` replicas (ReplicaDir), when some node's dirs carry a
-    directory.id (KRaft with KIP-858): only then can the metadata name dirs."""
-    if not any(b.meta is not None and b.meta.directory_id is not None for b in brokers):
-        return []
+    """The copy's `__cluster_metadata` replicas (ReplicaDir): the dirs (KRaft with KIP-858)
+    and the replica set of every partition."""
     return [r for b in brokers for r in b.replicas if r.topic == CLUSTER_METADATA_TOPIC and r.partition == 0]
+
+
+# --- replicas named but not copied ------------------------------------------------------------
+
+#: files rows of a replica the brokers' own files name on a log dir in the copy that lacks its
+#: folder: ``missing`` when the copy holds the partition from other brokers (an 'incomplete'
+#: finding), ``not_copied`` when it holds no replica of it at all (a partition left out).
+MISSING, NOT_COPIED = "missing", "not_copied"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointLine:
+    """Where a log dir's checkpoint lists a partition."""
+
+    log_dir: BrokerDir
+    file: str
+    line: int       # from 1
+    position: int   # byte of the line's start
+
+
+@dataclass(frozen=True, slots=True)
+class AbsentReplica:
+    node: int
+    topic: str
+    partition: int
+    kind: str                      # MISSING or NOT_COPIED
+    folder: str                    # where the copy should hold it: its log dir's path / topic-partition
+    finding: Finding               # located at the checkpoint line, else at the metadata record
+    others: tuple[int, ...]        # the brokers whose replicas of the partition the copy holds
+
+
+def absent_replicas(brokers: list[BrokerDir], placed: Optional[Placement],
+                    listed: dict[int, dict[tuple[str, int], CheckpointLine]]) -> list[AbsentReplica]:
+    """The replicas the copy's log dirs should hold and do not: each node with a log dir in
+    the copy held every partition its dirs' checkpoints list (``listed``: per log dir, by
+    ``id(BrokerDir)``, the partitions its replication-offset-, recovery-point-offset- or
+    log-start-offset-checkpoint lists: LogManager and ReplicaManager write them for the logs
+    that dir holds) and every partition whose replica set in `__cluster_metadata`
+    (PartitionRecord/PartitionChangeRecord Replicas) names it. Where the metadata is in the
+    copy it decides (a checkpoint may still list a deleted or moved-away partition for up to
+    a checkpoint interval): a partition it does not place on the node is not looked for. A
+    replica on a log dir the copy lacks is missing_dirs' (a forgotten disk), not looked for
+    here."""
+    held = {(r.topic, r.partition, b.broker) for b in brokers for r in (*b.replicas, *b.unlisted)}
+    in_copy: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for t, p, n in held:
+        in_copy[(t, p)].add(n)
+    dirs: dict[int, list[BrokerDir]] = defaultdict(list)
+    for b in brokers:
+        dirs[b.broker].append(b)
+    ids = {n: {b.meta.directory_id: b for b in ds if b.meta is not None and b.meta.directory_id is not None}
+           for n, ds in dirs.items()}
+    by_name = placed.by_name() if placed is not None else {}
+    assigned = ({(placed.names[tid], p): r for (tid, p), r in placed.assigned.items() if tid in placed.names}
+                if placed is not None else {})
+    expected: dict[tuple[int, str, int], tuple[Optional[CheckpointLine], Optional[MetadataRecordAt]]] = {}
+    for node, ds in dirs.items():
+        for b in ds:
+            for tp, where in listed.get(id(b), {}).items():
+                if tp[0] == CLUSTER_METADATA_TOPIC or (by_name and node not in by_name.get(tp, {})):
+                    continue
+                key = (node, *tp)
+                if key not in expected:
+                    expected[key] = (where, assigned.get(tp))
+    for tp, placed_dirs in by_name.items():
+        for node, d in placed_dirs.items():
+            if node not in dirs or tp[0] == CLUSTER_METADATA_TOPIC:
+                continue
+            if d is not None and ids.get(node) and d not in ids[node]:
+                continue  # on a log dir the copy lacks: missing_dirs names it
+            expected.setdefault((node, *tp), (None, assigned.get(tp)))
+    out = []
+    for (node, topic, partition), (line, record) in sorted(expected.items()):
+        if (topic, partition, node) in held or (line is None and record is None):
+            continue
+        tp = (topic, partition)
+        d = by_name.get(tp, {}).get(node)
+        log_dir = (line.log_dir if line is not None else ids.get(node, {}).get(d) if d is not None else None) \
+            or sorted(dirs[node], key=lambda b: str(b.path))[0]
+        folder = str(log_dir.path / f"{topic}-{partition}")
+        others = tuple(sorted(in_copy.get(tp, ())))
+        kind = MISSING if others else NOT_COPIED
+        out.append(AbsentReplica(node, topic, partition, kind, folder,
+                                 _absent_finding(node, topic, partition, folder, line, record, others, dirs[node]),
+                                 others))
+    return out
+
+
+def _absent_finding(node: int, topic: str, partition: int, folder: str, line: Optional[CheckpointLine],
+                    record: Optional[MetadataRecordAt], others: tuple[int, ...], dirs: list[BrokerDir]) -> Finding:
+    tp = f"{topic}-{partition}"
+    named = []
+    if line is not None:
+        named.append(f"its log dir's {line.file.rsplit('/', 1)[-1]} lists it at line {line.line}")
+    if record is not None:
+        named.append(f"__cluster_metadata's {_record(record.type_name)} at offset {record.offset} names node {node} "
+                     f"among its replicas")
+    held = (f"the copy holds {tp} from broker {', '.join(map(str, others))} only" if others
+            else f"the copy holds no replica of {tp}")
+    where = ", ".join(sorted(str(b.path) for b in dirs))
+    text = (f"incomplete copy: broker {node}'s replica of {tp} is not in the copy ({'; '.join(named)}), though its "
+            f"log dir{'s' if len(dirs) > 1 else ''} {where} {'are' if len(dirs) > 1 else 'is'} in it: copy the "
+            f"folder {tp} of broker {node}'s log dir to {folder}; {held}. The verdicts on {tp} stand unless broker "
+            f"{node} was its last leader (then partition_not_in_copy), but a follower's copy may lack markers this "
+            f"replica holds")
+    if line is not None:
+        return Finding(line.file, line.position, INCOMPLETE, text)
+    return Finding(record.path, record.position, INCOMPLETE, text)

@@ -65,6 +65,11 @@ class Figures:
     tables: Optional[str] = None  # where the Delta tables are, for the Spark job
     incomplete: int = 0   # replicas the copy holds short of what their brokers' files name (copy_gap)
     faulty: int = 0       # replicas whose log breaks a rule of Kafka's recovery (log_fault)
+    # replicas the brokers' checkpoints or __cluster_metadata name on a copied log dir that lacks
+    # them: of a partition the copy holds elsewhere (files kind 'missing'), of one it holds nowhere
+    # ('not_copied')
+    missing: int = 0
+    not_copied: int = 0
     # The same, one row per partition (the leader's numbers) and per transaction (the verdict once)
     lagging_partitions: int = 0
     partition_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -285,15 +290,18 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
     damage = _First(MAX_ROWS, finding_order)
     for f in findings:
         damage.add(f)
-    segment_bytes, skipped = 0, 0
+    segment_bytes, skipped, absent = 0, 0, {"missing": 0, "not_copied": 0}
     for f in files:
         if f["kind"] == "log_segment":
             segment_bytes += f["size"]
         elif f["kind"] == "skipped":
             skipped += 1
+        elif f["kind"] in absent:
+            absent[f["kind"]] += 1
     return Figures(
         as_of_ms=as_of_ms, replicas=replicas, partitions=partitions, brokers=len(brokers),
-        segment_bytes=segment_bytes, skipped=skipped, findings=damage.count,
+        segment_bytes=segment_bytes, skipped=skipped, findings=damage.count, missing=absent["missing"],
+        not_copied=absent["not_copied"],
         finding_lines=[Finding(f["file"], f["position"], f["reason"], f["message"]).line() for f in damage.items()],
         open_transactions=open_transactions, late_partitions=late, lagging=lagging.count,
         lagging_rows=lagging.items(), candidates=shown.count,
@@ -393,16 +401,24 @@ def copy_line(fig: Figures) -> str:
     partition_state.copy_gap), and those
     whose log breaks a rule Kafka's recovery enforces (partition_state.log_fault). Verdicts on
     such replicas are withheld (partition_not_in_copy, coordinator_not_in_copy, log_fault)."""
+    absent = []
+    if fig.missing:
+        absent.append(f"{fig.missing} replicas of partitions it holds elsewhere are not in the copy, though their "
+                      f"brokers' checkpoints or __cluster_metadata name them on a log dir it holds ('incomplete' "
+                      f"findings, files kind 'missing': copy them)")
+    if fig.not_copied:
+        absent.append(f"{fig.not_copied} replicas of partitions it holds nowhere are named but not copied (files kind "
+                      f"'not_copied')")
     if not fig.incomplete and not fig.faulty:
         return ("Copy: every replica holds what its broker's checkpoints and snapshots name, and every log keeps "
-                "Kafka's offset order")
+                "Kafka's offset order" + "".join(f"; {a}" for a in absent))
     parts = []
     if fig.incomplete:
         parts.append(f"{fig.incomplete} of {fig.replicas} replicas are incomplete (the broker's own files name "
                      f"offsets the copy lacks: 'incomplete' findings, partition_state.copy_gap)")
     if fig.faulty:
         parts.append(f"{fig.faulty} have a log Kafka's recovery would refuse (partition_state.log_fault)")
-    return "Copy: " + "; ".join(parts) + "; no verdict rests on what they lack"
+    return "Copy: " + "; ".join(parts) + "; no verdict rests on what they lack" + "".join(f"; {a}" for a in absent)
 
 
 def _by_transaction(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
