@@ -31,7 +31,8 @@ from logscan.logdir.tree import (BrokerDir, ReplicaDir, Skipped, file_size, iter
                                  read_offset_checkpoint)
 
 from . import rows as R
-from .log_dirs import MISSING, CheckpointLine, absent_replicas, metadata_replicas, missing_dirs, placement
+from .log_dirs import (MISSING, NO_METADATA, CheckpointLine, absent_replicas, metadata_replicas, missing_dirs,
+                       placement, without_metadata)
 
 #: The checkpoints of a log dir read for each of its partitions: its high watermark
 #: (ReplicaManager.checkpointHighWatermarks), log start offset and recovery point
@@ -111,6 +112,11 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
     placed = placement(metadata_replicas(out.brokers))
     missing = missing_dirs(out.brokers, placed)
     out.findings.extend((R.replica_key(n, None, None), f) for n, f in missing.findings)
+    for node, log_dir, finding in without_metadata(out.brokers):
+        key = R.replica_key(node, None, None)
+        out.findings.append((key, finding))
+        out.files.append({**key, "file": str(log_dir.path / "__cluster_metadata-0"), "kind": NO_METADATA, "size": -1,
+                          "status": "missing", "error_count": 1, "batches": 0, "detail": finding.message})
     for absent in absent_replicas(out.brokers, placed, listed_by):
         key = R.replica_key(absent.node, absent.topic, absent.partition)
         if absent.kind == MISSING:

@@ -197,6 +197,39 @@ def metadata_replicas(brokers: list[BrokerDir]) -> list:
     return [r for b in brokers for r in b.replicas if r.topic == CLUSTER_METADATA_TOPIC and r.partition == 0]
 
 
+# --- a KRaft node without the metadata log ---------------------------------------------------
+
+#: files row of a KRaft node's log dir in a copy that holds `__cluster_metadata-0` nowhere.
+NO_METADATA = "no_metadata"
+
+
+def without_metadata(brokers: list[BrokerDir]) -> list[tuple[int, BrokerDir, Finding]]:
+    """(node, its first log dir, finding) for each KRaft node (meta.properties version 1, with
+    node.id) of the copy when no node's copy holds `__cluster_metadata-0`: the partitions'
+    leaders, and whether the copy holds each partition's last leader, cannot be read (the
+    metadata log is in the node's metadata.log.dir, which may be set apart from its log.dirs).
+    Empty when some node's copy holds it: every node replicates the one metadata log."""
+    if metadata_replicas(brokers):
+        return []
+    kraft: dict[int, list[BrokerDir]] = defaultdict(list)
+    for b in brokers:
+        if b.meta is not None and b.meta.version == 1 and b.meta.node_id is not None:
+            kraft[b.broker].append(b)
+    out = []
+    for node, dirs in sorted(kraft.items()):
+        first = sorted(dirs, key=lambda b: str(b.path))[0]
+        where = ", ".join(sorted(str(b.path) for b in dirs))
+        out.append((node, first, Finding(
+            str(first.path / "meta.properties"), -1, INCOMPLETE,
+            f"incomplete copy: node {node} is a KRaft node (meta.properties version 1, node.id {node}), but "
+            f"__cluster_metadata-0 is in none of its log dirs in the copy ({where}) nor in any other node's: the "
+            f"partitions' leaders cannot be read from it, so they are taken from the replicas' leader-epoch-checkpoint "
+            f"and the scan cannot tell whether the copy holds each partition's last leader (whose log holds every "
+            f"marker written). Copy node {node}'s metadata.log.dir (the folder holding __cluster_metadata-0; its "
+            f"log.dirs' first when not set)")))
+    return out
+
+
 # --- replicas named but not copied ------------------------------------------------------------
 
 #: files rows of a replica the brokers' own files name on a log dir in the copy that lacks its

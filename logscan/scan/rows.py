@@ -167,14 +167,16 @@ FILES = _schema(
                             "folder its broker's checkpoints or __cluster_metadata name on a log dir in the copy, "
                             "absent from it while the copy holds the partition from other brokers (an "
                             "'incomplete' finding; file: where it belongs); not_copied: the same of a partition "
-                            "the copy holds no replica of"),
+                            "the copy holds no replica of; no_metadata: a KRaft node's __cluster_metadata-0, in "
+                            "none of its log dirs nor any other node's (an 'incomplete' finding: the leaders "
+                            "cannot be read)"),
     _f("size", pa.int64(), "file size in bytes (-1 when not stat'ed)"),
     _f("status", pa.string(), "ok, damaged (has corruptions), unreadable, listed (not read), skipped, missing "
-                              "(kinds missing and not_copied)"),
+                              "(kinds missing, not_copied and no_metadata)"),
     _f("error_count", pa.int32(), "number of corruptions rows for this file"),
     _f("batches", pa.int32(), "v2 batches decoded from a segment; entries of a producer snapshot"),
-    _f("detail", pa.string(), "why the file was skipped, when it was; for missing and not_copied, what names "
-                              "the replica and what to copy"),
+    _f("detail", pa.string(), "why the file was skipped, when it was; for missing, not_copied and no_metadata, "
+                              "what names it and what to copy"),
 )
 
 _SNAPSHOT_OFFSET = _f("snapshot_offset", pa.int64(), "offset in the snapshot's file name: the state after "

@@ -176,12 +176,15 @@ def run_cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
 
 def mini_cluster(tmp: Path, source_partition: Path) -> tuple[Path, Path]:
     """A copy of one broker's log dir holding only ``source_partition`` (and the broker-level
-    checkpoints): what the scan reads. Returns (root, the copied partition folder)."""
+    checkpoints): what the scan reads. Returns (root, the copied partition folder). Without
+    meta.properties (the folder's name gives the broker id): a KRaft node's log dir copied
+    without `__cluster_metadata-0` is an 'incomplete' finding of its own (the leaders cannot be
+    read: tests/scan/test_absent_replica.py), which the damage tests here do not make."""
     broker_src = source_partition.parent
     broker = tmp / "copy" / broker_src.name
     broker.mkdir(parents=True)
     for name in BROKER_FILES:
-        if (broker_src / name).exists():
+        if name != "meta.properties" and (broker_src / name).exists():
             shutil.copy(broker_src / name, broker / name)
     part = broker / source_partition.name
     shutil.copytree(source_partition, part)

@@ -90,7 +90,7 @@ def test_without_metadata_the_checkpoints_alone_name_it(tmp_path):
     for broker in (0, 1, 2):
         shutil.rmtree(copy / f"broker-{broker}" / "__cluster_metadata-0")
     shutil.rmtree(copy / "broker-2" / FOLDER)
-    ((key, finding),) = list_copy([copy]).findings
+    ((key, finding),) = [(k, f) for k, f in list_copy([copy]).findings if k["topic"] is not None]
     assert (key["broker"], finding.path) == (2, str(copy / "broker-2" / "replication-offset-checkpoint"))
     assert "__cluster_metadata" not in finding.message.split("(", 1)[1].split(")", 1)[0]
 
@@ -126,3 +126,33 @@ def test_the_spark_job_s_listing_gives_the_same_finding_and_row(tmp_path):
     assert (row["broker"], row["topic"], row["file"], row["position"], row["message"]) == (
         key["broker"], key["topic"], finding.path, finding.position, finding.message)
     assert _absent(listed.files) == [(0, *GONE, "missing", "missing")]
+
+
+def test_a_kraft_copy_without_the_metadata_log_says_the_leaders_cannot_be_read(tmp_path):
+    """Item C: no node's copy holds `__cluster_metadata-0` (each node's metadata.log.dir left
+    out): one 'incomplete' finding per KRaft node, at its meta.properties, and a files row of
+    kind no_metadata where the folder belongs. One node's copy of it is enough: every node
+    replicates the one metadata log."""
+    copy = copy_cluster(HANGING, tmp_path)
+    for broker in (0, 1):
+        shutil.rmtree(copy / f"broker-{broker}" / "__cluster_metadata-0")
+    listing = list_copy([copy])
+    assert listing.findings == [] and not [r for r in listing.files if r["kind"] == "no_metadata"]
+    shutil.rmtree(copy / "broker-2" / "__cluster_metadata-0")
+    listing = list_copy([copy])
+    found = sorted((k["broker"], f.path, f.position, f.reason) for k, f in listing.findings)
+    assert found == [(b, str(copy / f"broker-{b}" / "meta.properties"), -1, "incomplete") for b in (0, 1, 2)]
+    assert all("the partitions' leaders cannot be read" in f.message and "metadata.log.dir" in f.message
+               for _, f in listing.findings)
+    rows = sorted((r["broker"], r["file"], r["status"]) for r in listing.files if r["kind"] == "no_metadata")
+    assert rows == [(b, str(copy / f"broker-{b}" / "__cluster_metadata-0"), "missing") for b in (0, 1, 2)]
+    # the Spark job lists the copy alike
+    from spark_jobs.scan import list_inputs
+
+    assert sorted((r["broker"], r["file"], r["message"]) for r in list_inputs([copy]).findings) == sorted(
+        (k["broker"], f.path, f.message) for k, f in listing.findings)
+
+
+def test_a_zookeeper_era_copy_has_no_metadata_log_to_miss():
+    zookeeper = HANGING.parents[0] / "zookeeper" / "zookeeper-3.9" / "brokers"
+    assert [f for _, f in list_copy([zookeeper]).findings] == []

@@ -29,6 +29,13 @@ def _copy(tmp_path: Path, data: bytes) -> tuple[Path, Path]:
     return tmp_path / "copy", log
 
 
+def _damage(result) -> list:
+    """The findings but the copy's lack of `__cluster_metadata-0` (one log dir of a KRaft node
+    holding one partition: the leaders cannot be read, an 'incomplete' finding at its
+    meta.properties)."""
+    return [f for f in result.findings if Path(f.path).name != "meta.properties"]
+
+
 def _kafka_entries(log: Path) -> list[dict]:
     """Per entry, what kafka-dump-log --deep-iteration prints: the entry line, then its records."""
     out, err, code = dump_log("--deep-iteration", "--files", str(log))
@@ -50,7 +57,7 @@ def _kafka_entries(log: Path) -> list[dict]:
 def test_legacy_entries_are_batches_with_kafkas_offsets(tmp_path):
     root, log = _copy(tmp_path, b"".join(legacy_batches()))
     result = scan([root], keep_batches=True)
-    assert result.findings == []
+    assert _damage(result) == []
     rows = sorted(result.tables["batches"], key=lambda r: r["position"])
     want = _kafka_entries(log)
     got = [{k: r[k] for k in ("last_offset", "position", "size_in_bytes", "magic", "compression_type",
@@ -73,7 +80,7 @@ def test_a_v2_batch_after_the_legacy_ones_continues_the_log(tmp_path):
     last = _kafka_entries(log)[-1]["last_offset"]
     log.write_bytes(legacy + encode_batch([Rec(b"k", b"v2 after upgrade")], base_offset=last + 1))
     result = scan([root], keep_batches=True)
-    assert result.findings == []
+    assert _damage(result) == []
     magics = [r["magic"] for r in sorted(result.tables["batches"], key=lambda r: r["position"])]
     assert magics[-1] == 2 and set(magics[:-1]) <= {0, 1}
     assert result.tables["partition_state"][0]["log_end_offset"] == last + 2
