@@ -565,7 +565,7 @@ def _data_text(pid: int, first: int) -> str:
 
 
 def _open_text(pid: int, first: int) -> str:
-    return f"producer {pid}'s transaction from {first} still open (no marker of it there)"
+    return f"producer {pid}'s transaction from {first} still open (no marker of it at that offset)"
 
 
 def closed_markers(views: list[ReplicaView], closed: Iterable[tuple[int, ClosedTxn]]) -> ClosedMarkers:

@@ -127,3 +127,74 @@ def test_the_cases_cover_what_the_comparison_must_get_right():
             if any(not low <= c.end_marker_offset < high for c in closed[a.broker]):
                 seen.add("outside the window")
     assert seen == {"more", "end markers here only", "end markers there only", "outside the window"}
+
+
+def one_history(rnd: random.Random):
+    """A partition's log as Kafka writes it: at each offset one record, a producer's data (its
+    transaction begins at its first) or the end marker of its open transaction; a producer has
+    one transaction open at a time. Transactions as (producer, data offsets, marker offset or
+    None, outcome)."""
+    txns, open_ = [], {}
+    top = rnd.randrange(1, 60)
+    for offset in range(top):
+        pid = rnd.randrange(4)
+        if pid in open_ and rnd.random() < 0.4:
+            t = open_.pop(pid)
+            txns.append((pid, t, offset, rnd.choice(("COMMIT", "ABORT"))))
+        else:
+            open_.setdefault(pid, []).append(offset)
+    txns.extend((pid, t, None, None) for pid, t in open_.items())
+    return txns, top
+
+
+def replicas_of(rnd: random.Random, txns, top: int, count: int):
+    """Replicas of one history: each a window of it (lag, retention) whose cleaner removed some
+    closed transactions whole, or their first batches (a span then starts at a later batch)."""
+    views, closed = [], {}
+    for broker in range(count):
+        start = rnd.choice((0, 0, rnd.randrange(top)))
+        leo = max(start + 1, rnd.choice((top, top, rnd.randrange(1, top + 1))))
+        mine, open_ = [], []
+        for pid, data, marker, outcome in txns:
+            if marker is not None and marker < leo:
+                if rnd.random() < 0.15:
+                    continue  # cleaned away, marker and all
+                kept = data[rnd.randrange(len(data)):] if rnd.random() < 0.2 else data
+                mine.append(P.ClosedTxn(pid, kept[0], marker, outcome))
+            elif data[0] < leo:
+                open_.append(h.OpenTxn("t", 0, pid, 0, data[0], 100))
+        open_.sort(key=lambda t: t.start_offset)
+        lso = min([t.start_offset for t in open_] + [leo])
+        state = P.ReplicaState(broker, "t", 0, start, leo, leo, True, None, lso, len(open_), 1)
+        views.append(P.ReplicaView(state, open_, {t.producer_id: 0 for t in open_}))
+        closed[broker] = mine
+    return views, closed
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_replicas_of_one_history_never_diverge(seed):
+    """Issue 36: lag, retention and the cleaner never read as two histories."""
+    rnd = random.Random(seed)
+    txns, top = one_history(rnd)
+    views, closed = replicas_of(rnd, txns, top, rnd.choice((2, 3)))
+    assert P.closed_markers(views, stream(closed)).divergence() is None
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_another_outcome_on_one_replica_is_two_histories(seed):
+    """The same, with one replica's marker of another outcome, at an offset both hold: found
+    there or earlier."""
+    rnd = random.Random(seed)
+    txns, top = one_history(rnd)
+    views, closed = replicas_of(rnd, txns, top, 2)
+    a, b = (v.state for v in views)
+    low, high = max(a.log_start_offset, b.log_start_offset), min(a.log_end_offset, b.log_end_offset)
+    shared = [c for c in closed[0] if low <= c.end_marker_offset < high
+              and c.end_marker_offset in {d.end_marker_offset for d in closed[1]}]
+    if not shared:
+        pytest.skip("no marker both replicas hold")
+    flip = rnd.choice(shared)
+    closed[0] = [P.ClosedTxn(c.producer_id, c.first_offset, c.end_marker_offset,
+                             "ABORT" if c.outcome == "COMMIT" else "COMMIT") if c is flip else c for c in closed[0]]
+    found = P.closed_markers(views, stream(closed)).divergence()
+    assert found is not None and found[0] <= flip.end_marker_offset
