@@ -395,6 +395,14 @@ def _more(out: TextIO, total: int, shown: int) -> None:
 _VERDICT = {True: "yes", False: "no", None: "unknown"}
 
 
+def _replicas(n: int) -> str:
+    return f"{n} replica" if n == 1 else f"{n} replicas"
+
+
+def _are(n: int) -> str:
+    return "is" if n == 1 else "are"
+
+
 def copy_line(fig: Figures) -> str:
     """How complete and sound the copy is, in one line: the replicas whose copy is short of
     what their brokers' own files name (checkpoints, snapshots, leader epochs, a batch cut in half:
@@ -403,12 +411,12 @@ def copy_line(fig: Figures) -> str:
     such replicas are withheld (partition_not_in_copy, coordinator_not_in_copy, log_fault)."""
     absent = []
     if fig.missing:
-        absent.append(f"{fig.missing} replicas of partitions it holds elsewhere are not in the copy, though their "
-                      f"brokers' checkpoints or __cluster_metadata name them on a log dir it holds ('incomplete' "
-                      f"findings, files kind 'missing': copy them)")
+        absent.append(f"{_replicas(fig.missing)} of partitions it holds elsewhere {_are(fig.missing)} not in the copy, "
+                      f"though their brokers' checkpoints or __cluster_metadata name them on a log dir it holds "
+                      f"('incomplete' findings, files kind 'missing': copy them)")
     if fig.not_copied:
-        absent.append(f"{fig.not_copied} replicas of partitions it holds nowhere are named but not copied (files kind "
-                      f"'not_copied')")
+        absent.append(f"{_replicas(fig.not_copied)} of partitions it holds nowhere {_are(fig.not_copied)} named but not "
+                      f"copied (files kind 'not_copied')")
     if not fig.incomplete and not fig.faulty:
         return ("Copy: every replica holds what its broker's checkpoints and snapshots name, and every log keeps "
                 "Kafka's offset order" + "".join(f"; {a}" for a in absent))

@@ -68,7 +68,7 @@ def test_a_follower_s_folder_left_out_is_named_at_its_checkpoint_line(tmp_path):
         [(finding.reason, finding.message.replace(str(copy), "")),
          *((f.reason, f.message.replace(str(HANGING / "brokers"), "")) for f in whole.findings)])
     fig = table_figures(result.tables, AS_OF)
-    assert fig.missing == 1 and "1 replicas of partitions it holds elsewhere are not in the copy" in copy_line(fig)
+    assert fig.missing == 1 and "1 replica of partitions it holds elsewhere is not in the copy" in copy_line(fig)
 
 
 def test_without_a_checkpoint_line_the_metadata_record_locates_it(tmp_path):
