@@ -16,6 +16,11 @@ a duplicate directory.id, another cluster.id) or hold one partition twice (LogMa
 failure by manually deleting one of the two directories"). Each is a located finding here, and the scan goes on
 with one copy of such a partition, so every replica key stays one replica (duplicate_copy
 says which is read and why).
+
+What the copy lacks of what the brokers' own files name is listed here too (logscan.scan.log_dirs):
+a log dir `__cluster_metadata` registers and the copy lacks (a forgotten disk), a replica folder
+a copied log dir's checkpoints or the metadata's replica sets name but the copy lacks (files kind
+missing / not_copied), a KRaft copy without `__cluster_metadata-0` on any node (no_metadata).
 """
 
 from __future__ import annotations
