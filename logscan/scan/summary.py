@@ -26,6 +26,7 @@ from itertools import count, groupby
 from typing import Any, Callable, Iterable, Iterator, Optional, TextIO
 
 from logscan.logdir.segment import Finding
+from logscan.state.hanging import DIVERGED
 from logscan.text import printable
 
 #: Rows of each list printed; "... and N more" says what the tables hold besides.
@@ -210,15 +211,16 @@ def speaker(states: list[dict[str, Any]]) -> dict[str, Any]:
     return min(states, key=lambda s: (-s["log_end_offset"], s["broker"]))
 
 
-def _partition_row(states: list[dict[str, Any]], lead: dict[str, Any], behind: list[dict[str, Any]]
-                   ) -> dict[str, Any]:
+def _partition_row(states: list[dict[str, Any]], lead: dict[str, Any], behind: list[dict[str, Any]],
+                   diverged: bool = False) -> dict[str, Any]:
     return {**{c: lead[c] for c in LAGGING_COLUMNS}, "replicas": len(states),
             "agree": all(s["replicas_agree"] is not False for s in states),
-            "leader_in_copy": bool(lead["is_leader"]), "behind": [s["broker"] for s in behind]}
+            "leader_in_copy": bool(lead["is_leader"]), "behind": [s["broker"] for s in behind], "diverged": diverged}
 
 
-def _follower_row(follower: dict[str, Any], lead: dict[str, Any]) -> dict[str, Any]:
+def _follower_row(follower: dict[str, Any], lead: dict[str, Any], diverged: bool = False) -> dict[str, Any]:
     return {"topic": follower["topic"], "partition": follower["partition"], "broker": follower["broker"],
+            "diverged": diverged,
             "leader": lead["broker"], "leader_in_copy": bool(lead["is_leader"]),
             "log_end_offset": follower["log_end_offset"], "leader_log_end_offset": lead["log_end_offset"],
             "last_stable_offset": follower["last_stable_offset"],
@@ -262,6 +264,8 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
     for part_states, part_candidates in by_partition(states, candidates):
         ahead: dict[int, tuple] = {}
         leader = None
+        # a verdict withheld for two histories (hanging.DIVERGED): no replica is merely behind
+        diverged = any(c["reason"] == DIVERGED for c in part_candidates)
         if part_states:
             partitions += 1
             lead = speaker(part_states)
@@ -278,9 +282,9 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
                     lagging.add({c: s[c] for c in LAGGING_COLUMNS})
             late += any(s["has_late_transaction"] for s in part_states)
             if any(is_lagging(s) for s in part_states):
-                lagging_partitions.add(_partition_row(part_states, lead, behind))
+                lagging_partitions.add(_partition_row(part_states, lead, behind, diverged))
             for s in behind:
-                followers.add(_follower_row(s, lead))
+                followers.add(_follower_row(s, lead, diverged))
         for c in part_candidates:
             shown.add({k: c[k] for k in CANDIDATE_COLUMNS})
             reasons[(c["reason"], c["hanging"])] = reasons.get((c["reason"], c["hanging"]), 0) + 1
@@ -454,6 +458,8 @@ def _replicas_cell(row: dict[str, Any]) -> str:
     """Whether the partition's replicas agree, else those behind the leader."""
     if row["agree"]:
         return f"{row['replicas']} agree"
+    if row.get("diverged"):
+        return "two histories"
     return f"{','.join(map(str, row['behind']))} behind" if row["behind"] else "differ"
 
 
@@ -472,6 +478,9 @@ def _follower_text(f: dict[str, Any]) -> str:
     opened = "" if f["open_transactions"] == f["leader_open_transactions"] else (
         f", open transactions {f['open_transactions']} against {f['leader_open_transactions']}")
     gap = "; its copy is incomplete too (partition_state.copy_gap)" if f["incomplete"] else ""
+    if f.get("diverged"):
+        gap += ("; but its log and the leader's hold two histories (diverged: partition_state.replica_differences' "
+                "diverged_at), not a lag")
     return (f"{f['topic']}-{f['partition']} on broker {f['broker']} ({leader}): log end {f['log_end_offset']} "
             f"against {f['leader_log_end_offset']}, LSO {f['last_stable_offset']} against "
             f"{f['leader_last_stable_offset']}{opened}{gap}")

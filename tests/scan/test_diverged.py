@@ -14,7 +14,9 @@ histories are Kafka's own logs; no byte of a segment is written.
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -99,3 +101,16 @@ def test_a_commit_on_one_replica_and_an_abort_on_another_are_two_histories(tmp_p
     assert "COMMIT marker of producer 0's transaction from 4 here, the ABORT marker" in found[(0, 1, 6)]
     assert not [s for s in states if s["broker"] != 0 and s["replicas_agree"] is False
                 and {d["other_broker"] for d in s["replica_differences"]} != {0}]
+
+
+def test_the_summary_calls_two_histories_no_lag(tmp_path):
+    """The summary's partition row says two histories where the replicas diverged, and the
+    replicas behind are not called merely lagging."""
+    from logscan.scan.summary import table_figures, write_figures
+
+    tables = scan([two_histories_copy(tmp_path)], as_of_ms=AS_OF).tables
+    out = io.StringIO()
+    write_figures(table_figures(tables, AS_OF), out, max_transaction_timeout_ms=900_000, width=200)
+    text = out.getvalue()
+    assert [line for line in text.splitlines() if re.match(r"\s*hang-2\s+\d.*two histories$", line)]
+    assert "hang-2 on broker 0 (leader 1)" in text and "hold two histories" in text
