@@ -278,11 +278,13 @@ def _frame_varint(buf, pos: int, end: int, entity: str) -> tuple[int, int]:
 
 
 def decode_metadata_record(buf, pos: int = 0, end: int | None = None, *,
-                           lenient: bool = False) -> tuple[MetadataRecord, int]:
+                           lenient: bool = False, records=None) -> tuple[MetadataRecord, int]:
     """Decode one framed value occupying ``buf[pos:end]``; returns (record, end).
 
     Unknown apiKeys come back raw; an unknown version of a known record raises
     UnknownVersion unless ``lenient`` (Kafka's own reading, used by the renderer).
+    ``records``: apiKey -> schema of another topic framed the same way (AbstractApiMessageSerde:
+    ``__remote_log_metadata``); by default the metadata records.
     """
     end = len(buf) if end is None else end
     start = pos
@@ -299,7 +301,7 @@ def decode_metadata_record(buf, pos: int = 0, end: int | None = None, *,
                      expected=FRAME_VERSION, found=frame)
     api_key, pos = _frame_varint(buf, pos, end, "type")
     version, pos = _frame_varint(buf, pos, end, "version")
-    schema = RECORDS.get(api_key)
+    schema = (RECORDS if records is None else records).get(api_key)
     if schema is None:
         return MetadataRecord(api_key, version, None, bytes(buf[pos:end]), frame), end
     try:
