@@ -211,6 +211,8 @@ def _set_budget(ratio: int, min_bytes: int, seconds: float) -> None:
               help="Decode records as __consumer_offsets entries.")
 @click.option("--cluster-metadata-decoder", is_flag=True,
               help="Decode records as KRaft __cluster_metadata records.")
+@click.option("--remote-log-metadata-decoder", is_flag=True,
+              help="Decode records as tiered storage's __remote_log_metadata records.")
 @click.option("--key-decoder-class", default=None, is_flag=False, flag_value=STRING_DECODER,
               metavar="NAME", help="Key decoder: text (StringDecoder, default), hex, int, long, "
               "or Kafka's org.apache.kafka.tools.api.{String,Integer,Long}Decoder. "
@@ -246,17 +248,15 @@ def _set_budget(ratio: int, min_bytes: int, seconds: float) -> None:
               "a transaction's state, a producer snapshot's lines, LEADER_CHANGE records, the end-of-run "
               "blocks. --format json is the same for every version (4.1.1's key and payload texts).")
 @_storage_option
-@click.option("--remote-log-metadata-decoder", is_flag=True, hidden=True)
 @click.option("--share-group-state-decoder", is_flag=True, hidden=True)
 def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decoder,
-         offsets_decoder, cluster_metadata_decoder, key_decoder_class, value_decoder_class,
+         offsets_decoder, cluster_metadata_decoder, remote_log_metadata_decoder, key_decoder_class, value_decoder_class,
          skip_record_metadata, verify_index_only, index_sanity_check, max_bytes,
          max_message_size, max_decompressed_bytes, max_decompressed_ratio, min_decompressed_budget,
-         max_decompress_seconds, auto_decoder, fmt, no_progress, kafka_version, remote_log_metadata_decoder,
+         max_decompress_seconds, auto_decoder, fmt, no_progress, kafka_version,
          share_group_state_decoder) -> None:
-    if remote_log_metadata_decoder or share_group_state_decoder:
-        raise click.UsageError("--remote-log-metadata-decoder and --share-group-state-decoder "
-                               "are not supported by logscan")
+    if share_group_state_decoder:
+        raise click.UsageError("--share-group-state-decoder is not supported by logscan")
     from_files = [f for opt in files_opt for f in opt.split(",")]
     if not paths and not from_files:
         raise click.UsageError("no files given: pass FILE... or --files f1,f2")
@@ -265,9 +265,11 @@ def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decod
         if name is not None and name not in BYTE_DECODERS:
             raise click.UsageError(f"unknown decoder {name!r}; use one of: "
                                    + ", ".join(sorted(BYTE_DECODERS)))
-    # DumpLogSegmentsOptions.messageParser: offsets wins over transaction over metadata.
+    # DumpLogSegmentsOptions.messageParser: offsets wins over transaction over metadata over
+    # remote log metadata.
     decoder = ("offsets" if offsets_decoder else "transaction" if transaction_log_decoder
-               else "metadata" if cluster_metadata_decoder else None)
+               else "metadata" if cluster_metadata_decoder
+               else "remote" if remote_log_metadata_decoder else None)
     base = dict(
         print_data_log=print_data_log, deep_iteration=deep_iteration, decoder=decoder,
         key_decoder=key_decoder_class or STRING_DECODER,

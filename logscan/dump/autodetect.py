@@ -1,7 +1,7 @@
 """Which internal-topic decoder a file needs, from its partition directory's name.
 
-kafka-dump-log decodes ``__transaction_state``/``__consumer_offsets``/``__cluster_metadata``
-records only when told (``--transaction-log-decoder`` ...). `logscan dump FILE...` picks the
+kafka-dump-log decodes ``__transaction_state``/``__consumer_offsets``/``__cluster_metadata``/
+``__remote_log_metadata`` records only when told (``--transaction-log-decoder`` ...). `logscan dump FILE...` picks the
 decoder from the directory (``__transaction_state-7/00000000000000000000.log``) unless
 ``--no-auto-decoder`` is given; with kafka-dump-log's own ``--files a,b`` spelling nothing is
 guessed, so the same command line prints the same text.
@@ -18,6 +18,7 @@ KINDS = {
     InternalTopicDecoder.TRANSACTION_LOG: "transaction",
     InternalTopicDecoder.OFFSETS: "offsets",
     InternalTopicDecoder.CLUSTER_METADATA: "metadata",
+    InternalTopicDecoder.REMOTE_LOG_METADATA: "remote",
 }
 
 

@@ -185,7 +185,8 @@ class Dumper:
         self._record_errors.clear()
         if print_data:
             from . import parsers
-            parse = (parsers.internal_topic_parser(decoder, self._record_errors, self.text) if decoder
+            parse = (parsers.internal_topic_parser(decoder, self._record_errors, self.text, structured=self.json)
+                     if decoder
                      else parsers.decoder_parser(self.opts.key_decoder, self.opts.value_decoder))
         gaps = self.report.non_consecutive(java_absolute_path(path)) if deep else None
         last_offset = -1

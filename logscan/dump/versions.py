@@ -69,6 +69,12 @@ class Text:
     metadata_types: Optional[dict] = None
     #: a LEADER_CHANGE control record is decoded (LeaderChange: {json})
     decodes_leader_change: bool = True
+    #: --remote-log-metadata-decoder: the release reads TxnIndexEmpty (tag 0) and prints
+    #: ``txnIdxEmpty`` (4.0+)
+    remote_txn_idx_empty: bool = True
+    #: the class of the Record whose null value() a value-less record dereferences in the
+    #: remote log metadata parser (the JVM's helpful NullPointerException message names it)
+    record_class: str = "org.apache.kafka.common.record.Record"
 
     def transaction_parser(self, errors: list) -> Callable[[object], tuple]:
         from logscan.format.txnlog import render_txnlog_key_payload
@@ -78,6 +84,18 @@ class Text:
         if self.transaction_status == "name":
             return lambda r: render_txnlog_key_payload(r.key, r.value, r.offset, errors, status_names=True)
         return lambda r: render_txnlog_key_payload(r.key, r.value, r.offset, errors)
+
+    def remote_log_metadata_parser(self, errors: list, *, structured: bool = False) -> Callable[[object], tuple]:
+        """--remote-log-metadata-decoder (RemoteMetadataLogMessageParser): no key, the payload
+        ``RemoteLogMetadata.toString()`` (``structured``: its fields, for JSON)."""
+        from logscan.format.remotelog import RECORDS, RECORDS_3_9, render_remote_log_metadata
+
+        records = RECORDS if self.remote_txn_idx_empty else RECORDS_3_9
+        npe = (f'Cannot invoke "java.nio.ByteBuffer.remaining()" because the return value of '
+               f'"{self.record_class}.value()" is null')
+        return lambda r: (None, render_remote_log_metadata(
+            r.value, r.offset, errors, records=records, txn_idx_empty=self.remote_txn_idx_empty,
+            null_value_text=npe, structured=structured))
 
     def metadata_parser(self, errors: list) -> Optional[Callable[[object], tuple]]:
         """The --cluster-metadata-decoder parser when the release reads fewer record types or
@@ -120,10 +138,12 @@ def metadata_text(value, offset: int, errors: list, known: dict) -> str:
 
 
 TEXTS = {
-    "3.9": Text("3.9.2", transaction_status="scala", decodes_leader_change=False, metadata_types=METADATA_TYPES_3_9),
+    "3.9": Text("3.9.2", transaction_status="scala", decodes_leader_change=False, metadata_types=METADATA_TYPES_3_9,
+                remote_txn_idx_empty=False),
     "4.1": Text("4.1.1"),
     "4.4": Text("4.4.0", transaction_status="name", snapshot_trailing_space=False, gap_before_first_record=True,
-                java_end_of_run=True, legacy_crc_brace=False, payload_prefix=True),
+                java_end_of_run=True, legacy_crc_brace=False, payload_prefix=True,
+                record_class="org.apache.kafka.common.record.internal.Record"),
 }
 
 
