@@ -81,12 +81,14 @@ the same files and options, and so are its stderr blocks: 4.4.0 names the transa
 ("Ongoing" where 4.1.1 printed 1), 3.9.2 prints the transaction log in its older
 transaction_metadata:: text and stops at a record it cannot read, where logscan goes on
 (docs/scan.md lists every difference); __cluster_metadata records are decoded up to 4.4.0's
-versions.
+versions, tiered storage's __remote_log_metadata records as Kafka's RemoteLogMetadata objects
+print themselves (--format json: the object's fields).
 
 \b
 Automatic decoder: for files given as arguments (FILE...), a file inside a
-__transaction_state-N, __consumer_offsets-N or __cluster_metadata-0 directory is dumped
-as if --transaction-log-decoder, --offsets-decoder or --cluster-metadata-decoder had been
+__transaction_state-N, __consumer_offsets-N, __cluster_metadata-0 or
+__remote_log_metadata-N directory is dumped as if --transaction-log-decoder,
+--offsets-decoder, --cluster-metadata-decoder or --remote-log-metadata-decoder had been
 given (which, as in kafka-dump-log, implies --print-data-log). --no-auto-decoder turns
 this off. Files given with --files are never auto-decoded, so a kafka-dump-log command
 line gives kafka-dump-log's output.

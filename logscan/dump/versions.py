@@ -20,14 +20,18 @@ clusters):
     them to a List), and the time index block's header is ``The following indexed offsets are
     not found in :F``;
   * a v0/v1 record line ends ``crc: N``, without the Scala tool's stray ``}``;
-  * with --skip-record-metadata a record without a key is ``| payload: P``, not `` payload: P``.
+  * with --skip-record-metadata a record without a key is ``| payload: P``, not `` payload: P``;
+  * --remote-log-metadata-decoder on a record without a value prints the JVM's
+    NullPointerException text, which names ``org.apache.kafka.common.record.internal.Record``.
 3.9 (3.9.2, the Scala tool, before the coordinator records were printed as JSON):
   * --transaction-log-decoder prints ``TransactionLog.formatRecordKeyAndValue``'s text
     (:func:`scala_transaction_log_text`), and dies on a record 4.1.1 reports as an error;
   * a LEADER_CHANGE control record is ``controlType: LEADER_CHANGE(2)``: its DumpLogSegments
     decodes only the ABORT/COMMIT, SnapshotHeader/Footer and KRaftVersion/Voters ones;
   * --cluster-metadata-decoder reads only the record types and versions 3.9.2 has
-    (METADATA_TYPES_3_9): a newer one is an ``Error at O, skipping.`` text.
+    (METADATA_TYPES_3_9): a newer one is an ``Error at O, skipping.`` text;
+  * --remote-log-metadata-decoder reads no TxnIndexEmpty (4.0's tag 0) and prints no
+    ``txnIdxEmpty`` (logscan.format.remotelog.RECORDS_3_9).
 """
 
 from __future__ import annotations
