@@ -390,8 +390,8 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 def _all_schemas():
-    from logscan.format import metadata, offsets, raft, remotelog, txnlog
-    return [v for m in (txnlog, offsets, metadata, raft, remotelog) for v in vars(m).values()
+    from logscan.format import metadata, offsets, raft, remotelog, sharestate, txnlog
+    return [v for m in (txnlog, offsets, metadata, raft, remotelog, sharestate) for v in vars(m).values()
             if hasattr(v, "fields") and hasattr(v, "valid")]
 
 
