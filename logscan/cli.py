@@ -10,7 +10,7 @@ import click
 
 from logscan.dump import EXIT_PIPE, DumpOptions, Dumper
 from logscan.dump.options import DEFAULT_MAX_MESSAGE_SIZE, INT_MAX, PARALLEL_MIN_BYTES
-from logscan.dump.versions import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, RELEASES
+from logscan.dump.versions import DEFAULT_KAFKA_VERSION, KAFKA_VERSIONS, RELEASES, text_of
 from logscan.dump.parsers import BYTE_DECODERS
 from logscan.defaults import DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 
@@ -82,16 +82,17 @@ the same files and options, and so are its stderr blocks: 4.4.0 names the transa
 transaction_metadata:: text and stops at a record it cannot read, where logscan goes on
 (docs/scan.md lists every difference); __cluster_metadata records are decoded up to 4.4.0's
 versions, tiered storage's __remote_log_metadata records as Kafka's RemoteLogMetadata objects
-print themselves (--format json: the object's fields).
+print themselves (--format json: the object's fields), __share_group_state records as 4.1.1's
+or 4.4.0's coordinator records (3.9.2 has no --share-group-state-decoder).
 
 \b
 Automatic decoder: for files given as arguments (FILE...), a file inside a
-__transaction_state-N, __consumer_offsets-N, __cluster_metadata-0 or
-__remote_log_metadata-N directory is dumped as if --transaction-log-decoder,
---offsets-decoder, --cluster-metadata-decoder or --remote-log-metadata-decoder had been
-given (which, as in kafka-dump-log, implies --print-data-log). --no-auto-decoder turns
-this off. Files given with --files are never auto-decoded, so a kafka-dump-log command
-line gives kafka-dump-log's output.
+__transaction_state-N, __consumer_offsets-N, __cluster_metadata-0, __remote_log_metadata-N
+or __share_group_state-N directory is dumped as if --transaction-log-decoder,
+--offsets-decoder, --cluster-metadata-decoder, --remote-log-metadata-decoder or
+--share-group-state-decoder had been given (which, as in kafka-dump-log, implies
+--print-data-log). --no-auto-decoder turns this off. Files given with --files are never
+auto-decoded, so a kafka-dump-log command line gives kafka-dump-log's output.
 
 \b
 Deliberate differences from kafka-dump-log (stdout is unchanged where Kafka succeeds):
@@ -215,6 +216,8 @@ def _set_budget(ratio: int, min_bytes: int, seconds: float) -> None:
               help="Decode records as KRaft __cluster_metadata records.")
 @click.option("--remote-log-metadata-decoder", is_flag=True,
               help="Decode records as tiered storage's __remote_log_metadata records.")
+@click.option("--share-group-state-decoder", is_flag=True,
+              help="Decode records as the share coordinator's __share_group_state records (Kafka 4.1+).")
 @click.option("--key-decoder-class", default=None, is_flag=False, flag_value=STRING_DECODER,
               metavar="NAME", help="Key decoder: text (StringDecoder, default), hex, int, long, "
               "or Kafka's org.apache.kafka.tools.api.{String,Integer,Long}Decoder. "
@@ -250,15 +253,15 @@ def _set_budget(ratio: int, min_bytes: int, seconds: float) -> None:
               "a transaction's state, a producer snapshot's lines, LEADER_CHANGE records, the end-of-run "
               "blocks. --format json is the same for every version (4.1.1's key and payload texts).")
 @_storage_option
-@click.option("--share-group-state-decoder", is_flag=True, hidden=True)
 def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decoder,
-         offsets_decoder, cluster_metadata_decoder, remote_log_metadata_decoder, key_decoder_class, value_decoder_class,
+         offsets_decoder, cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder,
+         key_decoder_class, value_decoder_class,
          skip_record_metadata, verify_index_only, index_sanity_check, max_bytes,
          max_message_size, max_decompressed_bytes, max_decompressed_ratio, min_decompressed_budget,
-         max_decompress_seconds, auto_decoder, fmt, no_progress, kafka_version,
-         share_group_state_decoder) -> None:
-    if share_group_state_decoder:
-        raise click.UsageError("--share-group-state-decoder is not supported by logscan")
+         max_decompress_seconds, auto_decoder, fmt, no_progress, kafka_version) -> None:
+    if share_group_state_decoder and text_of(kafka_version).share_state_types is None:
+        raise click.UsageError(f"--share-group-state-decoder: the kafka-dump-log of Kafka {RELEASES[kafka_version]} "
+                               "has no such option (share groups came with 4.1)")
     from_files = [f for opt in files_opt for f in opt.split(",")]
     if not paths and not from_files:
         raise click.UsageError("no files given: pass FILE... or --files f1,f2")
@@ -268,10 +271,11 @@ def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decod
             raise click.UsageError(f"unknown decoder {name!r}; use one of: "
                                    + ", ".join(sorted(BYTE_DECODERS)))
     # DumpLogSegmentsOptions.messageParser: offsets wins over transaction over metadata over
-    # remote log metadata.
+    # remote log metadata over share group state.
     decoder = ("offsets" if offsets_decoder else "transaction" if transaction_log_decoder
                else "metadata" if cluster_metadata_decoder
-               else "remote" if remote_log_metadata_decoder else None)
+               else "remote" if remote_log_metadata_decoder
+               else "share" if share_group_state_decoder else None)
     base = dict(
         print_data_log=print_data_log, deep_iteration=deep_iteration, decoder=decoder,
         key_decoder=key_decoder_class or STRING_DECODER,

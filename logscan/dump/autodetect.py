@@ -1,7 +1,7 @@
 """Which internal-topic decoder a file needs, from its partition directory's name.
 
 kafka-dump-log decodes ``__transaction_state``/``__consumer_offsets``/``__cluster_metadata``/
-``__remote_log_metadata`` records only when told (``--transaction-log-decoder`` ...). `logscan dump FILE...` picks the
+``__remote_log_metadata``/``__share_group_state`` records only when told (``--transaction-log-decoder`` ...). `logscan dump FILE...` picks the
 decoder from the directory (``__transaction_state-7/00000000000000000000.log``) unless
 ``--no-auto-decoder`` is given; with kafka-dump-log's own ``--files a,b`` spelling nothing is
 guessed, so the same command line prints the same text.
@@ -19,6 +19,7 @@ KINDS = {
     InternalTopicDecoder.OFFSETS: "offsets",
     InternalTopicDecoder.CLUSTER_METADATA: "metadata",
     InternalTopicDecoder.REMOTE_LOG_METADATA: "remote",
+    InternalTopicDecoder.SHARE_GROUP_STATE: "share",
 }
 
 

@@ -22,7 +22,7 @@ PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 #: again at the start of the next: at most one per window.
 DUMP_WINDOW_BYTES = 4 * 1024 * 1024
 
-DECODER_KINDS = ("transaction", "offsets", "metadata", "remote")
+DECODER_KINDS = ("transaction", "offsets", "metadata", "remote", "share")
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class DumpOptions:
     """What to print. Field names follow DumpLogSegmentsOptions.
 
     ``decoder`` is the internal-topic decoder asked for on the command line
-    (``transaction``/``offsets``/``metadata``/``remote``) or None; ``auto_decoder`` lets the dumper pick
+    (``transaction``/``offsets``/``metadata``/``remote``/``share``) or None; ``auto_decoder`` lets the dumper pick
     one from a file's partition directory when ``decoder`` is None.
     """
 

@@ -77,7 +77,7 @@ def decoder_parser(key_decoder: str, value_decoder: str) -> Parser:
 
 
 def internal_topic_parser(kind: str, errors: list, text=None, *, structured: bool = False) -> Parser:
-    """The parser for ``kind`` in {"transaction", "offsets", "metadata", "remote"}; the cause
+    """The parser for ``kind`` in {"transaction", "offsets", "metadata", "remote", "share"}; the cause
     of each ``Error at ...`` text it renders is appended to ``errors``. ``text``: the release's
     logscan.dump.versions.Text (None: 4.1.1's), which says how the transaction log is printed.
     ``structured``: for --format json, a payload the JSON shows as an object where logscan has
@@ -85,9 +85,12 @@ def internal_topic_parser(kind: str, errors: list, text=None, *, structured: boo
 
     Imported lazily: these decoders are large and a plain dump does not need them.
     """
-    if kind == "remote":
+    if kind in ("remote", "share"):
         from .versions import text_of
-        return (text or text_of("4.1")).remote_log_metadata_parser(errors, structured=structured)
+        text = text or text_of("4.1")
+        if kind == "share":
+            return text.share_state_parser(errors, structured=structured)
+        return text.remote_log_metadata_parser(errors, structured=structured)
     if kind == "transaction" and text is not None:
         return text.transaction_parser(errors)
     if kind == "metadata" and text is not None and text.metadata_parser(errors) is not None:

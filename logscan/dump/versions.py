@@ -22,7 +22,9 @@ clusters):
   * a v0/v1 record line ends ``crc: N``, without the Scala tool's stray ``}``;
   * with --skip-record-metadata a record without a key is ``| payload: P``, not `` payload: P``;
   * --remote-log-metadata-decoder on a record without a value prints the JVM's
-    NullPointerException text, which names ``org.apache.kafka.common.record.internal.Record``.
+    NullPointerException text, which names ``org.apache.kafka.common.record.internal.Record``;
+  * --share-group-state-decoder reads the DeliveryCompleteCount tagged field (Kafka 4.2+) and
+    prints it where it is not -1.
 3.9 (3.9.2, the Scala tool, before the coordinator records were printed as JSON):
   * --transaction-log-decoder prints ``TransactionLog.formatRecordKeyAndValue``'s text
     (:func:`scala_transaction_log_text`), and dies on a record 4.1.1 reports as an error;
@@ -31,7 +33,8 @@ clusters):
   * --cluster-metadata-decoder reads only the record types and versions 3.9.2 has
     (METADATA_TYPES_3_9): a newer one is an ``Error at O, skipping.`` text;
   * --remote-log-metadata-decoder reads no TxnIndexEmpty (4.0's tag 0) and prints no
-    ``txnIdxEmpty`` (logscan.format.remotelog.RECORDS_3_9).
+    ``txnIdxEmpty`` (logscan.format.remotelog.RECORDS_3_9);
+  * it has no --share-group-state-decoder (`logscan dump --kafka-version 3.9` refuses it).
 """
 
 from __future__ import annotations
@@ -79,6 +82,9 @@ class Text:
     #: the class of the Record whose null value() a value-less record dereferences in the
     #: remote log metadata parser (the JVM's helpful NullPointerException message names it)
     record_class: str = "org.apache.kafka.common.record.Record"
+    #: --share-group-state-decoder: None where the release's kafka-dump-log has no such option
+    #: (3.9.2), else the share coordinator tables it reads ("4.1": without DeliveryCompleteCount)
+    share_state_types: Optional[str] = "4.4"
 
     def transaction_parser(self, errors: list) -> Callable[[object], tuple]:
         from logscan.format.txnlog import render_txnlog_key_payload
@@ -100,6 +106,15 @@ class Text:
         return lambda r: (None, render_remote_log_metadata(
             r.value, r.offset, errors, records=records, txn_idx_empty=self.remote_txn_idx_empty,
             null_value_text=npe, structured=structured))
+
+    def share_state_parser(self, errors: list, *, structured: bool = False) -> Callable[[object], tuple]:
+        """--share-group-state-decoder (ShareGroupStateMessageParser, a coordinator records'
+        parser). ``structured`` (JSON, the same for every release): 4.4.0's tables, which
+        read every field a newer broker writes."""
+        from logscan.format.sharestate import RECORD_TYPES, RECORD_TYPES_4_1, render_share_state_key_payload
+
+        types = RECORD_TYPES_4_1 if self.share_state_types == "4.1" and not structured else RECORD_TYPES
+        return lambda r: render_share_state_key_payload(r.key, r.value, r.offset, errors, types=types)
 
     def metadata_parser(self, errors: list) -> Optional[Callable[[object], tuple]]:
         """The --cluster-metadata-decoder parser when the release reads fewer record types or
@@ -143,8 +158,8 @@ def metadata_text(value, offset: int, errors: list, known: dict) -> str:
 
 TEXTS = {
     "3.9": Text("3.9.2", transaction_status="scala", decodes_leader_change=False, metadata_types=METADATA_TYPES_3_9,
-                remote_txn_idx_empty=False),
-    "4.1": Text("4.1.1"),
+                remote_txn_idx_empty=False, share_state_types=None),
+    "4.1": Text("4.1.1", share_state_types="4.1"),
     "4.4": Text("4.4.0", transaction_status="name", snapshot_trailing_space=False, gap_before_first_record=True,
                 java_end_of_run=True, legacy_crc_brace=False, payload_prefix=True,
                 record_class="org.apache.kafka.common.record.internal.Record"),

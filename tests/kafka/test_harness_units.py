@@ -34,6 +34,10 @@ def test_dump_args_pick_the_decoder_of_internal_topics():
     assert dump_args(Path("broker-0/__cluster_metadata-0/00000000000000000000.log"))[-1] \
         == "--cluster-metadata-decoder"
     assert dump_args(Path("broker-0/bootstrap.checkpoint"))[-1] == "--cluster-metadata-decoder"
+    assert dump_args(Path("broker-0/__remote_log_metadata-2/00000000000000000000.log"))[-1] \
+        == "--remote-log-metadata-decoder"
+    assert dump_args(Path("broker-0/__share_group_state-5/00000000000000000000.log"))[-1] \
+        == "--share-group-state-decoder"
     assert dump_args(Path("broker-1/t-0/00000000000000000000.log")) \
         == ["--deep-iteration", "--print-data-log"]
     for suffix in (".index", ".timeindex", ".txnindex", ".snapshot"):

@@ -56,6 +56,10 @@ def dump_args(rel: Path) -> list[str] | None:
             args.append("--offsets-decoder")
         elif part_dir.startswith("__cluster_metadata-"):
             args.append("--cluster-metadata-decoder")
+        elif part_dir.startswith("__remote_log_metadata-"):
+            args.append("--remote-log-metadata-decoder")
+        elif part_dir.startswith("__share_group_state-"):
+            args.append("--share-group-state-decoder")
         return args
     return []
 
