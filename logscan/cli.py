@@ -251,7 +251,8 @@ def _set_budget(ratio: int, min_bytes: int, seconds: float) -> None:
               show_default=True, help="Print the text of this Kafka release's kafka-dump-log (" +
               ", ".join(f"{v}: {r}" for v, r in RELEASES.items()) + "): how --transaction-log-decoder shows "
               "a transaction's state, a producer snapshot's lines, LEADER_CHANGE records, the end-of-run "
-              "blocks. --format json is the same for every version (4.1.1's key and payload texts).")
+              "blocks. --format json is the same for every version (4.1.1's key and payload texts; "
+              "__share_group_state's read with 4.4.0's fields).")
 @_storage_option
 def dump(paths, files_opt, print_data_log, deep_iteration, transaction_log_decoder,
          offsets_decoder, cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder,
