@@ -457,6 +457,9 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
               help="With --output: who runs the scan and writes the tables: spark (the Spark job on a local "
               "Spark) or local (this process: no JVM, the same tables) [default: spark].")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master, with --output.")
+@click.option("--remote", default=None, metavar="sc://HOST:PORT|local[N]",
+              help="With --output: run the Spark job as a Spark Connect client, of the server at sc://HOST:PORT "
+              "or of one started here on local[N] (instead of --master).")
 @click.option("--scan-id", default=None, metavar="ID",
               help="With --output: the id tagging every row (default: derived from the inputs; "
               "re-running replaces that scan's rows).")
@@ -471,12 +474,14 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
               "(its leader's numbers) and per transaction (its verdict once).")
 def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, include_superseded, follow_links, fmt,
                  no_progress, max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds, output,
-                 master, scan_id, bootstrap_server, tables, per_replica, executor) -> None:
+                 master, remote, scan_id, bootstrap_server, tables, per_replica, executor) -> None:
     _set_budget(max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds)
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
 
         _check_stores([*inputs, output])   # a URI's store: made now, so a bad option is a usage error
+        if executor == "local" and remote is not None:
+            raise click.UsageError("--remote is for the Spark job: not with --executor local")
         if executor == "local":
             _local_tables(inputs, output, as_of=as_of, max_transaction_timeout_ms=max_transaction_timeout_ms,
                           max_prepare_ms=max_prepare_ms, include_superseded=include_superseded, follow_links=follow_links, scan_id=scan_id,
@@ -491,9 +496,11 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
                                     scan_id=scan_id,
                                     bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, master=master,
                                     json=fmt == "json", no_progress=no_progress, tables=tables,
-                                    per_replica=per_replica))
-    if scan_id is not None or bootstrap_server is not None or tables is not None or executor is not None:
-        raise click.UsageError("--scan-id, --bootstrap-server, --tables and --executor are for the Delta tables: "
+                                    per_replica=per_replica, remote=remote))
+    if (scan_id is not None or bootstrap_server is not None or tables is not None or executor is not None
+            or remote is not None):
+        raise click.UsageError("--scan-id, --bootstrap-server, --tables, --executor and --remote are for the Delta "
+                               "tables: "
                                "give them "
                                "with --output DIR (for abort commands without Spark: logscan plan)")
     import json as jsonlib

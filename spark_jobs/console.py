@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .session import BASE_CONF, build_session
+from .session import BASE_CONF, build_session, is_connect
 
 LOG4J2_ERRORS_ONLY = """\
 # written by logscan (spark_jobs/console.py): Spark's log on stderr, fatal errors only
@@ -49,10 +49,12 @@ class SetupFailed(Exception):
 
 
 def session(app_name: str, *, master: str, progress: bool = False, conf: dict[str, str] | None = None,
-            stores=()):
+            stores=(), remote: str | None = None):
     """A quiet Delta-enabled session; ``progress``: Spark's console stage bar on stderr;
     ``conf``: more settings (static ones too: the session is new); ``stores``: the URIs Spark
-    itself reads (session.build_session)."""
+    itself reads; ``remote``: a Spark Connect session instead (session.build_session: a
+    ``local[N]`` server started here is as quiet, an ``sc://`` one logs as its operator set
+    it)."""
     java = f"{BASE_CONF['spark.driver.extraJavaOptions']} -Dlog4j2.configurationFile={_log4j2_file().as_uri()}"
     try:
         spark = build_session(app_name, master=master, conf={
@@ -60,8 +62,9 @@ def session(app_name: str, *, master: str, progress: bool = False, conf: dict[st
             "spark.ui.showConsoleProgress": "true" if progress else "false",
             "spark.driver.extraJavaOptions": java,
             **(conf or {}),
-        }, stores=stores)
+        }, stores=stores, remote=remote)
     except (FileNotFoundError, RuntimeError) as e:   # no Delta jars / not on the class path
         raise SetupFailed(str(e)) from None
-    spark.sparkContext.setLogLevel("FATAL")
+    if not is_connect(spark):   # a Connect session has no SparkContext: the log4j file above rules
+        spark.sparkContext.setLogLevel("FATAL")
     return spark

@@ -16,6 +16,13 @@ jars passed for you::
 
     .venv/bin/python -m spark_jobs.scan INPUT... --output DIR [--master 'local[2]']
 
+Or as a Spark Connect client (no SparkContext, RDD, broadcast or JVM handle on its path:
+spark_jobs.session), of a running Connect server or of one it starts on a local Spark::
+
+    .venv/bin/python -m spark_jobs.scan INPUT... --output DIR --remote sc://HOST:15002
+    .venv/bin/python -m spark_jobs.scan INPUT... --output DIR --remote 'local[2]'
+    .venv/bin/spark-submit --remote sc://HOST:15002 spark_jobs/scan.py INPUT... --output DIR
+
 INPUT is a root of one copied cluster: a Kafka log dir or a folder of them, one per broker.
 Each table is a path-based Delta table DIR/<table> (files, batches, corruptions, txn_log,
 coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state,
@@ -65,6 +72,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import io
+import os
 import sys
 import time
 from collections import defaultdict
@@ -77,7 +85,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
-from pyspark import Broadcast, cloudpickle
+from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -97,7 +105,8 @@ from spark_jobs import faults
 from spark_jobs import schemas as S
 from spark_jobs import source
 from spark_jobs import tasks
-from spark_jobs.session import build_session
+from spark_jobs.session import build_session, default_parallelism, is_connect
+from spark_jobs.shared import Shared
 
 cloudpickle.register_pickle_by_value(tasks)
 cloudpickle.register_pickle_by_value(faults)
@@ -205,7 +214,7 @@ class ScanFrames:
     driver: dict[str, list[R.Row]]
     as_of_ms: int
     persisted: list[DataFrame]
-    broadcasts: list[Broadcast] = field(default_factory=list)
+    shared: list = field(default_factory=list)   # for_tasks's values: destroyed when the scan ends
 
 
 @dataclass(slots=True)
@@ -323,7 +332,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     blobs' writers and the partition step)."""
     listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes,
                           follow_links=follow_links)
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = default_parallelism(spark)
     groups = plan_tasks(listing.units, parallelism, replicas=listing.replicas if replay_in_decode else None)
     replayed = {(u["broker"], u["topic"], u["partition"]) for g in groups for u in g if u.get("replica")}
     shuffled = [r for r in listing.replicas if (r["broker"], r["topic"], r["partition"]) not in replayed]
@@ -395,8 +404,8 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
                     .repartition(*PARTITION_KEYS)
                     .sortWithinPartitions(*PARTITION_KEYS, row_order,
                                           *(F.col(f"span.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
-    # The coordinator's index, built once and broadcast (tasks.partition_stream says why).
-    index = spark.sparkContext.broadcast(pipeline.coordinator_index(coordinator_rows))
+    # The coordinator's index, built once and loaded once per Python worker (tasks.partition_stream says why).
+    index = for_tasks(spark, pipeline.coordinator_index(coordinator_rows))
     n = write_tasks(sum(tally.blob_bytes.get(t, 0) for t in tables), parallelism)
     writers = [blobs.coalesce(n).mapInArrow(tasks.write_blobs(output, scan_id, as_of_ms, tables, kept),
                                             S.spark_schema(WRITTEN)),
@@ -410,6 +419,16 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
               "corruptions": [*listing.findings, *metadata_findings], "coordinator_state": coordinator_rows}
     return ScanFrames(reduce(DataFrame.unionByName, writers), {t: driver[t] for t in tables if t in driver},
                       as_of_ms, persisted, [index])
+
+
+def for_tasks(spark: SparkSession, value):
+    """``value`` for the tasks of ``spark``'s jobs, loaded once per Python worker process and
+    kept for its later tasks (read with ``.value``, ended with ``.destroy()``): a broadcast
+    variable on classic Spark; under Spark Connect, which has none, a spark_jobs.shared.Shared
+    pickled into the closure."""
+    if is_connect(spark):
+        return Shared(value)
+    return spark.sparkContext.broadcast(value)
 
 
 def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optional[str] = None,
@@ -426,6 +445,12 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     returns: its row in the ``scans`` table is committed last."""
     scan_id = scan_id or default_scan_id(roots)
     check_scan_id(scan_id)
+    if is_connect(spark):
+        # A Connect server runs the tasks in a folder of its own (the session's artifacts): a
+        # relative path would name another place there. (The scan id is the resolved paths' already.)
+        roots = [r if store.is_uri(str(r)) else os.path.abspath(r) for r in roots]
+        if not is_remote(output):
+            output = os.path.abspath(output)
     check_output(roots, output)
     if is_remote(output) and not isinstance(output, Output):   # the tasks' writers get the storage options
         output = Output(output, store.options())
@@ -441,7 +466,7 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     finally:
         for df in frames.persisted:
             df.unpersist()
-        for b in frames.broadcasts:
+        for b in frames.shared:
             b.destroy()
     return scan_id, frames.as_of_ms
 
@@ -500,6 +525,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "table but batches, a row per batch of the copy; files, corruptions, partition_state "
                         "and hanging_candidates, which the summary reads, are always written)")
     p.add_argument("--master", default="local[*]", help="Spark master when not under spark-submit")
+    p.add_argument("--remote", default=None, metavar="sc://HOST:PORT|local[N]",
+                   help="run as a Spark Connect client: of the Connect server at sc://HOST:PORT, or of one "
+                        "started here on a local[N] Spark (default: $SPARK_REMOTE, set by spark-submit --remote; "
+                        "else classic Spark, --master)")
     p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                    help="for an s3://, gs://, abfs://, hdfs:// --output: a keyword argument of pyarrow's "
                         "filesystem (repeatable; e.g. endpoint_override=host:9000, access_key=...), given to "
@@ -538,7 +567,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from spark_jobs.scan_cli import report_failure
 
     try:
-        spark = build_session(master=args.master)   # Ctrl-C here ends the JVM it was starting
+        spark = build_session(master=args.master, remote=args.remote)   # Ctrl-C here ends the JVM it was starting
     except KeyboardInterrupt:
         return _interrupted()
     from spark_jobs.session import interrupts_end_the_job

@@ -124,10 +124,12 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
                    follow_links: bool = False,
                    no_progress: bool, tables: Optional[str] = None, out: Optional[TextIO] = None,
                    err: Optional[TextIO] = None, per_replica: bool = False,
-                   max_prepare_ms: Optional[int] = None) -> int:
+                   max_prepare_ms: Optional[int] = None, remote: Optional[str] = None) -> int:
     """Runs the job into ``output``, prints what it found; returns the exit status. ``tables``:
     --tables as given (None: every table but batches); ``max_prepare_ms``: --max-prepare-ms
-    (None: the max transaction timeout).
+    (None: the max transaction timeout); ``remote``: --remote, the job as a Spark Connect
+    client (``sc://HOST:PORT``, or ``local[N]``: a Connect server started here), ``master``
+    then unused.
 
     Raises BadRequest (one sentence) for an output inside an input, a bad scan id or an
     unknown table, and
@@ -145,7 +147,7 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
     roots = list(inputs)   # str: local paths or URIs (logscan.logdir.store)
     names = check_request(roots, output, scan_id, tables)
     started = time.monotonic()
-    spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress))
+    spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress), remote=remote)
     try:
         # Ctrl-C: the jobs end with the JVM at once; the tables committed so far hold this scan
         # whole, and the scans table, committed last, does not name it

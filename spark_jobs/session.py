@@ -21,6 +21,19 @@ writes of Delta tables at ``s3a://`` or ``s3://`` (``logscan sql --engine spark`
 go through Hadoop's S3A: ``make s3a-jars`` fetches hadoop-aws (the Hadoop release pyspark
 ships) and its AWS SDK bundle into .delta/s3a, :func:`s3a_jars` adds them, and the storage
 options become ``spark.hadoop.fs.s3a.*`` settings (logscan.logdir.store.hadoop_options).
+
+Spark Connect. ``build_session(remote=...)`` (``--remote`` of spark_jobs.scan and ``logscan scan
+--output``; or $SPARK_REMOTE, which ``spark-submit --remote`` sets) makes a Connect client
+session instead: ``sc://HOST:PORT`` reaches a running Connect server, ``local[N]`` starts one
+in a JVM of this process (pyspark's own: the settings here become that server's, Delta's jars
+and the worker daemon too). A Connect session has no SparkContext, RDD, broadcast or JVM
+handle (:func:`is_connect`): what the job needs of them goes through :func:`default_parallelism`,
+spark_jobs.scan.for_tasks (spark_jobs.shared instead of a broadcast), Spark's interrupt of the
+session's operations and the session's own data source registry. Against a server already
+running only runtime settings take (the static ones, class paths and executor environments,
+are the server's: pyspark drops them silently); the scan's own commits are delta-rs's in this
+process, so the server needs no Delta jars for it, and its Python workers need this
+repository's code (logscan, spark_jobs) importable and pyarrow, as a cluster's do.
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
@@ -149,25 +163,66 @@ def _delta_loaded(spark) -> bool:
     return isinstance(spark._jvm.io.delta.tables.DeltaTable, JavaClass)
 
 
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (pyspark.sql.connect): no SparkContext,
+    RDD, broadcast or ``_jvm`` there."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def remote_url(remote: Optional[str] = None) -> Optional[str]:
+    """The Spark Connect server asked for: ``remote`` (--remote), else $SPARK_REMOTE (set by
+    ``spark-submit --remote``), else None (classic Spark)."""
+    return remote or os.environ.get("SPARK_REMOTE") or None
+
+
+#: Rows of the range whose partitions default_parallelism counts under Connect: more than any
+#: cluster has cores, so no partition is empty.
+_PARALLELISM_PROBE_ROWS = 1 << 20
+
+
+def default_parallelism(spark) -> int:
+    """The cores the session's jobs spread over: the SparkContext's defaultParallelism, or,
+    under Spark Connect (no SparkContext), the partitions Spark gives a range without a
+    partition count (Spark's ``spark.sql.leafNodeDefaultParallelism``, which defaults to the
+    same defaultParallelism), counted with one small job."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    from pyspark.sql import functions as F
+
+    last = spark.range(_PARALLELISM_PROBE_ROWS).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0]
+    return 1 if last is None else last + 1
+
+
 def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = None,
-                  conf: Optional[dict[str, str]] = None, stores=()):
+                  conf: Optional[dict[str, str]] = None, stores=(), remote: Optional[str] = None):
     """A SparkSession with Delta configured; ``master`` only when not under spark-submit. A
     local session it starts itself runs its Python workers under WORKER_DAEMON when they run
     this interpreter (runs_worker_daemon; ``conf`` may set ``spark.python.daemon.module`` back
     to ``pyspark.daemon``). ``stores``: the URIs the session reads or writes (store_conf; an
-    s3:// or s3a:// one adds the s3a jars when the session starts its JVM)."""
+    s3:// or s3a:// one adds the s3a jars when the session starts its JVM). ``remote`` (or
+    $SPARK_REMOTE): a Spark Connect client session instead (``sc://HOST:PORT``, or ``local[N]``
+    for a Connect server this process starts; ``master`` is then ignored)."""
     # Python workers must run this interpreter: the one with pyarrow and logscan installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    remote = remote_url(remote)
     builder = SparkSession.builder.appName(app_name)
     under_submit = _jvm_running()
-    if master and not under_submit:
+    starts_jvm = not under_submit and (remote is None or not remote.startswith("sc://"))
+    if remote is not None:
+        builder = builder.remote(remote)
+        master = remote   # a local[N] server: its workers run this interpreter as a local master's
+    elif master and not under_submit:
         builder = builder.master(master)
     settings = dict(BASE_CONF)
+    if not starts_jvm and remote is not None:
+        # A running Connect server has the catalog it was started with: Delta's catalog, a
+        # runtime setting, would ask it for classes it may not have (the scan needs none).
+        del settings["spark.sql.catalog.spark_catalog"], settings["spark.sql.extensions"]
     settings.update(store_conf(stores))
-    if not under_submit:
+    if starts_jvm:
         jars = delta_jars()
         if any(_scheme(str(u)) in S3A_SCHEMES for u in stores):
             jars += s3a_jars()
@@ -177,15 +232,21 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    before = set() if under_submit else _children()
+    before = _children() if starts_jvm else set()
     try:
-        spark = builder.getOrCreate()
+        with warnings.catch_warnings(), _workers_import_this_code(remote is not None and starts_jvm):
+            # A Connect session gets the builder's settings again once it is up, and pyspark
+            # warns of each one that only a server's start can take (spark.jars, the static
+            # SQL settings): a local[N] server took them as it started, an sc:// one has its
+            # own, which is how Spark Connect is meant to work.
+            warnings.filterwarnings("ignore", message=r"Failed to set spark\.", category=UserWarning)
+            spark = builder.getOrCreate()
     except BaseException:
         # Ctrl-C while the JVM starts: pyspark forgets the process it launched (which ignores
         # SIGINT), and a JVM whose driver is gone before it connects waits for it forever.
         _end(_children() - before)
         raise
-    if not _delta_loaded(spark):
+    if not is_connect(spark) and not _delta_loaded(spark):
         raise RuntimeError("Delta's classes are not on the JVM class path: under spark-submit pass "
                            "--jars \"$(python -m spark_jobs.session --jars)\" (run `make delta-jars` first)")
     from . import datasource
@@ -235,6 +296,9 @@ def stop_interrupted(spark) -> None:
 
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
+        if is_connect(spark):
+            _stop_connect(spark)
+            return
         sc = spark.sparkContext
         server = getattr(sc, "_accumulatorServer", None)
         if server is not None:   # its handler prints an EOFError trace when the JVM's end cuts it
@@ -256,6 +320,54 @@ def stop_interrupted(spark) -> None:
         SparkSession._activeSession = None
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _workers_import_this_code(needed: bool) -> Iterator[None]:
+    """Within, for a JVM started meanwhile (a ``local[N]`` Connect server): its Python workers
+    find this repository's code first on their PYTHONPATH (Spark puts the JVM's own PYTHONPATH
+    on theirs). A local classic session's workers find it as the driver did, in the folder
+    they run in; a Connect server runs each session's workers in a folder of the session's
+    own artifacts (spark.sql.artifact.isolation.enabled, which pyspark turns on), where an
+    installed logscan, or none, would be found instead."""
+    if not needed:
+        yield
+        return
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), before) if p)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def _stop_connect(spark) -> None:
+    """stop_interrupted of a Spark Connect session: its operations interrupted on the server
+    (on a thread of its own: the interrupted call's stream may still be open), then, when
+    this process started the server (``local[N]``), that server's JVM ended as a local one."""
+    canceller = threading.Thread(target=_quietly, args=(spark.interruptAll,), daemon=True)
+    canceller.start()
+    canceller.join(GRACE_S)
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context   # only when pyspark started the server here
+    proc = getattr(getattr(sc, "_gateway", None), "proc", None)
+    if "SPARK_LOCAL_REMOTE" not in os.environ or proc is None:
+        return
+    _end([proc.pid])
+    proc.wait()
+    _quietly(sc._gateway.shutdown)
+    _quietly(spark.client.close)
+    from pyspark.sql import SparkSession
+
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 def _quietly(call) -> None:

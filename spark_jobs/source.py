@@ -84,10 +84,21 @@ class DecodeReader(DataSourceReader):
         return decode(partition.value or ())
 
 
+#: The Spark Connect sessions (their ids) :data:`NAME` is registered in by this process.
+_registered: set[str] = set()
+
+
 def register(spark: SparkSession) -> None:
     """Makes :data:`NAME` readable in ``spark``'s session (once: a registration ships the
-    class to the JVM)."""
-    if not spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(NAME):
+    class to the JVM). A Spark Connect session has no JVM handle to ask: this process
+    remembers the sessions it registered it in."""
+    from spark_jobs.session import is_connect
+
+    if is_connect(spark):
+        if spark.session_id not in _registered:
+            spark.dataSource.register(DecodeSource)
+            _registered.add(spark.session_id)
+    elif not spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(NAME):
         spark.dataSource.register(DecodeSource)
 
 
