@@ -98,6 +98,11 @@ def test_refusals_come_before_spark_starts(tmp_path):
     assert no_output.exit_code == 2 and "--output DIR" in no_output.output
     tables_alone = CliRunner().invoke(main, ["scan", str(BROKERS), "--tables", "all"])
     assert tables_alone.exit_code == 2 and "--output DIR" in tables_alone.output
+    remote_alone = CliRunner().invoke(main, ["scan", str(BROKERS), "--remote", "sc://127.0.0.1:1"])
+    assert remote_alone.exit_code == 2 and "--output DIR" in remote_alone.output
+    remote_local = CliRunner().invoke(main, ["scan", str(BROKERS), "--output", str(tmp_path / "t"), "--executor",
+                                             "local", "--remote", "local[1]"])
+    assert remote_local.exit_code == 2 and "--remote is for the Spark job" in remote_local.output
     unknown = CliRunner().invoke(main, ["scan", str(BROKERS), "--output", str(tmp_path / "t"), "--tables",
                                         "txn_spans,batch"])
     assert unknown.exit_code == 2

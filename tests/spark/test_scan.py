@@ -224,7 +224,7 @@ def test_the_decode_is_the_python_data_source_a_partition_per_planned_task(spark
     finally:
         for df in frames.persisted:
             df.unpersist()
-        for b in frames.broadcasts:
+        for b in frames.shared:
             b.destroy()
 
 
