@@ -170,9 +170,18 @@ def is_connect(spark) -> bool:
 
 
 def remote_url(remote: Optional[str] = None) -> Optional[str]:
-    """The Spark Connect server asked for: ``remote`` (--remote), else $SPARK_REMOTE (set by
-    ``spark-submit --remote``), else None (classic Spark)."""
-    return remote or os.environ.get("SPARK_REMOTE") or None
+    """The Spark Connect server asked for: ``remote`` (--remote), else $SPARK_REMOTE, else the
+    ``spark.remote`` that ``spark-submit --remote`` hands its Python program (in
+    $PYSPARK_REMOTE_INIT_CONF_<i>, JSON), else None (classic Spark)."""
+    import json
+
+    found = remote or os.environ.get("SPARK_REMOTE")
+    for i in range(int(os.environ.get("PYSPARK_REMOTE_INIT_CONF_LEN", "0") or 0)):
+        try:
+            found = found or json.loads(os.environ.get(f"PYSPARK_REMOTE_INIT_CONF_{i}", "{}")).get("spark.remote")
+        except (ValueError, AttributeError):
+            continue
+    return found or None
 
 
 #: Rows of the range whose partitions default_parallelism counts under Connect: more than any
