@@ -145,6 +145,20 @@ def test_ctrl_c_in_a_running_job_of_logscan_scan_exits_130_with_nothing_left(tmp
     assert not any((output / t / "_delta_log").is_dir() for t in R.TABLES)   # nothing was committed
 
 
+@pytest.mark.heavy
+def test_ctrl_c_in_a_running_job_under_spark_connect_exits_130_with_nothing_left(tmp_path):
+    """The same under Spark Connect (--remote 'local[2]': a Connect server started in the
+    client's JVM): the session's operations are interrupted and that server ends with it."""
+    pytest.importorskip("grpc")   # pyspark[connect]
+    output = tmp_path / "tables"
+    run = Run(tmp_path, ["-m", "logscan.cli", "scan", str(HANGING / "brokers"), "--output", str(output),
+                         "--as-of", _as_of(), "--remote", "local[2]", "--no-progress"], pause="decode")
+    status = run.interrupt_when(run.marker.exists)
+    _stopped_cleanly(run, status, "logscan")
+    assert _scans(output) == []
+    assert not any((output / t / "_delta_log").is_dir() for t in R.TABLES)
+
+
 def test_ctrl_c_between_two_commits_of_the_spark_job_leaves_the_scan_marked_unfinished(tmp_path):
     """spark_jobs/scan.py stopped on its driver between writing txn_spans' files and committing
     them: the tables committed before hold the scan whole, the others not at all, and the scans
