@@ -527,7 +527,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--master", default="local[*]", help="Spark master when not under spark-submit")
     p.add_argument("--remote", default=None, metavar="sc://HOST:PORT|local[N]",
                    help="run as a Spark Connect client: of the Connect server at sc://HOST:PORT, or of one "
-                        "started here on a local[N] Spark (default: $SPARK_REMOTE, set by spark-submit --remote; "
+                        "started here on a local[N] Spark (default: spark-submit --remote's, or $SPARK_REMOTE; "
                         "else classic Spark, --master)")
     p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
                    help="for an s3://, gs://, abfs://, hdfs:// --output: a keyword argument of pyarrow's "

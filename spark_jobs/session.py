@@ -23,7 +23,7 @@ ships) and its AWS SDK bundle into .delta/s3a, :func:`s3a_jars` adds them, and t
 options become ``spark.hadoop.fs.s3a.*`` settings (logscan.logdir.store.hadoop_options).
 
 Spark Connect. ``build_session(remote=...)`` (``--remote`` of spark_jobs.scan and ``logscan scan
---output``; or $SPARK_REMOTE, which ``spark-submit --remote`` sets) makes a Connect client
+--output``; or $SPARK_REMOTE, or ``spark-submit --remote``'s: :func:`remote_url`) makes a Connect client
 session instead: ``sc://HOST:PORT`` reaches a running Connect server, ``local[N]`` starts one
 in a JVM of this process (pyspark's own: the settings here become that server's, Delta's jars
 and the worker daemon too). A Connect session has no SparkContext, RDD, broadcast or JVM
@@ -208,8 +208,8 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
     local session it starts itself runs its Python workers under WORKER_DAEMON when they run
     this interpreter (runs_worker_daemon; ``conf`` may set ``spark.python.daemon.module`` back
     to ``pyspark.daemon``). ``stores``: the URIs the session reads or writes (store_conf; an
-    s3:// or s3a:// one adds the s3a jars when the session starts its JVM). ``remote`` (or
-    $SPARK_REMOTE): a Spark Connect client session instead (``sc://HOST:PORT``, or ``local[N]``
+    s3:// or s3a:// one adds the s3a jars when the session starts its JVM). ``remote`` (else
+    remote_url's): a Spark Connect client session instead (``sc://HOST:PORT``, or ``local[N]``
     for a Connect server this process starts; ``master`` is then ignored)."""
     # Python workers must run this interpreter: the one with pyarrow and logscan installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
