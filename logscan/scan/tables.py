@@ -6,7 +6,8 @@ the local executor's (logscan.scan.delta, `logscan scan --output DIR --executor 
 writes every table's rows as Parquet parts (logscan.scan.output.Parts) its own way, then hands
 them to :func:`commit_scan`: one Delta commit per table in :func:`commit_order`, then the
 scan's row in the ``scans`` table, last, which says the scan is whole (readers warn of a scan
-id without one: logscan.sql.delta.unfinished_scans). The summary and the candidates are read
+id without one: logscan.sql.delta.unfinished_scans); the Spark job's catalog tables
+(spark_jobs.catalog) go through the same order with a commit of their own. The summary and the candidates are read
 back from the committed tables (:func:`figures`, :func:`candidates`: DuckDB over delta-rs), so
 what is printed is what the tables hold; where they are is logscan.scan.output.where_lines.
 """
@@ -68,24 +69,36 @@ def commit_order(tables: Iterable[str]) -> list[str]:
     return sorted(tables, key=lambda t: (t == "batches", TABLES.index(t)))
 
 
+#: A table's commit: (table, scan_id, WRITTEN parts) -> None, replacing the scan's rows of it in
+#: one Delta version (output.commit over a folder's path-based tables; the Spark job's catalog
+#: tables: spark_jobs.catalog.CatalogTables.commit).
+Commit = Callable[[str, str, list], None]
+
+
 def commit_scan(out: str, scan_id: str, as_of_ms: int, parts: dict[str, list[R.Row]], tables: Iterable[str],
-                inputs: Iterable, *, before_commit: Optional[Callable[[str], None]] = None) -> None:
+                inputs: Iterable, *, before_commit: Optional[Callable[[str], None]] = None,
+                commit: Optional[Commit] = None) -> None:
     """Commits a written scan: its ``scans`` row removed, each of ``tables`` (its WRITTEN
     ``parts``; a table without parts is created empty, or loses this scan's rows) in
     commit_order, then the scan's ``scans`` row.
     ``before_commit(table)`` is called before each table's commit (the Spark job's fault points:
-    spark_jobs.faults)."""
+    spark_jobs.faults). ``commit`` makes each table's commit (default: output.commit of the
+    path-based tables under ``out``); the parts, the scans row's too, are written under ``out``
+    either way (for catalog tables: their staging folder)."""
     tables = list(tables)
+    if commit is None:
+        def commit(table: str, scan_id: str, written: list) -> None:
+            output.commit(out, table, scan_id, written)
     # First the scan is unfinished: the scans table exists (so readers of a first scan cut short
     # can tell its tables hold a part) and no longer names this scan id (a re-run replaces its
     # tables one by one).
-    output.commit(out, R.SCANS_TABLE, scan_id, [])
+    commit(R.SCANS_TABLE, scan_id, [])
     for table in commit_order(tables):
         if before_commit is not None:
             before_commit(table)
-        output.commit(out, table, scan_id, parts.get(table, []))
+        commit(table, scan_id, parts.get(table, []))
     finished = R.scans_row(tables, [str(r) for r in inputs], int(time.time() * 1000))
-    output.commit(out, R.SCANS_TABLE, scan_id, output.write_rows(out, scan_id, as_of_ms, R.SCANS_TABLE, [finished]))
+    commit(R.SCANS_TABLE, scan_id, output.write_rows(out, scan_id, as_of_ms, R.SCANS_TABLE, [finished]))
 
 
 def figures(out: str, scan_id: str, as_of_ms: int):
