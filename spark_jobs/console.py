@@ -55,13 +55,14 @@ def session(app_name: str, *, master: str, progress: bool = False, conf: dict[st
     itself reads; ``remote``: a Spark Connect session instead (session.build_session: a
     ``local[N]`` server started here is as quiet, an ``sc://`` one logs as its operator set
     it)."""
-    java = f"{BASE_CONF['spark.driver.extraJavaOptions']} -Dlog4j2.configurationFile={_log4j2_file().as_uri()}"
+    base = (conf or {}).get("spark.driver.extraJavaOptions") or BASE_CONF["spark.driver.extraJavaOptions"]
+    java = f"{base} -Dlog4j2.configurationFile={_log4j2_file().as_uri()}"
     try:
         spark = build_session(app_name, master=master, conf={
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "true" if progress else "false",
-            "spark.driver.extraJavaOptions": java,
             **(conf or {}),
+            "spark.driver.extraJavaOptions": java,   # conf's own options kept in it
         }, stores=stores, remote=remote)
     except (FileNotFoundError, RuntimeError) as e:   # no Delta jars / not on the class path
         raise SetupFailed(str(e)) from None

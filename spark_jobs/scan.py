@@ -23,6 +23,13 @@ spark_jobs.session), of a running Connect server or of one it starts on a local 
     .venv/bin/python -m spark_jobs.scan INPUT... --output DIR --remote 'local[2]'
     .venv/bin/spark-submit --remote sc://HOST:15002 spark_jobs/scan.py INPUT... --output DIR
 
+Or, instead of --output, catalog tables NAME.<table> written with saveAsTable into the session's
+catalog (spark_jobs.catalog: the same commits in the same order, from Parquet the tasks stage
+under --staging; --warehouse DIR: a local catalog for a local Spark)::
+
+    .venv/bin/python -m spark_jobs.scan INPUT... --database NAME [--warehouse DIR] [--staging DIR]
+    .venv/bin/python -m spark_jobs.scan INPUT... --table-prefix CATALOG.SCHEMA.
+
 INPUT is a root of one copied cluster: a Kafka log dir or a folder of them, one per broker.
 Each table is a path-based Delta table DIR/<table> (files, batches, corruptions, txn_log,
 coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state,
@@ -431,8 +438,8 @@ def for_tasks(spark: SparkSession, value):
     return spark.sparkContext.broadcast(value)
 
 
-def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optional[str] = None,
-        **kw) -> tuple[str, int]:
+def run(spark: SparkSession, roots: list[Path], output: Optional[str], *, scan_id: Optional[str] = None,
+        prefix: Optional[str] = None, staging: Optional[str] = None, **kw) -> tuple[str, int]:
     """Build and write the tables (``tables``: parse_tables's names; by default every table
     but batches); returns (scan_id, as_of_ms).
 
@@ -442,16 +449,33 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
     commit replacing this scan's rows (logscan.scan.output: crash safety is its). A run killed
     before a table's commit leaves that table at its previous version; the files written for
     it belong to no version (Delta's VACUUM deletes them). The scan is complete when this
-    returns: its row in the ``scans`` table is committed last."""
+    returns: its row in the ``scans`` table is committed last.
+
+    With ``prefix`` (catalog.table_prefix: --database NAME or --table-prefix) the tables are the
+    catalog tables ``prefix + table`` (spark_jobs.catalog), ``output`` unused: the tasks write
+    their Parquet into a fresh folder under ``staging`` (default: the session's warehouse),
+    each commit is a saveAsTable of the staged files, in commit_scan's order all the same,
+    and the folder is removed when the run ends."""
     scan_id = scan_id or default_scan_id(roots)
     check_scan_id(scan_id)
     if is_connect(spark):
         # A Connect server runs the tasks in a folder of its own (the session's artifacts): a
         # relative path would name another place there. (The scan id is the resolved paths' already.)
         roots = [r if store.is_uri(str(r)) else os.path.abspath(r) for r in roots]
-        if not is_remote(output):
-            output = os.path.abspath(output)
-    check_output(roots, output)
+        if prefix is None and not is_remote(output):
+            output = os.path.abspath(output)   # (catalog tables' staging_root is absolute already)
+    commit = None
+    if prefix is not None:
+        from spark_jobs import catalog
+
+        catalog.check_catalog(spark, prefix)
+        output = catalog.staging_root(spark, staging)
+        check_output(roots, output)
+        in_catalog = catalog.CatalogTables(spark, prefix, output)
+        in_catalog.create_namespace()
+        commit = in_catalog.commit
+    else:
+        check_output(roots, output)
     if is_remote(output) and not isinstance(output, Output):   # the tasks' writers get the storage options
         output = Output(output, store.options())
     frames = build_tables(spark, roots, output, scan_id, **kw)
@@ -462,12 +486,14 @@ def run(spark: SparkSession, roots: list[Path], output: str, *, scan_id: Optiona
         for table, rows in frames.driver.items():
             parts[table].extend(write_rows(output, scan_id, frames.as_of_ms, table, rows))
         commit_scan(output, scan_id, frames.as_of_ms, parts, kw.get("tables", DEFAULT_TABLES), roots,
-                    before_commit=_fault_before_commit)
+                    before_commit=_fault_before_commit, commit=commit)
     finally:
         for df in frames.persisted:
             df.unpersist()
         for b in frames.shared:
             b.destroy()
+        if prefix is not None:   # copied into the tables, or abandoned: either way no longer read
+            catalog.remove_staging(output)
     return scan_id, frames.as_of_ms
 
 
@@ -503,7 +529,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="spark_jobs/scan.py", description=__doc__.split("\n")[0])
     p.add_argument("inputs", nargs="+", help="roots of copied log dirs (one cluster): folders or URIs "
                    "(s3://, s3a://, gs://, abfs://, hdfs://, file://)")
-    p.add_argument("--output", required=True, help="folder of the Delta tables (DIR/<table>)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--output", help="folder of the Delta tables (DIR/<table>)")
+    where.add_argument("--database", metavar="NAME",
+                       help="write catalog tables NAME.<table> into the session's catalog (saveAsTable) instead")
+    where.add_argument("--table-prefix", metavar="CATALOG.SCHEMA.",
+                       help="write catalog tables CATALOG.SCHEMA.<table> (or SCHEMA.<table>) instead")
+    p.add_argument("--warehouse", metavar="DIR",
+                   help="with --database on a local Spark: a local folder holding the catalog (a Hive metastore "
+                        "in DIR/metastore_db) and its tables; without it the session's configured catalog is used")
+    p.add_argument("--staging", metavar="DIR",
+                   help="with --database/--table-prefix: where the tasks stage their Parquet before the commits "
+                        "(a run's own sub-folder, removed at its end; default: under the session's warehouse)")
     p.add_argument("--as-of", type=_as_of, help="the scan's 'now': ISO-8601 or epoch ms (default: newest timestamp)")
     p.add_argument("--max-transaction-timeout-ms", type=int, default=hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                    help="transaction.max.timeout.ms for find-hanging's rule (default %(default)s)")
@@ -540,6 +577,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error(f"--storage-option: {e}")
     if args.split_bytes < 1:
         p.error("--split-bytes must be positive")
+    from spark_jobs import catalog
+
+    try:
+        args.prefix = catalog.table_prefix(args.database, args.table_prefix)
+        catalog.check_warehouse(args.warehouse)
+    except ValueError as e:
+        p.error(str(e))
+    if args.prefix is None and (args.warehouse or args.staging):
+        p.error("--warehouse and --staging are for catalog tables: give --database NAME or --table-prefix")
     if args.max_prepare_ms is not None and args.max_prepare_ms < 0:
         p.error("--max-prepare-ms must not be negative")
     from logscan.state.plans import check_bootstrap
@@ -557,17 +603,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     from spark_jobs.scan_cli import BadRequest, OutputUnreachable, check_request
 
     try:
-        check_request(args.inputs, args.output, args.scan_id)
+        check_request(args.inputs, args.output if args.prefix is None else args.staging, args.scan_id)
     except OutputUnreachable as e:   # the store refused before the scan: no answer, as `logscan scan`
         print(f"spark_jobs/scan.py: {e}", file=sys.stderr)
         return summary_text.EXIT_FAILED
     except BadRequest as e:   # before Spark starts, one sentence, as argparse's usage errors
         print(f"spark_jobs/scan.py: {e}", file=sys.stderr)
         return 2
+    from spark_jobs.catalog import CatalogRefused, warehouse_conf
     from spark_jobs.scan_cli import report_failure
 
     try:
-        spark = build_session(master=args.master, remote=args.remote)   # Ctrl-C here ends the JVM it was starting
+        # Ctrl-C here ends the JVM it was starting
+        spark = build_session(master=args.master, remote=args.remote,
+                              conf=warehouse_conf(args.warehouse) if args.prefix else None)
     except KeyboardInterrupt:
         return _interrupted()
     from spark_jobs.session import interrupts_end_the_job
@@ -575,16 +624,20 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         with interrupts_end_the_job(spark):
             scan_id, as_of_ms = run(spark, args.inputs, args.output, scan_id=args.scan_id,
-                                    as_of_ms=args.as_of,
+                                    prefix=args.prefix, staging=args.staging, as_of_ms=args.as_of,
                                     max_transaction_timeout_ms=args.max_transaction_timeout_ms,
                                     max_prepare_ms=args.max_prepare_ms,
                                     include_superseded=args.include_superseded, follow_links=args.follow_links,
                                     split_bytes=args.split_bytes,
                                     bootstrap=args.bootstrap_server, tables=args.tables)
         print(summary(args.output, scan_id, as_of_ms, time.monotonic() - started,
-                      max_transaction_timeout_ms=args.max_transaction_timeout_ms))
+                      max_transaction_timeout_ms=args.max_transaction_timeout_ms,
+                      spark=spark if args.prefix else None, prefix=args.prefix))
     except KeyboardInterrupt:   # Ctrl-C: the jobs ended with the JVM; the scans table does not name the scan
         return _interrupted()
+    except CatalogRefused as e:   # the session's catalog cannot keep the tables: before the scan
+        print(f"spark_jobs/scan.py: {e}", file=sys.stderr)
+        return 2
     except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
         return report_failure(e, sys.stderr, "spark_jobs/scan.py")
     return 0
@@ -600,13 +653,22 @@ def _interrupted() -> int:
     return EXIT_INTERRUPTED
 
 
-def summary(output: str, scan_id: str, as_of_ms: int, seconds: float, *,
-            max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS) -> str:
-    """The text printed after the scan: logscan.scan.summary over :func:`figures`."""
+def summary(output: Optional[str], scan_id: str, as_of_ms: int, seconds: float, *,
+            max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+            spark: Optional[SparkSession] = None, prefix: Optional[str] = None) -> str:
+    """The text printed after the scan: logscan.scan.summary over :func:`figures` (with
+    ``prefix``, over the catalog tables, read through ``spark``)."""
     out = io.StringIO()
-    out.write(f"scan {scan_id} into {output} in {seconds:.1f} s\n")
-    summary_text.write_figures(figures(output, scan_id, as_of_ms), out,
-                               max_transaction_timeout_ms=max_transaction_timeout_ms)
+    if prefix is not None:
+        from logscan.report.data import scan_figures
+        from spark_jobs.catalog import CatalogReader
+
+        where = f"the catalog tables {prefix}<table>"
+        figs = scan_figures(CatalogReader(spark, prefix), scan_id, as_of_ms, tables=where)
+    else:
+        where, figs = output, figures(output, scan_id, as_of_ms)
+    out.write(f"scan {scan_id} into {where} in {seconds:.1f} s\n")
+    summary_text.write_figures(figs, out, max_transaction_timeout_ms=max_transaction_timeout_ms)
     return out.getvalue().rstrip("\n")
 
 

@@ -82,17 +82,19 @@ def report_failure(error: BaseException, err: TextIO, program: str) -> int:
     return EXIT_FAILED
 
 
-def check_request(inputs: list, output: str, scan_id: Optional[str],
+def check_request(inputs: list, output: Optional[str], scan_id: Optional[str],
                   tables: Optional[str] = None) -> tuple[str, ...]:
     """Before Spark starts: the tables go outside the copy, the scan id can name a partition,
     and --tables names tables. Returns the tables to write (scan.parse_tables; None: the
-    default)."""
+    default). ``output`` None: catalog tables with their staging folder still to be chosen
+    (spark_jobs.catalog; checked by scan.run)."""
     from logscan.scan.tables import DEFAULT_TABLES, check_scan_id, parse_tables
 
     from .scan import check_output
 
     try:
-        check_output(inputs, str(output))
+        if output is not None:
+            check_output(inputs, str(output))
         names = DEFAULT_TABLES if tables is None else parse_tables(tables)
         if scan_id is not None:
             check_scan_id(scan_id)
@@ -112,7 +114,8 @@ def check_request(inputs: list, output: str, scan_id: Optional[str],
     from logscan.scan.output import failure, probe
 
     try:
-        probe(output)   # an --output URI's store answers with these credentials, before the scan
+        if output is not None:
+            probe(output)   # an --output URI's store answers with these credentials, before the scan
     except OSError as e:
         raise OutputUnreachable(f"the --output store cannot be reached: {failure(e)}; check the --storage-option "
                                 "values or the credentials in the environment") from None

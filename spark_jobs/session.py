@@ -203,14 +203,15 @@ def default_parallelism(spark) -> int:
 
 
 def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = None,
-                  conf: Optional[dict[str, str]] = None, stores=(), remote: Optional[str] = None):
+                  conf: Optional[dict[str, Optional[str]]] = None, stores=(), remote: Optional[str] = None):
     """A SparkSession with Delta configured; ``master`` only when not under spark-submit. A
     local session it starts itself runs its Python workers under WORKER_DAEMON when they run
     this interpreter (runs_worker_daemon; ``conf`` may set ``spark.python.daemon.module`` back
-    to ``pyspark.daemon``). ``stores``: the URIs the session reads or writes (store_conf; an
-    s3:// or s3a:// one adds the s3a jars when the session starts its JVM). ``remote`` (else
-    remote_url's): a Spark Connect client session instead (``sc://HOST:PORT``, or ``local[N]``
-    for a Connect server this process starts; ``master`` is then ignored)."""
+    to ``pyspark.daemon``; a None value leaves a BASE_CONF setting unset). ``stores``: the URIs
+    the session reads or writes (store_conf; an s3:// or s3a:// one adds the s3a jars when the
+    session starts its JVM). ``remote`` (else remote_url's): a Spark Connect client session
+    instead (``sc://HOST:PORT``, or ``local[N]`` for a Connect server this process starts;
+    ``master`` is then ignored)."""
     # Python workers must run this interpreter: the one with pyarrow and logscan installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -240,7 +241,8 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
             settings["spark.python.daemon.module"] = WORKER_DAEMON
     settings.update(conf or {})
     for key, value in settings.items():
-        builder = builder.config(key, value)
+        if value is not None:   # None: not set here (the cluster's configuration decides)
+            builder = builder.config(key, value)
     before = _children() if starts_jvm else set()
     try:
         with warnings.catch_warnings(), _workers_import_this_code(remote is not None and starts_jvm):
