@@ -636,13 +636,16 @@ SQL_HELP = """Query a scan's Delta tables with SQL, read-only, in about a second
   logscan sql --tables DIR                     a prompt: statements end with ';', \\q quits
   logscan sql --tables DIR < queries.sql       piped statements, comments allowed
   logscan sql --engine spark --tables DIR "SELECT percentile(duration_ms, 0.99) FROM txn_spans"
+  logscan sql --engine spark --database NAME --warehouse WH "SELECT * FROM abort_plans"
 
 \b
 Every table folder under DIR (the --output of `logscan scan` or spark_jobs/scan.py) is a
 view of the same name, at its newest Delta version: files, batches, corruptions, txn_log,
 coordinator_state, producer_state, txn_spans, partition_state, hanging_candidates, and the
 others the scan wrote. Each row carries scan_id and as_of; several scans into one DIR are
-told apart by scan_id.
+told apart by scan_id. --database NAME (or --table-prefix CATALOG.SCHEMA.), with --engine
+spark, reads the catalog tables a scan wrote with the same option instead (--warehouse DIR:
+the local catalog the scan's --warehouse made), each a view of its short name.
 
 \b
 Engines: embedded (default) is DuckDB over delta-rs, in this process: DuckDB's SQL dialect,
@@ -665,8 +668,14 @@ interrupted (Ctrl-C).
 
 @main.command("sql", help=SQL_HELP, context_settings={"max_content_width": 100})
 @click.argument("query", required=False)
-@click.option("--tables", "tables_dir", metavar="DIR", required=True,
+@click.option("--tables", "tables_dir", metavar="DIR", default=None,
               help="Folder or URI (s3://, gs://, abfs://, file://) of the Delta tables.")
+@click.option("--database", metavar="NAME", default=None,
+              help="Instead of --tables: the catalog tables NAME.<table> (--engine spark).")
+@click.option("--table-prefix", metavar="CATALOG.SCHEMA.", default=None,
+              help="Instead of --tables: the catalog tables CATALOG.SCHEMA.<table> (--engine spark).")
+@click.option("--warehouse", metavar="DIR", default=None,
+              help="With --database: the local catalog a scan's --warehouse DIR made.")
 @_storage_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True)
 @click.option("--limit", type=click.IntRange(1), default=1000, show_default=True,
@@ -676,12 +685,11 @@ interrupted (Ctrl-C).
 @click.option("--allow-writes", is_flag=True,
               help="Run statements other than queries (INSERT, MERGE, ...); needs --engine spark.")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master (--engine spark).")
-def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> None:
+def sql_command(query, tables_dir, database, table_prefix, warehouse, fmt, limit, engine, allow_writes,
+                master) -> None:
     from pathlib import Path
 
-    from logscan.render import render_rows
-    from logscan.sql import QueryError
-    from logscan.sql.statements import Refused, check_read_only, split, statements
+    from logscan.sql.statements import split
 
     if allow_writes and engine != "spark":
         raise click.UsageError("--allow-writes needs --engine spark: the embedded engine only reads, "
@@ -689,6 +697,9 @@ def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> 
     todo = None if query is None else split(query)
     if todo == []:
         raise click.UsageError("QUERY holds no statement (only blanks or comments)")
+    prefix = _catalog_prefix(tables_dir, database, table_prefix, warehouse, engine)
+    if prefix is not None:
+        _catalog_sql(todo, prefix, warehouse, fmt, limit, allow_writes, master)
     from logscan.logdir.store import is_uri
 
     if engine == "spark" and is_uri(tables_dir) and tables_dir.partition("://")[0].lower() not in ("s3", "s3a"):
@@ -705,10 +716,20 @@ def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> 
             from logscan.sql.embedded import EmbeddedEngine
 
             runner = EmbeddedEngine(tables_dir)
+    _run_statements(runner, todo, lambda: _warn_unfinished(tables_dir), allow_writes, fmt, limit)
+
+
+def _run_statements(runner, todo, warn, allow_writes, fmt, limit) -> None:
+    """Runs ``todo`` (None: a prompt or piped statements) with ``runner`` after ``warn()`` (the
+    unfinished scans), prints each result; exits 1 when any failed, 0 else."""
+    from logscan.render import render_rows
+    from logscan.sql import QueryError
+    from logscan.sql.statements import Refused, check_read_only, statements
+
     failed = False
     try:
         with _spark_errors():   # a store that refuses a table as it is opened: one sentence, exit 3
-            _warn_unfinished(tables_dir)
+            warn()
             if todo is None:
                 print(f"tables: {', '.join(runner.names)}; end statements with ';', \\q to quit", file=sys.stderr)
                 todo = statements(_prompt_lines() if sys.stdin.isatty() else sys.stdin)
@@ -732,13 +753,54 @@ def sql_command(query, tables_dir, fmt, limit, engine, allow_writes, master) -> 
     sys.exit(1 if failed else 0)
 
 
+def _catalog_prefix(tables_dir, database, table_prefix, warehouse, engine):
+    """The catalog tables' prefix asked for (spark_jobs.catalog.table_prefix), None for --tables;
+    a usage error for a request that mixes them or lacks --engine spark."""
+    if tables_dir is not None and (database or table_prefix):
+        raise click.UsageError("give --tables DIR or --database/--table-prefix, not both")
+    if tables_dir is None and not (database or table_prefix):
+        raise click.UsageError("give --tables DIR (a scan's --output) or --database NAME (a scan's --database)")
+    if tables_dir is not None:
+        if warehouse is not None:
+            raise click.UsageError("--warehouse is for catalog tables (--database or --table-prefix)")
+        return None
+    if engine != "spark":
+        raise click.UsageError("catalog tables (--database, --table-prefix) are read with --engine spark")
+    from spark_jobs import catalog
+
+    try:
+        catalog.check_warehouse(warehouse)
+        return catalog.table_prefix(database, table_prefix)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _catalog_sql(todo, prefix, warehouse, fmt, limit, allow_writes, master) -> None:
+    """`logscan sql --engine spark --database NAME`: the statements over the catalog tables (exits)."""
+    with _spark_errors():
+        from spark_jobs.catalog import CatalogRefused
+        from spark_jobs.sql import SparkEngine
+
+        try:
+            runner = SparkEngine(master=master, allow_writes=allow_writes, prefix=prefix, warehouse=warehouse)
+        except CatalogRefused as e:
+            raise click.UsageError(str(e)) from None
+    _run_statements(runner, todo, lambda: _say_unfinished(runner.unfinished), allow_writes, fmt, limit)
+
+
 def _warn_unfinished(tables_dir) -> None:
     """A line on stderr for each scan a killed or failed Spark job left in part (it has no row in
     the scans table): its rows answer queries, but the other tables may lack them."""
     from logscan.sql.delta import delta_tables, unfinished_scans
     from logscan.text import printable
 
-    for scan_id, holding in unfinished_scans(delta_tables(tables_dir)).items():
+    _say_unfinished(unfinished_scans(delta_tables(tables_dir)))
+
+
+def _say_unfinished(unfinished: dict) -> None:
+    from logscan.text import printable
+
+    for scan_id, holding in unfinished.items():
         print(printable(f"warning: scan {scan_id!r} did not finish (killed or failed while its tables were written): "
                         f"{', '.join(holding)} hold it, the others may not; run it again to make it whole"),
               file=sys.stderr)
