@@ -615,8 +615,10 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     try:
         # Ctrl-C here ends the JVM it was starting
+        # (catalog tables: Spark itself reads the staged files, so a store's jars and settings)
         spark = build_session(master=args.master, remote=args.remote,
-                              conf=warehouse_conf(args.warehouse) if args.prefix else None)
+                              conf=warehouse_conf(args.warehouse) if args.prefix else None,
+                              stores=[args.staging] if args.prefix and args.staging else ())
     except KeyboardInterrupt:
         return _interrupted()
     from spark_jobs.session import interrupts_end_the_job
