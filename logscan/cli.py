@@ -342,6 +342,7 @@ SCAN_HELP = """Scan copied Kafka log dirs: producer state, open transactions, LS
   logscan scan COPY --per-replica        a row per replica, not per partition
   logscan scan COPY --output tables/     the Spark job: Delta tables for `logscan sql`
   logscan scan COPY --output tables/ --executor local    the same tables, no Spark
+  logscan scan COPY --database logscan --warehouse wh/   the Spark job: catalog tables logscan.<table>
 
 \b
 Each INPUT is a Kafka log dir (it has meta.properties) or a folder holding one log dir
@@ -366,7 +367,11 @@ then prints a summary; query them with `logscan sql --tables DIR`. Every table b
 otherwise: --tables all adds batches. --executor local writes the same tables, rows and
 schemas from this process instead (the single-process scan, its memory bounded; delta-rs
 commits, no JVM): for one machine, where Spark's start-up and per-task costs are pure
-overhead. Either way each table is one Delta commit replacing the scan's rows.
+overhead. Either way each table is one Delta commit replacing the scan's rows. --database NAME
+(or --table-prefix CATALOG.SCHEMA.) instead of --output writes them with the Spark job as
+catalog tables NAME.<table> (saveAsTable; --warehouse DIR: a local catalog for the local Spark;
+--staging DIR: where the tasks stage their Parquet); `logscan sql --engine spark --database
+NAME` reads them.
 
 \b
 A progress bar (bytes, files, rate) is drawn on stderr when it is a terminal; --no-progress
@@ -472,10 +477,32 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
 @click.option("--per-replica", is_flag=True,
               help="Text: a row per replica (every broker's numbers and verdicts) instead of a row per partition "
               "(its leader's numbers) and per transaction (its verdict once).")
+@click.option("--database", metavar="NAME", default=None,
+              help="Instead of --output: the Spark job writes catalog tables NAME.<table> (saveAsTable).")
+@click.option("--table-prefix", metavar="CATALOG.SCHEMA.", default=None,
+              help="Instead of --output: catalog tables CATALOG.SCHEMA.<table>.")
+@click.option("--warehouse", metavar="DIR", default=None,
+              help="With --database: a local folder holding the local Spark's catalog and its tables.")
+@click.option("--staging", metavar="DIR", default=None,
+              help="With --database: where the tasks stage their Parquet (default: under the warehouse).")
 def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, include_superseded, follow_links, fmt,
                  no_progress, max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds, output,
-                 master, remote, scan_id, bootstrap_server, tables, per_replica, executor) -> None:
+                 master, remote, scan_id, bootstrap_server, tables, per_replica, executor, database,
+                 table_prefix, warehouse, staging) -> None:
     _set_budget(max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds)
+    prefix = _scan_catalog(output, executor, database, table_prefix, warehouse, staging)
+    if prefix is not None:
+        from spark_jobs.scan_cli import scan_to_tables
+
+        with _spark_errors():
+            sys.exit(scan_to_tables(inputs, None, as_of_ms=_as_of_ms(as_of),
+                                    max_transaction_timeout_ms=max_transaction_timeout_ms,
+                                    max_prepare_ms=max_prepare_ms,
+                                    include_superseded=include_superseded, follow_links=follow_links,
+                                    scan_id=scan_id, bootstrap=bootstrap_server or DEFAULT_BOOTSTRAP, master=master,
+                                    json=fmt == "json", no_progress=no_progress, tables=tables,
+                                    per_replica=per_replica, remote=remote, prefix=prefix, warehouse=warehouse,
+                                    staging=staging))
     if output is not None:
         from spark_jobs.scan_cli import scan_to_tables
 
@@ -517,6 +544,28 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
         summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
                               per_replica=per_replica)
     sys.exit(summary.exit_status(fig))
+
+
+def _scan_catalog(output, executor, database, table_prefix, warehouse, staging):
+    """The catalog tables' prefix `logscan scan` is asked for (spark_jobs.catalog.table_prefix),
+    None for none; a usage error for a request that mixes them with --output or the local executor."""
+    if not (database or table_prefix):
+        if warehouse is not None or staging is not None:
+            raise click.UsageError("--warehouse and --staging are for catalog tables: give --database NAME "
+                                   "or --table-prefix")
+        return None
+    if output is not None:
+        raise click.UsageError("give --output DIR or --database/--table-prefix, not both")
+    if executor == "local":
+        raise click.UsageError("catalog tables (--database, --table-prefix) are written by the Spark job, "
+                               "not --executor local")
+    from spark_jobs import catalog
+
+    try:
+        catalog.check_warehouse(warehouse)
+        return catalog.table_prefix(database, table_prefix)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def _local_tables(inputs, output, *, as_of, scan_id, tables, **options) -> None:

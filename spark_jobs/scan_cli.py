@@ -4,7 +4,9 @@ The same job and the same tables as ``python -m spark_jobs.scan``, and the same 
 single-process scan (logscan.scan.summary over the tables' figures); around it, this driver
 refuses an output inside the copy before Spark starts, keeps Spark's log quiet
 (spark_jobs.console), lets Spark draw its stage progress only on a terminal, says what to run
-next, and exits like the single-process scan (summary.exit_status).
+next, and exits like the single-process scan (summary.exit_status). With ``--database NAME``
+(spark_jobs.catalog) the tables are catalog tables, and what is printed is read back from them
+through Spark SQL before the session stops.
 """
 
 from __future__ import annotations
@@ -127,12 +129,15 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
                    follow_links: bool = False,
                    no_progress: bool, tables: Optional[str] = None, out: Optional[TextIO] = None,
                    err: Optional[TextIO] = None, per_replica: bool = False,
-                   max_prepare_ms: Optional[int] = None, remote: Optional[str] = None) -> int:
+                   max_prepare_ms: Optional[int] = None, remote: Optional[str] = None,
+                   prefix: Optional[str] = None, warehouse: Optional[str] = None,
+                   staging: Optional[str] = None) -> int:
     """Runs the job into ``output``, prints what it found; returns the exit status. ``tables``:
     --tables as given (None: every table but batches); ``max_prepare_ms``: --max-prepare-ms
     (None: the max transaction timeout); ``remote``: --remote, the job as a Spark Connect
     client (``sc://HOST:PORT``, or ``local[N]``: a Connect server started here), ``master``
-    then unused.
+    then unused. ``prefix`` (spark_jobs.catalog.table_prefix), with ``warehouse`` and
+    ``staging``: catalog tables instead of ``output`` (None then).
 
     Raises BadRequest (one sentence) for an output inside an input, a bad scan id or an
     unknown table, and
@@ -148,9 +153,13 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
 
     out, err = out or sys.stdout, err or sys.stderr
     roots = list(inputs)   # str: local paths or URIs (logscan.logdir.store)
-    names = check_request(roots, output, scan_id, tables)
+    names = check_request(roots, output if prefix is None else staging, scan_id, tables)
     started = time.monotonic()
-    spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress), remote=remote)
+    from .catalog import CatalogRefused, warehouse_conf
+
+    spark = session("logscan-scan", master=master, progress=progress.wanted(no_progress), remote=remote,
+                    conf=warehouse_conf(warehouse) if prefix is not None else None,
+                    stores=[staging] if prefix is not None and staging else ())
     try:
         # Ctrl-C: the jobs end with the JVM at once; the tables committed so far hold this scan
         # whole, and the scans table, committed last, does not name it
@@ -159,21 +168,50 @@ def scan_to_tables(inputs: list[str], output: str, *, as_of_ms: Optional[int], m
                                         max_transaction_timeout_ms=max_transaction_timeout_ms,
                                         max_prepare_ms=max_prepare_ms,
                                         include_superseded=include_superseded, follow_links=follow_links,
-                                        bootstrap=bootstrap, tables=names)
+                                        bootstrap=bootstrap, tables=names, prefix=prefix, staging=staging)
+            if prefix is not None:   # read back through the catalog, while the session is up
+                figures, candidates, where = _catalog_results(spark, prefix, scan_id, as_of_ms, json, warehouse)
+    except CatalogRefused as e:   # before the scan: the session's catalog cannot keep the tables
+        spark.stop()
+        raise BadRequest(str(e)) from None
     except Exception as e:   # a full disk, a lost executor, an unwritable output: no answer
         try:
             return report_failure(e, err, "logscan scan")   # reads the cause while the JVM is up
         finally:
             spark.stop()
     spark.stop()
-    figures = written.figures(output, scan_id, as_of_ms)
-    candidates = written.candidates(output, scan_id) if json else []
+    if prefix is None:
+        figures = written.figures(output, scan_id, as_of_ms)
+        candidates = written.candidates(output, scan_id) if json else []
+        where = where_lines(output)
 
     text = out if not json else err
-    text.write(f"scan {scan_id} into {output} in {time.monotonic() - started:.1f} s\n")
+    text.write(f"scan {scan_id} into {output if prefix is None else f'the catalog tables {prefix}<table>'} in "
+               f"{time.monotonic() - started:.1f} s\n")
     summary_text.write_figures(figures, text, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
                                per_replica=per_replica)
-    text.write(where_lines(output))
+    text.write(where)
     for c in candidates:
         out.write(jsonlib.dumps(c) + "\n")
     return summary_text.exit_status(figures)
+
+
+def _catalog_results(spark, prefix: str, scan_id: str, as_of_ms: int, json: bool, warehouse: Optional[str]):
+    """(figures, candidates, where-lines) of a scan into catalog tables, read through Spark SQL
+    (spark_jobs.catalog.CatalogReader): what tables.figures, tables.candidates and
+    output.where_lines give for a folder's tables."""
+    from logscan.report.data import scan_figures
+    from logscan.scan.summary import candidate_order, json_candidate
+
+    from .catalog import CatalogReader
+
+    reader = CatalogReader(spark, prefix)
+    figures = scan_figures(reader, scan_id, as_of_ms)
+    candidates = (sorted((json_candidate(r) for r in reader.stream(
+        "SELECT * FROM hanging_candidates WHERE scan_id = ?", [scan_id])), key=candidate_order) if json else [])
+    flag = f"--database {prefix[:-1]}" if prefix.count(".") == 1 else f"--table-prefix {prefix}"
+    if warehouse is not None:
+        flag += f" --warehouse {shlex.quote(warehouse)}"
+    where = (f"  {', '.join(reader.names)} (catalog tables {prefix}<table>)\n"
+             f"  logscan sql --engine spark {flag} 'SELECT * FROM abort_plans'\n")
+    return figures, candidates, where

@@ -217,3 +217,26 @@ def test_the_runs_leave_nothing_in_their_folders_and_finished_runs_no_staging(ru
         assert list(cwd.iterdir()) == [], cwd
     staged = sorted((runs["warehouse"] / STAGING_FOLDER).iterdir())
     assert len(staged) == 1, staged   # the killed run's alone: a kill cannot clean up
+
+
+def test_logscan_scan_writes_catalog_tables_and_prints_what_the_local_scan_prints(runs):
+    # after the runs above (one JVM at a time on the Derby metastore): a database of its own
+    from click.testing import CliRunner
+
+    from logscan.cli import main
+
+    cwd = runs["work"] / "cwd-logscan-scan"
+    cwd.mkdir()
+    args = [str(HANGING / "brokers"), "--as-of", str(as_of()), "--format", "json", "--no-progress"]
+    res = subprocess.run([sys.executable, "-m", "logscan.cli", "scan", *args, "--database", "by_cli",
+                          "--warehouse", str(runs["warehouse"]), "--master", "local[2]"],
+                         cwd=cwd, env=_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert res.returncode == 4, res.stderr[-3000:]   # hanging transactions found, as the local scan
+    local = CliRunner().invoke(main, ["scan", *args])
+    assert local.exit_code == 4, local.output
+    assert res.stdout.splitlines() == local.stdout.splitlines() and res.stdout   # the candidates, as JSON
+    assert "into the catalog tables by_cli.<table>" in res.stderr
+    assert f"logscan sql --engine spark --database by_cli --warehouse {runs['warehouse']}" in res.stderr
+    assert _table(runs["warehouse"] / "by_cli.db" / "partition_state").to_pyarrow_table().num_rows \
+        == len(runs["a"]["rows"]["partition_state"]["a"])
+    assert list(cwd.iterdir()) == []

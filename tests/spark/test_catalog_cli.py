@@ -82,3 +82,19 @@ def test_commit_scan_commits_through_the_given_commit_in_its_order(tmp_path):
     assert made == [(R.SCANS_TABLE, "s", 0), *((t, "s", 0) for t in commit_order(DEFAULT_TABLES)),
                     (R.SCANS_TABLE, "s", 1)]
     assert list((tmp_path / R.SCANS_TABLE / "scan_id=s").glob("*.parquet"))   # the scans row staged under out
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--database", "ls", "--output", "out"], "not both"),
+    (["--database", "ls", "--executor", "local"], "not --executor local"),
+    (["--warehouse", "wh"], "--warehouse and --staging are for catalog tables"),
+    (["--database", "no good"], "--database 'no good'"),
+    (["--database", "ls", "--warehouse", "gs://b/wh"], "give a local folder"),
+    (["--database", "ls", "--warehouse", "wh", "--staging", str(COPY / "staged")], "inside the input"),
+])
+def test_logscan_scan_refuses_a_catalog_request_before_spark_starts(tmp_path, monkeypatch, args, said):
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["scan", str(COPY), *args])
+    assert res.exit_code == 2, res.output
+    assert said in res.output, res.output
+    assert list(tmp_path.iterdir()) == []
