@@ -6,8 +6,9 @@ can SIGKILL the whole job at a known point instead of guessing one with sleeps. 
 
 * ``decode``: in every decode task, before it reads a byte;
 * ``write:<table>``: on the driver, between the writing of ``<table>``'s data files (in its
-  folder, named by no version yet) and its Delta commit, the tables committed before it
-  (scan.commit_order) done: the write has begun and its commit never comes.
+  folder, named by no version yet; for catalog tables, in the run's staging folder) and its
+  Delta commit, the tables committed before it (scan.commit_order) done: the write has begun
+  and its commit never comes.
 
 Without the variable nothing is wrapped: the job's plan is the same as without this module.
 """
