@@ -442,6 +442,9 @@ class ClosedMarkers:
     def add(self, broker: int, txn: ClosedTxn) -> None:
         """One closed transaction of ``broker``'s replica; end-marker offsets must not decrease."""
         at = txn.end_marker_offset
+        if broker not in self._last:
+            raise ValueError(f"closed transactions out of order: one of broker {broker}, whose replica state "
+                             f"has not come (states come before the closed transactions)")
         if self._at != at:
             if self._at is not None and at < self._at:
                 raise ValueError(f"closed transactions out of order: end marker {at} after {self._at}")
