@@ -202,6 +202,24 @@ def default_parallelism(spark) -> int:
     return 1 if last is None else last + 1
 
 
+#: Spark's warehouse folder, a static setting (read once as the JVM starts).
+WAREHOUSE = "spark.sql.warehouse.dir"
+
+
+def _scratch_warehouse() -> str:
+    """A warehouse folder of this process's own, removed as it exits: with the in-memory
+    catalog nothing is kept in it, but Spark still makes the folder (its default
+    ./spark-warehouse, in whatever folder the operator runs from) once a statement resolves a
+    table, as DESCRIBE HISTORY delta.`path` or SHOW TABLES do. ``--warehouse`` (catalog
+    tables) sets it instead."""
+    import atexit
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="logscan-warehouse-")
+    atexit.register(shutil.rmtree, folder, True)
+    return Path(folder).as_uri()
+
+
 def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = None,
                   conf: Optional[dict[str, Optional[str]]] = None, stores=(), remote: Optional[str] = None):
     """A SparkSession with Delta configured; ``master`` only when not under spark-submit. A
@@ -233,6 +251,7 @@ def build_session(app_name: str = "logscan-scan", *, master: Optional[str] = Non
         del settings["spark.sql.catalog.spark_catalog"], settings["spark.sql.extensions"]
     settings.update(store_conf(stores))
     if starts_jvm:
+        settings.setdefault(WAREHOUSE, _scratch_warehouse())
         jars = delta_jars()
         if any(_scheme(str(u)) in S3A_SCHEMES for u in stores):
             jars += s3a_jars()

@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -78,6 +79,8 @@ def test_json_rerun_prints_the_local_scans_objects_and_keeps_the_rows(scan_run, 
     transactions = len({(c["topic"], c["partition"], c["producer_id"], c["start_offset"]) for c in local})
     assert "scan scan-" in res.stderr and (f"judged against __transaction_state: {transactions} ({len(local)} "
                                            f"replica rows)") in " ".join(res.stderr.split())
+    stray = Path.cwd() / "spark-warehouse"
+    there = stray.exists()
     spark = session("logscan-test", master="local[1]")
     try:
         after = rows(spark)
@@ -86,6 +89,8 @@ def test_json_rerun_prints_the_local_scans_objects_and_keeps_the_rows(scan_run, 
     finally:
         spark.stop()
     assert len(after) == len(printed) and history >= 2 and batches == 1
+    # A statement resolving a table made Spark's default warehouse folder in the working folder.
+    assert there or not stray.exists()
 
 
 def test_refusals_come_before_spark_starts(tmp_path):
