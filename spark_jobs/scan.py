@@ -313,8 +313,10 @@ def replica_stream_input(replicas: DataFrame, facts: DataFrame) -> DataFrame:
     clustered by replica, the listing row first, then the batches in log order. Spark's
     shuffle and sort do the grouping (spilling to disk when they must), so a Python worker
     sees one Arrow batch at a time whatever the size of a replica. Batches of replicas not in
-    ``replicas`` (replayed by their decode task) are left out."""
-    info = replicas.select(*KEYS, F.lit(tasks.STREAM_INFO).alias("kind"), F.struct(*replicas.columns).alias("info"))
+    ``replicas`` (replayed by their decode task) are left out. The listing row goes as JSON
+    text (tasks.REPLICA_STREAM_IN says why), its null fields kept."""
+    info = replicas.select(*KEYS, F.lit(tasks.STREAM_INFO).alias("kind"),
+                           F.to_json(F.struct(*replicas.columns), {"ignoreNullFields": "false"}).alias("info"))
     facts = (facts.join(F.broadcast(replicas.select(*KEYS)), KEYS, "left_semi")
              .select(*KEYS, F.lit(tasks.STREAM_BATCH).alias("kind"), "segment_base_offset", "position",
                      *BatchFact._fields))
@@ -400,13 +402,16 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     leaders = S.members(metadata_out, "leader")
     # Per partition: states and open transactions first, then the closed spans by end-marker
     # offset (then broker and span index), the order tasks.partition_stream compares the
-    # replicas' end markers in without holding them.
+    # replicas' end markers in without holding them. A state goes without the columns the step
+    # fills (tasks.ASSESSED_ONLY: tasks.PARTITION_IN says why).
     row_order = F.lit(len(tasks.PARTITION_ROW_ORDER))
     for i, kind in reversed(list(enumerate(tasks.PARTITION_ROW_ORDER))):
         row_order = F.when(F.col("record_type") == kind, F.lit(i)).otherwise(row_order)
     partition_in = (reduce(DataFrame.unionByName,
                            (o.where(F.col("record_type").isin(*tasks.PARTITION_KINDS))
-                            .select("record_type", *PARTITION_KEYS, "state", "open_txn", "span") for o in outputs))
+                            .select("record_type", *PARTITION_KEYS,
+                                    F.col("state").dropFields(*tasks.ASSESSED_ONLY).alias("state"), "open_txn",
+                                    "span") for o in outputs))
                     .join(F.broadcast(leaders), PARTITION_KEYS, "left")
                     .repartition(*PARTITION_KEYS)
                     .sortWithinPartitions(*PARTITION_KEYS, row_order,

@@ -21,6 +21,7 @@ Spark's rows and back.
 from __future__ import annotations
 
 import gc
+import json
 from itertools import chain, groupby, repeat
 from operator import itemgetter
 from typing import Iterable, Iterator, Optional
@@ -100,6 +101,37 @@ OUT = R.tagged_schema({"blob": BLOB, "state": R.PARTITION_STATE, "open_txn": R.O
                        "fact": FACTS, **TALLY_MEMBERS}, _RANGE_KEYS + _PARTITION_KEYS)
 #: The partition step's input rows, by kind.
 PARTITION_KINDS = ("state", "open_txn", "span")
+
+# What a Python step is handed holds no list column that is null in most rows. Spark's Arrow
+# writer for a Python step's input (mapInArrow, applyInArrow) checks a batch's size after every
+# row, and Arrow Java's ListVector.setValueCount fills the offsets of every row since the last
+# non-null one each time: quadratic in a batch's rows where a list is mostly null, as in a
+# tagged union's member struct holding a list (null in the other members' rows). Measured: a
+# mapInArrow over 300,000 rows at local[1] took 12.1 s with a null struct holding
+# REPLICA_INFO's lists in all but 3 rows, 0.7 s with the same struct as JSON text, 0.5 s bare
+# (issue 30; a JFR profile of the 1 GB bench copy's warm scans gave ListVector.setValueCount
+# 18% of the JVM task threads' samples). Hence the two inputs below; the other steps' inputs
+# (blob rows, TXN_LOG rows, the metadata replica's one REPLICA_INFO row) have no list that is
+# null in most rows. tests/spark/test_scan.py checks the frames build_tables makes.
+
+#: The per-replica step's input (scan.replica_stream_input): per replica its listing row, then
+#: its batches' facts. The listing row travels as JSON text (``info``: a REPLICA_INFO row,
+#: :func:`replica_info_from_json`), null in the batch rows: as a struct its four list columns
+#: would be null in every batch row.
+REPLICA_STREAM_IN = pa.schema([*(FACTS.field(n) for n in ("broker", "topic", "partition")),
+                               pa.field("kind", pa.int32()), pa.field("info", pa.string()),
+                               *(FACTS.field(n) for n in ("segment_base_offset", "position", *BatchFact._fields))])
+#: The partition_state columns the partition step itself fills (pipeline.assess), left out of
+#: its input's ``state``: null in a replica's own row, and ``replica_differences``, a list,
+#: would be null in every open_txn and span row too.
+ASSESSED_ONLY = R.ASSESSMENT_COLUMNS
+#: What the partition step reads of a replica's partition_state row.
+PARTITION_STATE_IN = pa.schema([f for f in R.PARTITION_STATE if f.name not in ASSESSED_ONLY])
+#: The partition step's input (scan.build_tables' partition_in): OUT's rows of PARTITION_KINDS,
+#: ``state`` without ASSESSED_ONLY, with the partition's leaders (LEADERS).
+PARTITION_IN = pa.schema([OUT.field("record_type"), *_PARTITION_KEYS,
+                          pa.field("state", pa.struct(list(PARTITION_STATE_IN))), OUT.field("open_txn"),
+                          OUT.field("span"), LEADERS.field("leader"), LEADERS.field("last_leader")])
 #: Partition count of each topic at as_of, from __cluster_metadata.
 TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
 METADATA_OUT = R.tagged_schema({"leader": LEADERS, "topic": TOPICS, "finding": R.CORRUPTIONS})
@@ -415,6 +447,12 @@ STREAM_INFO, STREAM_BATCH = 0, 1
 _STREAM_KEYS = ("broker", "topic", "partition", "kind", "info", "segment_base_offset", "position")
 
 
+def replica_info_from_json(text: str) -> R.Row:
+    """A REPLICA_INFO row out of REPLICA_STREAM_IN's ``info`` (Spark's to_json of the row, its
+    null fields kept): the dict its Arrow row gives (to_pylist)."""
+    return json.loads(text)
+
+
 def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int, object]]:
     """(replica key, kind, the listing row or a BatchFact) per row of the sorted stream, one
     Arrow batch in memory at a time."""
@@ -422,15 +460,16 @@ def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int
         keys = [batch.column(n).to_pylist() for n in _STREAM_KEYS]
         facts = [batch.column(n).to_pylist() for n in BatchFact._fields]
         for (broker, topic, partition, kind, info, segment, position), values in zip(zip(*keys), zip(*facts)):
-            # a batch with its place (the offset-order rules check it against its segment)
-            yield (broker, topic, partition), kind, info if kind == STREAM_INFO else (BatchFact(*values), segment,
-                                                                                      position)
+            if kind == STREAM_INFO:
+                yield (broker, topic, partition), kind, replica_info_from_json(info)
+            else:  # a batch with its place (the offset-order rules check it against its segment)
+                yield (broker, topic, partition), kind, (BatchFact(*values), segment, position)
 
 
 def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body over the per-replica stream: rows clustered by replica, each replica's
-    listing row first, then its batch facts in log order (scan.replica_stream_input sorts them
-    so). Each replica's batches are replayed as they arrive and its rows leave as OUT batches
+    """mapInArrow body over the per-replica stream (REPLICA_STREAM_IN rows): rows clustered by
+    replica, each replica's listing row first, then its batch facts in log order
+    (scan.replica_stream_input sorts them so). Each replica's batches are replayed as they arrive and its rows leave as OUT batches
     (TaskOutput) as they are made (a span's as it closes), so memory holds one Arrow batch in,
     what TaskOutput holds, and the replica's producer state and open spans: never the
     replica's batches nor its closed transactions. The collector runs young collections only,
@@ -535,8 +574,8 @@ PARTITION_ROW_ORDER = ("state", "open_txn", "span")
 def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                      coordinator: CoordinatorCopy, bootstrap: str, output: str, scan_id: str,
                      tables: Iterable[str] = tuple(pipeline.ASSESSED.values()), max_prepare_ms: Optional[int] = None):
-    """mapInArrow body over the replicas' state, open-transaction and closed-span rows,
-    clustered by (topic, partition), each carrying the partition's leader at as_of and its
+    """mapInArrow body over the replicas' state, open-transaction and closed-span rows
+    (PARTITION_IN: a state without the columns assess fills), clustered by (topic, partition), each carrying the partition's leader at as_of and its
     last leader from __cluster_metadata (null when it names none): per partition,
     logscan.state.partition.assess_partition against the coordinator state: ``index.value``,
     coordinator_index's (scan.for_tasks: a Broadcast, or under Spark Connect a

@@ -652,6 +652,9 @@ _STATE_FIELDS = ("log_start_offset", "log_end_offset", "high_watermark", "checkp
 _ASSESSMENT_FIELDS = ("leader", "leader_source", "is_leader", "replicas", "replicas_agree", "replica_differences",
                       "oldest_txn_last_timestamp", "has_late_transaction")
 _STATE_TIMES = time_columns(PARTITION_STATE)
+#: The partition_state columns only the cross-replica assessment fills (:func:`assessed`), with
+#: their time columns: null in a replica's own row (:func:`state_row` without an assessment).
+ASSESSMENT_COLUMNS = (*_ASSESSMENT_FIELDS, *(t for t, ms in _STATE_TIMES.items() if ms in _ASSESSMENT_FIELDS))
 
 
 def state_row(state: ReplicaState, max_timestamp: int, leader_epoch: Optional[int] = None,

@@ -183,6 +183,62 @@ def test_the_per_replica_step_gives_the_tables_of_the_replay_in_decode(spark, tm
     assert (Path(out) / "batches").exists() is (tables == "all")
 
 
+def _list_columns(schema, prefix=""):
+    """The paths of a Spark schema's list columns, into its structs."""
+    from pyspark.sql.types import ArrayType, StructType
+
+    for f in schema.fields:
+        if isinstance(f.dataType, ArrayType):
+            yield prefix + f.name
+        elif isinstance(f.dataType, StructType):
+            yield from _list_columns(f.dataType, f"{prefix}{f.name}.")
+
+
+def test_no_python_step_is_handed_a_list_column_null_in_most_rows(spark, tmp_path, monkeypatch):
+    """Spark's Arrow writer for a Python step's input fills a list column's offsets of every
+    row since its last non-null one after each row it adds: quadratic in a batch's rows where
+    the list is mostly null, as in a tagged union's member holding a list (tasks.PARTITION_IN
+    says more). Every frame build_tables hands a mapInArrow or applyInArrow, with every replica
+    through the per-replica step, has each list column non-null in at least half its rows."""
+    inputs = []
+    frame, grouped = type(spark.range(1)), type(spark.range(1).groupBy("id"))
+    map_in_arrow, apply_in_arrow = frame.mapInArrow, grouped.applyInArrow
+
+    def mapped(self, *args, **kw):
+        inputs.append(("mapInArrow", getattr(args[0], "__name__", "?"), self))
+        return map_in_arrow(self, *args, **kw)
+
+    def applied(self, *args, **kw):
+        inputs.append(("applyInArrow", getattr(args[0], "__name__", "?"), self._df))
+        return apply_in_arrow(self, *args, **kw)
+
+    monkeypatch.setattr(frame, "mapInArrow", mapped)
+    monkeypatch.setattr(grouped, "applyInArrow", applied)
+    root = FIXTURES / "tv2"   # the fixture with the most end markers: many span rows per partition
+    frames = spark_scan.build_tables(spark, [root / "brokers"], str(tmp_path / "delta"), "lists",
+                                     as_of_ms=_as_of(root), replay_in_decode=False)
+    try:
+        names = {name for _, name, _ in inputs}
+        assert {"replica_stream", "coordinator_step", "run"} <= names, names
+        checked = 0
+        for how, name, df in inputs:
+            lists = list(_list_columns(df.schema))
+            if not lists:
+                continue
+            counts = df.agg(F.count(F.lit(1)).alias("rows"),
+                            *(F.sum(F.col(c).isNull().cast("int")).alias(str(i)) for i, c in enumerate(lists))).first()
+            for i, c in enumerate(lists):
+                assert (counts[str(i)] or 0) * 2 <= counts["rows"], \
+                    f"{how}({name}): {c} null in {counts[str(i)]} of {counts['rows']} rows"
+            checked += counts["rows"] > 0
+        assert checked >= 2  # the coordinator's records, the metadata replica
+    finally:
+        for df in frames.persisted:
+            df.unpersist()
+        for b in frames.shared:
+            b.destroy()
+
+
 def test_the_default_tables_are_every_table_but_batches(spark, tmp_path):
     """Without --tables the job writes no batches table (its decode makes no batch row) and
     every other table equals the local driver's, here with the segments read as byte ranges

@@ -3,6 +3,7 @@ batches Spark would hand them: the per-replica stream cut anywhere, the partitio
 the order scan.py sorts it, cut anywhere, and the decode's streamed walk."""
 
 import gc
+import json
 import tempfile
 from bisect import bisect_right
 from pathlib import Path
@@ -26,13 +27,28 @@ REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "fixtures" / "hanging" / "brokers"
 CLUSTERS = sorted(p.parent.parent / "brokers" for p in (REPO / "fixtures").glob("*/truth/truth.json"))
 
-_STREAM = pa.schema([pa.field("broker", pa.int32()), pa.field("topic", pa.string()),
-                     pa.field("partition", pa.int32()), pa.field("kind", pa.int32()),
-                     pa.field("info", pa.struct(list(tasks.REPLICA_INFO))),
-                     pa.field("segment_base_offset", pa.int64()), pa.field("position", pa.int64()),
-                     *[pa.field(n, t) for n, t in zip(BatchFact._fields, (
-                         pa.int64(), pa.int64(), pa.int64(), pa.int32(), pa.int32(), pa.int32(), pa.int64(),
-                         pa.bool_(), pa.bool_(), pa.int32(), pa.int32(), pa.string(), pa.int32(), pa.int64()))]])
+#: What scan.replica_stream_input hands the step (the listing row as JSON text).
+_STREAM = tasks.REPLICA_STREAM_IN
+_INFO = pa.struct(list(tasks.REPLICA_INFO))
+
+
+def _info_json(info):
+    """A listing row as Spark's to_json gives it (its REPLICA_INFO columns, nulls kept)."""
+    return json.dumps(pa.array([info], _INFO)[0].as_py())
+
+
+def _lists(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or (
+        pa.types.is_struct(t) and any(_lists(t.field(i).type) for i in range(t.num_fields)))
+
+
+def test_the_unions_the_steps_read_hold_no_list():
+    """The per-replica and partition steps' inputs are unions of kinds of rows, each kind's
+    columns null in the others' rows: a list column there would be null in most rows, which
+    costs Spark's Arrow writer time quadratic in a batch's rows (tasks.PARTITION_IN says why)."""
+    for schema in (tasks.REPLICA_STREAM_IN, tasks.PARTITION_IN):
+        assert [f.name for f in schema if _lists(f.type)] == []
+    assert "replica_differences" in tasks.ASSESSED_ONLY and set(tasks.ASSESSED_ONLY) < set(R.PARTITION_STATE.names)
 
 
 def _listed(cluster=CLUSTER):
@@ -49,7 +65,7 @@ def _stream_rows(listed):
     rows = []
     for info, facts in listed:
         key = {k: info[k] for k in ("broker", "topic", "partition")}
-        rows.append({**key, "kind": tasks.STREAM_INFO, "info": info})
+        rows.append({**key, "kind": tasks.STREAM_INFO, "info": _info_json(info)})
         # each batch's segment: the last one based at or below it (the offset-order rules check the
         # batches of a segment against its base offset and the next one's)
         bases = [s["base_offset"] for s in info["segments"]]
@@ -425,10 +441,7 @@ def test_a_step_in_a_spark_task_freezes_the_heap_it_starts_with(monkeypatch, in_
 
 # --- the partition step ------------------------------------------------------------------
 
-_PARTITION_IN = pa.schema([pa.field("record_type", pa.string()), pa.field("topic", pa.string()),
-                           pa.field("partition", pa.int32()),
-                           *[tasks.OUT.field(n) for n in ("state", "open_txn", "span")],
-                           pa.field("leader", pa.int32()), pa.field("last_leader", pa.int32())])
+_PARTITION_IN = tasks.PARTITION_IN
 
 
 def _partition_case(cluster):
