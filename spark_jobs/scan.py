@@ -314,7 +314,7 @@ def replica_stream_input(replicas: DataFrame, facts: DataFrame) -> DataFrame:
     shuffle and sort do the grouping (spilling to disk when they must), so a Python worker
     sees one Arrow batch at a time whatever the size of a replica. Batches of replicas not in
     ``replicas`` (replayed by their decode task) are left out. The listing row goes as JSON
-    text (tasks.REPLICA_STREAM_IN says why), its null fields kept."""
+    text (the comment before tasks.REPLICA_STREAM_IN says why), its null fields kept."""
     info = replicas.select(*KEYS, F.lit(tasks.STREAM_INFO).alias("kind"),
                            F.to_json(F.struct(*replicas.columns), {"ignoreNullFields": "false"}).alias("info"))
     facts = (facts.join(F.broadcast(replicas.select(*KEYS)), KEYS, "left_semi")
@@ -403,7 +403,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     # Per partition: states and open transactions first, then the closed spans by end-marker
     # offset (then broker and span index), the order tasks.partition_stream compares the
     # replicas' end markers in without holding them. A state goes without the columns the step
-    # fills (tasks.ASSESSED_ONLY: tasks.PARTITION_IN says why).
+    # fills (tasks.ASSESSED_ONLY: the comment before tasks.REPLICA_STREAM_IN says why).
     row_order = F.lit(len(tasks.PARTITION_ROW_ORDER))
     for i, kind in reversed(list(enumerate(tasks.PARTITION_ROW_ORDER))):
         row_order = F.when(F.col("record_type") == kind, F.lit(i)).otherwise(row_order)

@@ -469,11 +469,11 @@ def _stream_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[tuple, int
 def replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body over the per-replica stream (REPLICA_STREAM_IN rows): rows clustered by
     replica, each replica's listing row first, then its batch facts in log order
-    (scan.replica_stream_input sorts them so). Each replica's batches are replayed as they arrive and its rows leave as OUT batches
-    (TaskOutput) as they are made (a span's as it closes), so memory holds one Arrow batch in,
-    what TaskOutput holds, and the replica's producer state and open spans: never the
-    replica's batches nor its closed transactions. The collector runs young collections only,
-    at each flush (young_collections_only)."""
+    (scan.replica_stream_input sorts them so). Each replica's batches are replayed as they
+    arrive and its rows leave as OUT batches (TaskOutput) as they are made (a span's as it
+    closes), so memory holds one Arrow batch in, what TaskOutput holds, and the replica's
+    producer state and open spans: never the replica's batches nor its closed transactions.
+    The collector runs young collections only, at each flush (young_collections_only)."""
     freeze_worker_heap()
     with young_collections_only():
         yield from _replica_stream(batches)
@@ -575,9 +575,10 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                      coordinator: CoordinatorCopy, bootstrap: str, output: str, scan_id: str,
                      tables: Iterable[str] = tuple(pipeline.ASSESSED.values()), max_prepare_ms: Optional[int] = None):
     """mapInArrow body over the replicas' state, open-transaction and closed-span rows
-    (PARTITION_IN: a state without the columns assess fills), clustered by (topic, partition), each carrying the partition's leader at as_of and its
-    last leader from __cluster_metadata (null when it names none): per partition,
-    logscan.state.partition.assess_partition against the coordinator state: ``index.value``,
+    (PARTITION_IN: a state without the columns assess fills), clustered by (topic, partition),
+    each carrying the partition's leader at as_of and its last leader from __cluster_metadata
+    (null when it names none): per partition, logscan.state.partition.assess_partition
+    against the coordinator state: ``index.value``,
     coordinator_index's (scan.for_tasks: a Broadcast, or under Spark Connect a
     spark_jobs.shared.Shared; in-process, anything with that attribute).
 

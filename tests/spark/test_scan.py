@@ -197,9 +197,10 @@ def _list_columns(schema, prefix=""):
 def test_no_python_step_is_handed_a_list_column_null_in_most_rows(spark, tmp_path, monkeypatch):
     """Spark's Arrow writer for a Python step's input fills a list column's offsets of every
     row since its last non-null one after each row it adds: quadratic in a batch's rows where
-    the list is mostly null, as in a tagged union's member holding a list (tasks.PARTITION_IN
-    says more). Every frame build_tables hands a mapInArrow or applyInArrow, with every replica
-    through the per-replica step, has each list column non-null in at least half its rows."""
+    the list is mostly null, as in a tagged union's member holding a list (spark_jobs/tasks.py,
+    before REPLICA_STREAM_IN). Every frame build_tables hands a mapInArrow or applyInArrow,
+    with every replica through the per-replica step, has each list column non-null in at least
+    half its rows."""
     inputs = []
     frame, grouped = type(spark.range(1)), type(spark.range(1).groupBy("id"))
     map_in_arrow, apply_in_arrow = frame.mapInArrow, grouped.applyInArrow

@@ -45,7 +45,8 @@ def _lists(t: pa.DataType) -> bool:
 def test_the_unions_the_steps_read_hold_no_list():
     """The per-replica and partition steps' inputs are unions of kinds of rows, each kind's
     columns null in the others' rows: a list column there would be null in most rows, which
-    costs Spark's Arrow writer time quadratic in a batch's rows (tasks.PARTITION_IN says why)."""
+    costs Spark's Arrow writer time quadratic in a batch's rows (spark_jobs/tasks.py, before
+    REPLICA_STREAM_IN)."""
     for schema in (tasks.REPLICA_STREAM_IN, tasks.PARTITION_IN):
         assert [f.name for f in schema if _lists(f.type)] == []
     assert "replica_differences" in tasks.ASSESSED_ONLY and set(tasks.ASSESSED_ONLY) < set(R.PARTITION_STATE.names)
