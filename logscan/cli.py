@@ -623,7 +623,10 @@ def plan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
         print(f"# {plan['topic']}-{plan['partition']}: producer {plan['producer_id']} epoch {plan['producer_epoch']}, "
               f"open since offset {plan['start_offset']} ({plan['reason']}, risk {plan['risk']})")
         print(plan["command"])
-        print(f"# older brokers: {plan['command_explicit']}")
+        # The --start-offset form looks the transaction up in the leader's describe-producers and
+        # refuses one the leader has closed; this form does not (AbortTransactionCommand).
+        print(f"# older brokers (no leader lookup: make the first check below before it): "
+              f"{plan['command_explicit']}")
         print(f"# risk: {plan['risk_detail']}")
         for line in plan["preconditions"]:
             print(f"# check: {line}")

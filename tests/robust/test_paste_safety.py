@@ -110,6 +110,11 @@ def test_pasting_all_of_logscan_plans_output_runs_only_the_abort_commands(tmp_pa
     calls = _run_in_bash(tmp_path, proc.stdout)
     expected = [_abort_argv(r) for r in _legit(_kafka_hanging())]
     assert len(expected) == len(_kafka_hanging()) - 1
+    # the explicit form (a comment) says it skips the leader's lookup the --start-offset form makes
+    explicit = [line for line in proc.stdout.splitlines() if line.startswith("# older brokers")]
+    assert len(explicit) == len(expected)
+    assert all(line.startswith("# older brokers (no leader lookup: make the first check below before it): "
+                               "kafka-transactions.sh ") for line in explicit)
     assert sorted(calls) == sorted(expected)
 
 
