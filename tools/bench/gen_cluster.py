@@ -4,7 +4,7 @@
         [--replication 3] [--segment-mb 64] [--hanging 4] [--seed 1]
         [--batch-kib K] [--codecs none,lz4,...] [--reuse]
 
-What a busy cluster's copy looks like: one folder per broker (meta.properties with node.id),
+What a busy cluster's copy looks like: one folder per broker (a ZooKeeper-mode meta.properties),
 topics of 10 partitions replicated on --replication brokers (the same bytes on every replica,
 as followers copy the leader's batches), segments rolled at --segment-mb, and in each
 partition a mix of idempotent and transactional producers writing batches of 1 KiB to 1 MiB on
@@ -259,7 +259,9 @@ class Generator:
         for b in range(1, a.brokers + 1):
             d = out / f"broker-{b}"
             d.mkdir(parents=True)
-            (d / "meta.properties").write_text(f"#\nnode.id={b}\nversion=1\ncluster.id={cluster_id}\n")
+            # A ZooKeeper-mode broker's meta.properties (version 0): the copy holds no
+            # __cluster_metadata, which a KRaft node's copy must (log_dirs.without_metadata).
+            (d / "meta.properties").write_text(f"#\nbroker.id={b}\nversion=0\ncluster.id={cluster_id}\n")
             self.hw[b] = {}
         plans = self.plans()
         hanging_at = set(self.rng.sample(range(len(plans)), min(a.hanging, len(plans))))
