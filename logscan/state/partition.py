@@ -458,8 +458,8 @@ class ClosedMarkers:
         last = self._last[broker]
         old = last.get(txn.producer_id)
         if old is not None:
-            self._last_from[broker][old.first_offset].discard(txn.producer_id)
-            self._last_marker[broker][old.end_marker_offset].discard(txn.producer_id)
+            _drop(self._last_from[broker], old.first_offset, txn.producer_id)
+            _drop(self._last_marker[broker], old.end_marker_offset, txn.producer_id)
         last[txn.producer_id] = txn
         self._last_from[broker].setdefault(txn.first_offset, set()).add(txn.producer_id)
         self._last_marker[broker].setdefault(at, set()).add(txn.producer_id)
@@ -548,6 +548,15 @@ class ClosedMarkers:
         """The transaction (producer_id, first_offset) as ``broker``'s replica closed it, when
         another replica holds it open."""
         return self._closed.get(broker, {}).get((producer_id, first_offset))
+
+
+def _drop(by_offset: dict[int, set[int]], offset: int, producer_id: int) -> None:
+    """``producer_id`` out of ``by_offset[offset]``, and the offset out when none is left: the
+    map holds the offsets of each producer's latest transaction only, never one per transaction."""
+    held = by_offset[offset]
+    held.discard(producer_id)
+    if not held:
+        del by_offset[offset]
 
 
 def _marker_text(m: _Marker) -> str:

@@ -198,3 +198,19 @@ def test_another_outcome_on_one_replica_is_two_histories(seed):
                              "ABORT" if c.outcome == "COMMIT" else "COMMIT") if c is flip else c for c in closed[0]]
     found = P.closed_markers(views, stream(closed)).divergence()
     assert found is not None and found[0] <= flip.end_marker_offset
+
+
+def test_what_is_held_of_a_replica_s_closed_transactions_grows_with_its_producers_not_its_transactions():
+    """A replica's latest closed transaction per producer is what the divergence check keeps
+    (ClosedMarkers); 3,000 transactions of two producers leave two offsets of each kind held,
+    where one empty entry per transaction was left behind before (the single-process scan's
+    memory grew 11 MiB from 30 MB to 1 GB: tests/robust/test_scan_memory_flat.py)."""
+    views = [P.ReplicaView(P.ReplicaState(b, "t", 0, 0, 9000, 9000, True, None, 9000, 0, 2), [], {}) for b in (1, 2)]
+    markers = P.ClosedMarkers(views)
+    for i in range(3000):
+        for broker in (1, 2):
+            markers.add(broker, P.ClosedTxn(i % 2, 3 * i, 3 * i + 2, "COMMIT"))
+    markers.finish()
+    for broker in (1, 2):
+        assert len(markers._last_from[broker]) == 2 and len(markers._last_marker[broker]) == 2
+    assert markers.only(1, 2).count == 0 and markers.only(2, 1).count == 0
