@@ -321,9 +321,6 @@ def stop_interrupted(spark) -> None:
     the JVM is ended (its Python workers end with it: their daemon exits when it goes); under
     spark-submit the JVM is spark-submit's own: the jobs are cancelled, and it ends when this
     process does. A second Ctrl-C meanwhile is ignored: this is what it would ask for."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         if is_connect(spark):
@@ -340,16 +337,29 @@ def stop_interrupted(spark) -> None:
             canceller.start()
             canceller.join(GRACE_S)
             return
-        _end([proc.pid])
-        proc.wait()
-        _quietly(sc._gateway.shutdown)
-        SparkContext._active_spark_context = None
-        SparkContext._gateway = None
-        SparkContext._jvm = None
-        SparkSession._instantiatedSession = None
-        SparkSession._activeSession = None
+        _end_jvm(sc, proc)
+        _forget_sessions()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _end_jvm(sc, proc) -> None:
+    """The JVM this process started (``proc``, the gateway's) ended, and the gateway closed."""
+    _end([proc.pid])
+    proc.wait()
+    _quietly(sc._gateway.shutdown)
+
+
+def _forget_sessions() -> None:
+    """pyspark's singletons of a JVM that is gone cleared, so a later session starts anew."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._active_spark_context = None
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 @contextmanager
@@ -387,17 +397,9 @@ def _stop_connect(spark) -> None:
     proc = getattr(getattr(sc, "_gateway", None), "proc", None)
     if "SPARK_LOCAL_REMOTE" not in os.environ or proc is None:
         return
-    _end([proc.pid])
-    proc.wait()
-    _quietly(sc._gateway.shutdown)
+    _end_jvm(sc, proc)
     _quietly(spark.client.close)
-    from pyspark.sql import SparkSession
-
-    SparkContext._active_spark_context = None
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    SparkSession._instantiatedSession = None
-    SparkSession._activeSession = None
+    _forget_sessions()
 
 
 def _quietly(call) -> None:
