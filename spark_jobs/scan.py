@@ -253,9 +253,8 @@ class Tally:
             elif kind == "range":
                 self.ranges.append(r["range"].asDict(recursive=True))
             elif kind == "internal":
-                i = r["internal"]
-                self.internal[i["topic"]].append((i["partition"], i["broker"], i["log_end_offset"],
-                                                  i["checkpointed_high_watermark"], i["copy_gap"]))
+                i = r["internal"].asDict()
+                self.internal[i["topic"]].append(pipeline.replica_end(i))
             elif kind == "newest_batch":
                 t = r["newest_batch"]["max_timestamp"]
                 self.newest_batch = t if self.newest_batch is None else max(self.newest_batch, t)
@@ -384,7 +383,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
         as_of_ms = pipeline.as_of(tally.newest_batch, tally.newest_record_of(chosen, kept))
 
     # Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest.
-    metadata_broker = choose_replicas(r[:3] for r in tally.internal[CLUSTER_METADATA_TOPIC]).get(0)
+    metadata_broker = choose_replicas(tally.internal[CLUSTER_METADATA_TOPIC]).get(0)
     metadata_info = [r for r in listing.replicas
                      if (r["broker"], r["topic"], r["partition"]) == (metadata_broker, CLUSTER_METADATA_TOPIC, 0)]
     metadata_out = (_frame(spark, metadata_info, tasks.REPLICA_INFO).repartition(1)

@@ -74,7 +74,7 @@ BLOB = pa.schema([pa.field("table", pa.string()), pa.field("rows", pa.int64()), 
 #: What the partition step reads of a closed span (pipeline.CLOSED_SPAN_COLUMNS); its topic and
 #: partition are OUT's key columns.
 CLOSED_SPAN = pa.schema([R.TXN_SPANS.field(n) for n in pipeline.CLOSED_SPAN_COLUMNS])
-_INTERNAL_STATE = ("topic", "partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap")
+_INTERNAL_STATE = ("topic", *pipeline.REPLICA_END_COLUMNS)
 #: The internal topics whose replicas' states the driver picks the replica to load by
 #: (coordinator.coordinator_copy, choose_replicas).
 INTERNAL_TOPICS = (TRANSACTION_STATE_TOPIC, CLUSTER_METADATA_TOPIC)

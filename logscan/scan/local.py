@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Protocol
 
 from logscan.logdir.segment import Finding
-from logscan.state.coordinator import CoordinatorCopy, choose_replicas, coordinator_copy
+from logscan.state.coordinator import CoordinatorCopy, ReplicaEnd, choose_replicas, coordinator_copy
 
 from . import pipeline
 from . import rows as R
@@ -202,11 +202,10 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     return Scan(out.kept, as_of_ms, open_txns, leaders, coordinator)
 
 
-def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[tuple]:
-    """(partition, broker, log_end_offset, checkpointed_high_watermark, copy_gap) of each replica
-    of an internal topic: what coordinator_copy and choose_replicas pick replicas by."""
-    return [(s["partition"], s["broker"], s["log_end_offset"], s["checkpointed_high_watermark"], s["copy_gap"])
-            for (t, _), ss in sorted(states.items()) if t == topic for s in ss]
+def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[ReplicaEnd]:
+    """pipeline.replica_end of each replica of an internal topic: what coordinator_copy and
+    choose_replicas pick replicas by."""
+    return [pipeline.replica_end(s) for (t, _), ss in sorted(states.items()) if t == topic for s in ss]
 
 
 def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], Optional[int]]:
@@ -232,7 +231,7 @@ def _metadata(states: dict[tuple[str, int], list[R.Row]], infos: dict[tuple[int,
     """pipeline.metadata's leader and topic rows, of the `__cluster_metadata` replica that
     reaches furthest; its findings go to corruptions."""
     told: list[tuple[str, R.Row]] = []
-    metadata = choose_replicas(r[:3] for r in _internal(states, CLUSTER_METADATA_TOPIC))
+    metadata = choose_replicas(_internal(states, CLUSTER_METADATA_TOPIC))
     if 0 in metadata:
         for kind, row in pipeline.metadata(infos[(metadata[0], CLUSTER_METADATA_TOPIC, 0)], as_of_ms):
             if kind == "finding":

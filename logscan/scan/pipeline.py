@@ -38,7 +38,8 @@ from logscan.logdir.segment import Finding
 from logscan.logdir.store import location
 from logscan.logdir.tree import ReplicaDir, file_size
 from logscan.state import partition as P
-from logscan.state.coordinator import CoordinatorCopy, index_by_producer_id, latest_states, merge_partitions
+from logscan.state.coordinator import (CoordinatorCopy, ReplicaEnd, index_by_producer_id, latest_states,
+                                       merge_partitions)
 from logscan.state.facts import BatchFact
 from logscan.state.spans import TxnSpan
 
@@ -50,7 +51,7 @@ from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, TXN_STATE
 
 __all__ = ["CLUSTER_METADATA_TOPIC", "TRANSACTION_STATE_TOPIC", "DEFAULT_MAX_TRANSACTION_TIMEOUT_MS",
            "DEFAULT_BOOTSTRAP", "Replay", "replica_info", "work_units", "decode", "replica_rows", "coordinator",
-           "merge_coordinator", "as_of", "parse_as_of", "metadata", "told_coordinator", "CLOSED_SPAN_ORDER", "assess"]
+           "merge_coordinator", "replica_end", "as_of", "parse_as_of", "metadata", "told_coordinator", "CLOSED_SPAN_ORDER", "assess"]
 
 
 # --- list ------------------------------------------------------------------------------------
@@ -283,6 +284,17 @@ def coordinator(records: Iterable[R.Row]) -> list[R.Row]:
     key = R.replica_key(first["broker"], first["topic"], first["partition"])
     return [{**key, **R.txn_record_row(rec)}
             for rec in latest_states(R.txn_record_from_row(r) for r in chain([first], rows)).values()]
+
+
+#: The partition_state columns an internal topic's replica is picked to be loaded by (ReplicaEnd).
+REPLICA_END_COLUMNS = ("partition", "broker", "log_end_offset", "checkpointed_high_watermark", "copy_gap",
+                       "leader_epoch")
+
+
+def replica_end(state: R.Row) -> ReplicaEnd:
+    """An internal topic's replica as coordinator.coordinator_copy and choose_replicas take it,
+    from its partition_state row (REPLICA_END_COLUMNS)."""
+    return ReplicaEnd(*(state[c] for c in REPLICA_END_COLUMNS))
 
 
 def merge_coordinator(per_partition: Iterable[R.Row]) -> list[R.Row]:

@@ -86,20 +86,43 @@ def merge_partitions(latest: Iterable[TxnLogRecord]) -> dict[str, TxnLogRecord]:
     return out
 
 
-def choose_replicas(replicas: Iterable[tuple[int, int, int]]) -> dict[int, int]:
-    """Partition -> broker whose copy to load, from (partition, broker, log_end_offset) rows.
+class ReplicaEnd(NamedTuple):
+    """What the scan picks an internal topic's replica to load by: one replica's partition_state
+    columns (logscan.scan.rows.PARTITION_STATE)."""
 
-    The coordinator loads a `__transaction_state` partition up to its log end, and the
-    leader's log reaches furthest; a lagging follower's copy would show an older state. So
-    the replica with the highest log end offset wins, ties the lowest broker id (a rule
-    that depends on nothing but the rows, so every driver picks the same replica). Used for
-    `__cluster_metadata` the same way.
+    partition: int
+    broker: int
+    log_end_offset: int
+    checkpointed_high_watermark: Optional[int] = None
+    copy_gap: Optional[str] = None
+    leader_epoch: Optional[int] = None  # the highest epoch of its leader-epoch-checkpoint
+
+
+def choose_replicas(replicas: Iterable[ReplicaEnd]) -> dict[int, int]:
+    """Partition -> broker whose copy to load.
+
+    The coordinator loads a `__transaction_state` partition from its leader's log, to its end.
+    A replica left behind by a newer leader epoch (its leader-epoch-checkpoint's highest epoch
+    below another replica's) is a follower that has not fetched in that epoch, or a former
+    leader whose unreplicated tail Kafka truncates when it fetches again
+    (OffsetsForLeaderEpoch): its log past the new epoch's start offset is not the partition's
+    history, however far it reaches. So only the replicas of the highest epoch (and those whose
+    epoch the copy does not show) compete; of those the replica with the highest log end
+    offset wins, ties the lowest broker id (a rule that depends on nothing but the rows, so
+    every driver picks the same replica). Used for `__cluster_metadata` the same way.
     """
+    rows = [ReplicaEnd(*r) for r in replicas]
+    newest: dict[int, int] = {}
+    for r in rows:
+        if r.leader_epoch is not None:
+            newest[r.partition] = max(newest.get(r.partition, r.leader_epoch), r.leader_epoch)
     best: dict[int, tuple[int, int]] = {}
-    for partition, broker, log_end in replicas:
-        held = best.get(partition)
-        if held is None or (-log_end, broker) < (-held[1], held[0]):
-            best[partition] = (broker, log_end)
+    for r in rows:
+        if r.leader_epoch is not None and r.leader_epoch < newest[r.partition]:
+            continue
+        held = best.get(r.partition)
+        if held is None or (-r.log_end_offset, r.broker) < (-held[1], held[0]):
+            best[r.partition] = (r.broker, r.log_end_offset)
     return {p: b for p, (b, _) in sorted(best.items())}
 
 
@@ -176,22 +199,22 @@ class CoordinatorCopy:
 WHOLE = CoordinatorCopy(frozenset({0}), 1)
 
 
-def coordinator_copy(replicas: Iterable[tuple[int, int, int, Optional[int], Optional[str]]]
-                     ) -> tuple[dict[int, int], CoordinatorCopy]:
-    """(partition -> broker to load, what the copy holds) out of one row per `__transaction_state`
-    replica: (partition, broker, log_end_offset, checkpointed high watermark, copy gap).
+def coordinator_copy(replicas: Iterable[ReplicaEnd]) -> tuple[dict[int, int], CoordinatorCopy]:
+    """(partition -> broker to load, what the copy holds) out of one ReplicaEnd per
+    `__transaction_state` replica.
 
-    The replica chosen (choose_replicas: the furthest log end) is whole when nothing of its own
-    says otherwise and its log reaches every high watermark a replica of the partition has
-    checkpointed: a high watermark is an offset every in-sync replica had."""
-    rows = list(replicas)
-    chosen = choose_replicas((p, b, end) for p, b, end, _, _ in rows)
+    The replica chosen (choose_replicas) is whole when nothing of its own says otherwise and
+    its log reaches every high watermark a replica of the partition has checkpointed: a high
+    watermark is an offset every in-sync replica had."""
+    rows = [ReplicaEnd(*r) for r in replicas]
+    chosen = choose_replicas(rows)
     highest: dict[int, int] = {}
-    for p, _, _, hw, _ in rows:
-        if hw is not None:
-            highest[p] = max(highest.get(p, hw), hw)
+    for r in rows:
+        if r.checkpointed_high_watermark is not None:
+            highest[r.partition] = max(highest.get(r.partition, r.checkpointed_high_watermark),
+                                       r.checkpointed_high_watermark)
     gaps = []
-    for p, b, end, _, gap in sorted(rows):
+    for p, b, end, _, gap, _ in sorted(rows):
         if chosen.get(p) != b:
             continue
         if gap is None and highest.get(p, end) > end:
@@ -199,7 +222,7 @@ def coordinator_copy(replicas: Iterable[tuple[int, int, int, Optional[int], Opti
                    f"replica checkpointed")
         if gap is not None:
             gaps.append((p, f"broker {b}: {gap}"))
-    return chosen, CoordinatorCopy(frozenset(chosen), None, tuple(gaps), frozenset((p, b) for p, b, *_ in rows))
+    return chosen, CoordinatorCopy(frozenset(chosen), None, tuple(gaps), frozenset((r.partition, r.broker) for r in rows))
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,9 @@ from tests.scan.test_jbod_fixture import assert_the_forgotten_disk_withholds_han
 from tests.scan.test_leader_absent import AS_OF as LEADERLESS_AS_OF  # noqa: E402
 from tests.scan.test_leader_absent import REPLICA as LEADERLESS  # noqa: E402
 from tests.scan.test_leader_absent import lone_follower_copy  # noqa: E402
+from tests.scan.test_stale_coordinator import AS_OF as STALE_AS_OF  # noqa: E402
+from tests.scan.test_stale_coordinator import LIVE  # noqa: E402
+from tests.scan.test_stale_coordinator import stale_copy as stale_coordinator_copy  # noqa: E402
 from tests.spark import local_session  # noqa: E402
 
 HANGING = Path(__file__).resolve().parents[2] / "fixtures" / "hanging"
@@ -139,3 +142,22 @@ def test_two_histories_withhold_the_partition_s_verdicts(spark, tmp_path):
         assertDataFrameEqual(frame, _expected(spark, want[name], schema))
         got[name] = [r.asDict(recursive=True) for r in frame.collect()]
     assert_withheld(got, 1)
+
+
+def test_a_former_coordinator_s_unreplicated_tail_is_not_read(spark, tmp_path):
+    """The Spark job on the hanging cluster whose `__transaction_state-0` follower holds a former
+    leader's tail past the new leader epoch (tests/scan/test_stale_coordinator.py): the driver
+    picks the replica to load by the leader epochs the decode tasks tally, as the local executor
+    does, and every table equals the local one: hang-ongoing-0 live, no plan."""
+    copy = stale_coordinator_copy(tmp_path, new_epoch=True)
+    want = local_scan([copy], as_of_ms=STALE_AS_OF).tables
+    output = str(tmp_path / "tables")
+    spark_scan.run(spark, [copy], output, scan_id="stale", as_of_ms=STALE_AS_OF)
+    for name in COMPARED:
+        schema = R.TABLES[name]
+        assertDataFrameEqual(_rows(spark, output, name, "stale").select(*schema.names),
+                             _expected(spark, want[name], schema))
+    on_live = (F.col("topic") == LIVE[0]) & (F.col("partition") == LIVE[1])
+    assert {r.reason for r in _rows(spark, output, "hanging_candidates", "stale").where(on_live).collect()} == \
+        {"coordinator_ongoing"}
+    assert _rows(spark, output, "abort_plans", "stale").where(on_live).count() == 0

@@ -174,6 +174,18 @@ def test_replica_choice_is_furthest_log_end_then_lowest_broker():
     assert not is_complete([0, 1], 3) and is_complete([0, 1, 2], 3) and not is_complete([], 0)
 
 
+def test_a_replica_left_behind_by_a_newer_leader_epoch_is_not_chosen_however_far_it_reaches():
+    """A former leader's unreplicated tail (epoch 4) past where the new leader (epoch 5) took
+    over: Kafka truncates it when it fetches again, so the furthest log is not the history."""
+    stale, leader, follower = (0, 1, 12, None, None, 4), (0, 2, 10, None, None, 5), (0, 3, 9, None, None, 5)
+    assert choose_replicas([stale, leader, follower]) == {0: 2}
+    # a follower of the new epoch reaching further than the leader's copy (copied later) wins
+    assert choose_replicas([stale, leader, (0, 3, 11, None, None, 5)]) == {0: 3}
+    # an epoch the copy does not show (no leader-epoch-checkpoint) competes by log end
+    assert choose_replicas([stale, leader, (0, 3, 13, None, None, None)]) == {0: 3}
+    assert choose_replicas([stale]) == {0: 1}
+
+
 def test_partition_counts_follow_creation_and_removal():
     events = [ev(0, P.TOPIC, name="__transaction_state"), ev(1, P.PARTITION, partition=0, leader=0),
               ev(2, P.PARTITION, partition=2, leader=1, ts=300), ev(3, P.TOPIC, tid="T2", name="x"),
