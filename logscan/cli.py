@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import sys
 
 import click
@@ -782,9 +783,11 @@ def _run_statements(runner, todo, warn, allow_writes, fmt, limit) -> None:
     try:
         with _spark_errors():   # a store that refuses a table as it is opened: one sentence, exit 3
             warn()
-            if todo is None:
+            if todo is None and sys.stdin.isatty():   # a prompt; piped statements run without a word
                 print(f"tables: {', '.join(runner.names)}; end statements with ';', \\q to quit", file=sys.stderr)
-                todo = statements(_prompt_lines() if sys.stdin.isatty() else sys.stdin)
+                todo = statements(_prompt_lines())
+            elif todo is None:
+                todo = statements(sys.stdin)
             for statement in todo:
                 try:
                     if not allow_writes:
@@ -904,6 +907,9 @@ def report_command(tables_dir, fmt, out_path, scan_id) -> None:
     from logscan.sql.delta import TablesError
 
     _check_stores([tables_dir])
+    out_path = out_path or f"logscan-report.{fmt}"
+    if out_path != "-":
+        _check_writable(Path(out_path))   # before the tables are read, not after
     try:
         with _spark_errors():   # a store that refuses: one sentence, exit 3
             data = load(tables_dir, scan_id)
@@ -913,10 +919,25 @@ def report_command(tables_dir, fmt, out_path, scan_id) -> None:
     if out_path == "-":
         sys.stdout.write(document)
         return
-    out_path = out_path or f"logscan-report.{fmt}"
-    Path(out_path).write_text(document, encoding="utf-8")
+    try:
+        Path(out_path).write_text(document, encoding="utf-8")
+    except OSError as e:
+        raise click.UsageError(f"--out {shlex.quote(out_path)}: cannot write it: {e.strerror or e}") from None
     print(f"wrote {out_path}: scan {data['scan_id']}, {len(data['candidates'])} candidates, "
           f"{len(data['partitions'])} partitions drawn")
+
+
+def _check_writable(path) -> None:
+    """A usage error (exit 2, one line) when ``path`` cannot be written: its folder missing or
+    not a folder, or the path a folder."""
+    folder = path.parent
+    if path.is_dir():
+        raise click.UsageError(f"--out {shlex.quote(str(path))} is a folder: give a file name in it")
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist (create it first)"
+        raise click.UsageError(f"--out {shlex.quote(str(path))}: its folder {shlex.quote(str(folder))} {what}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise click.UsageError(f"--out {shlex.quote(str(path))}: not writable by this user")
 
 
 DIFF_HELP = """What changed between two scans of the same cluster written into one tables DIR.

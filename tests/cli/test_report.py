@@ -124,6 +124,19 @@ def test_missing_tables_is_a_usage_error(tmp_path):
     assert res.exit_code == 2 and "no such folder" in res.output
 
 
+def test_an_out_path_that_cannot_be_written_is_a_usage_error_before_the_tables_are_read(tables, tmp_path):
+    """--out in a missing folder, or naming a folder: one line naming it, exit 2 (issue 34: it
+    was a traceback after the tables were read)."""
+    for out, says in ((tmp_path / "missing-dir" / "r.html", "does not exist (create it first)"),
+                      (tmp_path, "is a folder")):
+        res = CliRunner().invoke(main, ["report", "--tables", str(tables), "--out", str(out)])
+        assert res.exit_code == 2 and says in res.output and "Traceback" not in res.output, res.output
+    # checked first: a wrong --out with wrong tables names the --out
+    res = CliRunner().invoke(main, ["report", "--tables", str(tmp_path / "nope"),
+                                    "--out", str(tmp_path / "missing-dir" / "r.html")])
+    assert res.exit_code == 2 and "missing-dir" in res.output
+
+
 def test_unknown_scan_id_says_how_to_list_them(tables, tmp_path):
     res = CliRunner().invoke(main, ["report", "--tables", str(tables), "--scan-id", "nope",
                                     "--out", str(tmp_path / "r.html")])

@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import os
+import pty
 import re
 import signal
 import subprocess
@@ -179,12 +180,24 @@ def test_errors_are_one_sentence(tables, tmp_path):
 
 
 def test_ctrl_c_at_the_prompt_exits_130_without_a_traceback(tables):
-    proc = subprocess.Popen([sys.executable, "-m", "logscan.cli", "sql", "--tables", str(tables)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr.readline().startswith("tables: ")   # waiting for a statement now
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    terminal, prompt_side = pty.openpty()   # a person at the prompt: stdin is a terminal
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "logscan.cli", "sql", "--tables", str(tables)],
+                                stdin=prompt_side, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr.readline().startswith("tables: ")   # waiting for a statement now
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        os.close(terminal)
+        os.close(prompt_side)
     assert proc.returncode == 130 and "Traceback" not in err, err
+
+
+def test_piped_statements_print_no_prompt_banner(tables):
+    proc = subprocess.run([sys.executable, "-m", "logscan.cli", "sql", "--tables", str(tables)],
+                          input="SELECT 1 AS one;\n", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "one" in proc.stdout
+    assert proc.stderr == "", proc.stderr
 
 
 # --- the statement splitter and the read-only check --------------------------------------------
