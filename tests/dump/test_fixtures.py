@@ -24,6 +24,8 @@ from click.testing import CliRunner
 from logscan.cli import main
 from logscan.dump.versions import RELEASES
 
+from tests.killed_fixtures import KILLED_CLUSTERS
+
 from .kafkatool import logscan_kafka_stderr_lines
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -54,7 +56,9 @@ def _default_args(rel: str) -> list[str]:
 
 def _cases():
     cases = []
-    for cluster in sorted(p for p in FIXTURES.glob("*") if (p / "truth" / "dump").is_dir()):
+    # the SIGKILLed-broker clusters of 3.9.2 and 4.4.0 from their restored copies (their
+    # stored metadata-log indexes lack the zero tail kafka-dump-log read)
+    for cluster in sorted(p for p in FIXTURES.glob("*") if (p / "truth" / "dump").is_dir()) + KILLED_CLUSTERS:
         truth_json = cluster / "truth" / "truth.json"
         truth = json.loads(truth_json.read_text()) if truth_json.exists() else {}
         dumps = truth.get("dumps", {})

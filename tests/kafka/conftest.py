@@ -6,12 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.killed_fixtures import KILLED_CLUSTERS
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def fixture_clusters() -> list[Path]:
-    """Every fixtures/<cluster>/ that carries a recorded truth.json."""
-    return sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json"))
+    """Every fixtures/<cluster>/ that carries a recorded truth.json, and the SIGKILLed-broker
+    clusters of fixtures/killed as restored for reading (tests/killed_fixtures.py)."""
+    return sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")) + KILLED_CLUSTERS
 
 
 def load_truth(cluster_dir: Path) -> dict:

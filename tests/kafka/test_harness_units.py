@@ -323,3 +323,34 @@ def test_a_jbod_cluster_has_two_log_dirs_per_node_copied_apart(tmp_path):
     assert copied_dirs(c) == {tmp_path.resolve() / "c" / f"node-{n}" / d: f"brokers/broker-{n}{suffix}"
                               for n in range(3) for d, suffix in (("data", ""), ("data-2", "-disk2"))}
     assert Cluster(tmp_path / "one").node_log_dirs[0] == [tmp_path.resolve() / "one" / "node-0" / "data"]
+
+
+def test_trim_stores_a_preallocated_file_small_and_restore_gives_its_bytes_back(tmp_path):
+    from tools.kafka.trimmed import LIMIT_BYTES, TrimError, restore, trim
+
+    part = tmp_path / "c" / "brokers" / "broker-0" / "__cluster_metadata-0"
+    part.mkdir(parents=True)
+    index = part / "00000000000000000000.index"
+    entries = (5).to_bytes(4, "big") + (4096).to_bytes(4, "big")
+    index.write_bytes(entries + bytes(10 * 1024 * 1024 - len(entries)))  # preallocated, as Kafka leaves it
+    log = part / "00000000000000000000.log"
+    log.write_bytes(b"\x01" * 1000)
+    manifest = trim(tmp_path / "c")
+    assert index.stat().st_size == len(entries) and log.stat().st_size == 1000
+    assert manifest["files"] == {"brokers/broker-0/__cluster_metadata-0/00000000000000000000.index": {
+        "size": 10 * 1024 * 1024, "stored_size": len(entries), "sha256": manifest["files"][
+            "brokers/broker-0/__cluster_metadata-0/00000000000000000000.index"]["sha256"]}}
+    copy = restore(tmp_path / "c", tmp_path / "work")
+    restored = copy / "brokers" / "broker-0" / "__cluster_metadata-0" / index.name
+    assert restored.read_bytes() == entries + bytes(10 * 1024 * 1024 - len(entries))
+    assert restore(tmp_path / "c", tmp_path / "work") == copy  # reused while unchanged
+    # a stored file that is not what was trimmed is refused, never restored into other bytes
+    index.write_bytes(b"\x00\x00\x00\x06" + entries[4:])
+    with pytest.raises(TrimError, match="SHA-256"):
+        restore(tmp_path / "c", tmp_path / "work2")
+    # a large file with data past the limit cannot be stored trimmed
+    big = tmp_path / "d" / "brokers" / "x.log"
+    big.parent.mkdir(parents=True)
+    big.write_bytes(b"\x01" * (LIMIT_BYTES + 1))
+    with pytest.raises(TrimError):
+        trim(tmp_path / "d")

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from logscan.cli import main
 from logscan.scan.local import scan
 from logscan.state import hanging
+from tests.killed_fixtures import KILLED_CLUSTERS
 
 ROOT = Path(__file__).resolve().parents[2]
 PENDING = ROOT / "fixtures" / "pending"
@@ -61,6 +62,31 @@ def test_a_prepare_record_older_than_the_limit_is_stuck_not_pending():
     out = CliRunner().invoke(main, ["scan", str(PENDING / "brokers"), "--as-of", str(later), "--no-progress"])
     # The summary counts transactions (each once, whichever replicas judge it so): the two Prepare records.
     assert "coordinator_stuck_preparing (unknown): 2" in out.output, out.output
+
+
+@pytest.mark.parametrize("root", KILLED_CLUSTERS, ids=[c.name for c in KILLED_CLUSTERS])
+def test_stuck_preparing_on_the_killed_clusters_of_3_9_and_4_4(root):
+    """The same scenario on Kafka 3.9.2 (transaction.version 0) and 4.4.0 (fixtures/killed): at
+    the recorded time (find-hanging listed nothing, describe showed PrepareCommit and
+    PrepareAbort) every replica of `pending`/0 says markers_pending; a minute past the max
+    transaction timeout after the newer Prepare* record, coordinator_stuck_preparing, and no
+    abort plan at either time."""
+    truth = json.loads((root / "truth" / "truth.json").read_text())
+    notes = truth["scenario_notes"]["killed_broker"]
+    assert {tid: d["TransactionState"] for tid, d in notes["describe"].items()} == {
+        "prepare-commit": "PrepareCommit", "prepare-abort": "PrepareAbort"}
+    assert all(r["rows"] == [] for r in truth["find_hanging"].values())
+    at_recording = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"])
+    assert _verdicts(at_recording)[("pending", 0)] == {(hanging.MARKERS_PENDING, False)}
+    assert at_recording.tables["abort_plans"] == []
+    prepared = {r["transactional_id"]: r for r in at_recording.tables["coordinator_state"]
+                if r["state"] in ("PrepareCommit", "PrepareAbort")}
+    assert {tid: r["state"] for tid, r in prepared.items()} == {
+        "prepare-commit": "PrepareCommit", "prepare-abort": "PrepareAbort"}
+    later = max(r["last_update_timestamp_ms"] for r in prepared.values()) + 16 * MINUTE
+    stuck = scan([root / "brokers"], as_of_ms=later)
+    assert _verdicts(stuck)[("pending", 0)] == {(hanging.COORDINATOR_STUCK_PREPARING, None)}
+    assert stuck.tables["abort_plans"] == []
 
 
 def _prepare_ages(result) -> dict[int, int]:

@@ -30,10 +30,14 @@ from spark_jobs import source, tasks  # noqa: E402
 from logscan.scan.output import TAGS  # noqa: E402
 from spark_jobs.schemas import plain  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
+from tests.killed_fixtures import KILLED_CLUSTERS  # noqa: E402
 from tests.spark import local_session  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-CLUSTERS = sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json"))
+# with the SIGKILLed-broker clusters of 3.9.2 and 4.4.0, restored (tests/killed_fixtures.py)
+CLUSTERS = sorted([*(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")), *KILLED_CLUSTERS],
+                  key=lambda p: p.name)
+ROOTS = {c.name: c for c in CLUSTERS}  # scan_id -> the cluster's folder
 #: Tables a fixture cluster always has rows in.
 NEVER_EMPTY = {"files", "batches", "txn_log", "coordinator_state", "producer_snapshots", "producer_state",
                "txn_spans", "partition_state"}
@@ -112,7 +116,7 @@ def test_every_batch_and_segment_is_accounted_for(spark, output, cluster):
 
 def test_leaders_equal_kafka_topics_describe(spark, output, cluster):
     scan_id, _, _ = cluster
-    truth = json.loads((FIXTURES / scan_id / "truth" / "truth.json").read_text())
+    truth = json.loads((ROOTS[scan_id] / "truth" / "truth.json").read_text())
     leaders = {(r.topic, r.partition): r.broker
                for r in table(spark, output, "partition_state", scan_id).where("is_leader").collect()}
     assert {(p["topic"], p["partition"]): p["leader"] for p in truth["partitions"]}.items() <= leaders.items()
@@ -148,7 +152,7 @@ def test_rerun_split_into_byte_ranges_replaces_the_scan_with_the_same_rows(spark
     scan_id, _, want = cluster
     if scan_id != CLUSTERS[-1].name:
         pytest.skip("one re-run is enough (of the last cluster, so other scans are in the tables)")
-    root = FIXTURES / scan_id
+    root = ROOTS[scan_id]
     listing = spark_scan.list_inputs([root / "brokers"], split_bytes=256)
     assert sum(u["ranges"] > 1 for u in listing.units) > 50
     others = spark.read.format("delta").load(f"{output}/partition_state").where(F.col("scan_id") != scan_id).count()

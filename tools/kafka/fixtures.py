@@ -193,6 +193,14 @@ Because the copy follows a clean stop, active segments' indexes are trimmed (but
 leaves `__cluster_metadata-0`'s at their preallocated 10 MiB, zeros after the entries), every
 partition has the producer snapshot written at shutdown and each log dir has
 `.kafka_cleanshutdown`.
+`fixtures/killed/` (tools/kafka/killed.py, its own README) holds clusters of Kafka 3.9.2 and
+4.4.0 with a broker killed by SIGKILL, as `pending` has on 4.1.1. The metadata log's
+`.index`/`.timeindex` are preallocated to 10 MiB whatever the broker's
+`log.index.size.max.bytes` (the metadata log's LogConfig keeps LogConfig's default
+`segment.index.bytes`), so there every file over 256 KiB is stored trimmed to its last non-zero
+byte, `trimmed.json` giving its real size and SHA-256: read them only through
+`tools.kafka.trimmed.restore`, which copies the cluster under `.work` and gives the zeros back
+(`os.truncate`); tests do so through tests/killed_fixtures.py.
 Kafka 3.9.2 (`kafka-3.9`) runs at transaction.version 0: its levels 1 and 2 need metadata
 version 4.0-IV0, which 3.9.2's `kafka-storage format` refuses, so every marker there carries
 the data's epoch and `__transaction_state` values are version 0; its kafka-dump-log is the
