@@ -53,6 +53,9 @@ INIT_PRODUCER_ID_VERSION = 4
 ADD_PARTITIONS_TO_TXN_VERSION = 3
 PRODUCE_VERSION = 9
 END_TXN_VERSION = 3
+# EndTxn 5+ is KIP-890 part 2's (TransactionCoordinator: the request's version picks the
+# client's transaction version): what a TV2 client sends, for the scenarios that need one.
+END_TXN_TV2_VERSION = 5
 
 COORDINATOR_TYPE_TRANSACTION = 1
 NO_PRODUCER_ID = -1
@@ -313,10 +316,15 @@ class RawClient:
             for p in topic.results_by_partition:
                 _check("AddPartitionsToTxn", p.partition_error_code, f"{topic.name}-{p.partition_index}")
 
-    def end_txn(self, transactional_id: str, producer: ProducerIdAndEpoch, committed: bool) -> None:
-        _retrying(lambda: self._end_txn(transactional_id, producer, committed))
+    def end_txn(self, transactional_id: str, producer: ProducerIdAndEpoch, committed: bool,
+                version: int = END_TXN_VERSION) -> ProducerIdAndEpoch | None:
+        """EndTxn. ``version=END_TXN_TV2_VERSION`` asks for KIP-890 part 2 (transaction.version
+        2): the coordinator bumps the epoch, writes the markers with it and answers the
+        producer id and epoch to use next (returned); older versions return None."""
+        return _retrying(lambda: self._end_txn(transactional_id, producer, committed, version))
 
-    def _end_txn(self, transactional_id: str, producer: ProducerIdAndEpoch, committed: bool) -> None:
+    def _end_txn(self, transactional_id: str, producer: ProducerIdAndEpoch, committed: bool,
+                 version: int = END_TXN_VERSION) -> ProducerIdAndEpoch | None:
         req = EndTxnRequest(
             transactional_id=transactional_id,
             producer_id=producer.producer_id,
@@ -324,8 +332,11 @@ class RawClient:
             committed=committed,
         )
         node = self.find_transaction_coordinator(transactional_id)
-        resp = self._conn(node).send(req, END_TXN_VERSION, EndTxnResponse)
+        resp = self._conn(node).send(req, version, EndTxnResponse)
         _check("EndTxn", resp.error_code, transactional_id)
+        if version >= END_TXN_TV2_VERSION:
+            return ProducerIdAndEpoch(resp.producer_id, resp.producer_epoch)
+        return None
 
     def produce_transactional(self, transactional_id: str | None, producer: ProducerIdAndEpoch,
                               topic: str, partition: int, values: list[bytes], timestamp_ms: int,

@@ -82,7 +82,7 @@ CLUSTERS[JBOD_CLUSTER] = ClusterSpec(
     broker_config={"transaction.partition.verification.enable": "false"})
 SCENARIOS: dict[str, Scenario] = {}
 SCENARIO_MODULES = ["tools.kafka.scenarios", "tools.kafka.hanging", "tools.kafka.groups", "tools.kafka.retention",
-                    "tools.kafka.tiered"]
+                    "tools.kafka.tiered", "tools.kafka.epochs"]
 
 
 def scenario(name: str, clusters: tuple[str, ...] = ("tv1", "tv2")):
