@@ -168,6 +168,23 @@ def _with_record(txn: OpenTxn, rec: TxnLogRecord, as_of_ms: Optional[int] = None
     where = f"coordinator record of {tid!r} at __transaction_state-{rec.coordinator_partition} offset {rec.offset}"
     state = f"{rec.state} at epoch {rec.producer_epoch}"
     listed = (txn.topic, txn.partition) in rec.partitions
+    if rec.state in PREPARING and listed and txn.producer_epoch > rec.producer_epoch:
+        # The coordinator's markers carry the Prepare* record's epoch (with KIP-890 TV2 the
+        # bumped one, e+1), and this partition holds the producer at a higher epoch: its leader
+        # refuses them (ProducerAppendInfo.checkProducerEpoch, INVALID_PRODUCER_EPOCH, on every
+        # release: 4.4.0 also refuses a TV2 marker equal to it) and the coordinator cancels them
+        # for good (TransactionMarkerRequestCompletionHandler: "permanently failed"; it sends
+        # them again only when it loads the partition again, to the same refusal). Shown on the
+        # real marker-epochs cluster: PrepareCommit forever, at once, whatever its age.
+        return Verdict(COORDINATOR_STUCK_PREPARING, None,
+                       f"{where} is {state} and lists {txn.topic}-{txn.partition}, but this partition holds "
+                       f"producer {txn.producer_id} at epoch {txn.producer_epoch}, above the epoch of the "
+                       f"coordinator's markers ({rec.producer_epoch}): the partition leader refuses them "
+                       f"(INVALID_PRODUCER_EPOCH) and the coordinator has stopped sending them, so it stays "
+                       f"{rec.state}. The transaction is decided: never abort this partition by hand. Epoch "
+                       f"{txn.producer_epoch} is not one this record gave: check the producer that wrote it, and the "
+                       f"coordinator of __transaction_state-{rec.coordinator_partition} (its log names the refused "
+                       f"marker)", tid)
     if rec.state in PREPARING and listed:
         # The persisted Prepare* record lists every partition of the transaction; which
         # markers are already written is only in the coordinator's memory. Never abort here.

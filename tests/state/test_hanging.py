@@ -228,3 +228,17 @@ def test_ongoing_with_the_partition_is_not_hanging():
 def test_prepare_states_are_never_hanging(state):
     v = verdict([rec(0, "Ongoing"), rec(1, state, epoch=3)])
     assert (v.reason, v.hanging) == (h.MARKERS_PENDING, False)
+
+
+@pytest.mark.parametrize("state", ["PrepareCommit", "PrepareAbort"])
+def test_a_prepare_record_below_the_partitions_epoch_is_stuck_at_once(state):
+    # The markers carry the record's epoch; a partition holding the producer at a higher one
+    # refuses them (INVALID_PRODUCER_EPOCH) and the coordinator stops for good: stuck however
+    # young the record (the real case: tests/scan/test_tv2_epochs.py).
+    v = verdict([rec(0, state, epoch=1, last_update_timestamp_ms=999)])
+    assert (v.reason, v.hanging) == (h.COORDINATOR_STUCK_PREPARING, None)
+    assert "epoch 2, above the epoch of the coordinator's markers (1)" in v.evidence
+    # A TV2 record at the data's epoch + 1, or TV1's at the data's epoch: the markers land.
+    for epoch in (2, 3):
+        v = verdict([rec(0, state, epoch=epoch, last_update_timestamp_ms=999)])
+        assert (v.reason, v.hanging) == (h.MARKERS_PENDING, False), epoch
