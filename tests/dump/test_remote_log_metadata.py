@@ -74,6 +74,21 @@ def test_the_decoder_prints_the_tiered_clusters_upload_records(version):
 
 
 @pytest.mark.skipif(not TIERED.is_file(), reason="no tiered fixture cluster")
+def test_the_tiered_clusters_truth_was_recorded_with_the_decoder():
+    """The tiered cluster's dumps of its __remote_log_metadata segments are 4.1.1's
+    kafka-dump-log with --remote-log-metadata-decoder (``python -m tools.kafka.fixtures --only
+    tiered --redump __remote_log_metadata-``), so tests/dump/test_fixtures.py holds logscan's
+    decoded text to the release's own on every one of them."""
+    truth = json.loads((FIXTURES / "tiered" / "truth" / "truth.json").read_text())
+    segments = {rel: d for rel, d in truth["dumps"].items()
+                if "/__remote_log_metadata-" in rel and rel.endswith(".log")}
+    assert len(segments) == 9 and all(d["args"] == DECODE and d["exit_code"] == 0 for d in segments.values())
+    dumps = FIXTURES / "tiered" / "truth" / "dump"
+    assert _payloads((dumps / TIERED.relative_to(FIXTURES / "tiered" / "brokers")).with_suffix(".log.txt")
+                     .read_text()) == FIXTURE_PAYLOADS
+
+
+@pytest.mark.skipif(not TIERED.is_file(), reason="no tiered fixture cluster")
 def test_a_remote_log_metadata_folder_is_decoded_automatically():
     assert _payloads(run(str(TIERED)).stdout) == FIXTURE_PAYLOADS
     assert "payload" not in run("--no-auto-decoder", str(TIERED)).stdout

@@ -364,8 +364,10 @@ class Cluster:
     def __init__(self, workdir, nodes: int = 3, transaction_version: int = 2,
                  broker_config: dict | None = None, libs: Path | None = None,
                  log_level: str = "INFO", kafka_version: str = DEFAULT_KAFKA_VERSION,
-                 log_dirs_per_node: int = 1):
+                 log_dirs_per_node: int = 1, features: dict | None = None):
         self.workdir = Path(workdir).resolve()
+        # finalized features to format with besides transaction.version (e.g. share.version)
+        self.features = dict(features or {})
         self.nodes = nodes
         self.log_dirs_per_node = log_dirs_per_node
         self.transaction_version = transaction_version
@@ -442,6 +444,8 @@ class Cluster:
             d = self.node_dir(i)
             args = ["format", "--config", d / "server.properties", "--cluster-id", self.cluster_id,
                     "--feature", f"transaction.version={self.transaction_version}"]
+            for name, level in self.features.items():
+                args += ["--feature", f"{name}={level}"]
             cmd = _java(tool_class("kafka-storage", self.libs), args, jvm_opts=TOOL_JVM_OPTS,
                         log4j=d / "log4j2.properties", libs=self.libs)
             procs.append((i, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -64,10 +64,12 @@ def dump_args(rel: Path) -> list[str] | None:
     return []
 
 
-def dump_all(brokers_dir: Path, dump_dir: Path, libs: Path = LIBS) -> dict:
-    """kafka-dump-log (of the release in ``libs``) on every dumpable copied file; stdout,
-    stderr and exit code per file."""
-    files = sorted(p for p in brokers_dir.rglob("*") if p.is_file())
+def dump_all(brokers_dir: Path, dump_dir: Path, libs: Path = LIBS, only: str | None = None) -> dict:
+    """kafka-dump-log (of the release in ``libs``) on every dumpable copied file (with
+    ``only``: on those whose partition folder starts with it); stdout, stderr and exit code
+    per file."""
+    files = sorted(p for p in brokers_dir.rglob("*") if p.is_file()
+                   and (only is None or p.parent.name.startswith(only)))
     todo = [(f, dump_args(f.relative_to(brokers_dir))) for f in files]
     todo = [(f, a) for f, a in todo if a is not None]
     runs = run_java_tools([("kafka-dump-log", [*args, "--files", f]) for f, args in todo], libs=libs)
@@ -82,6 +84,23 @@ def dump_all(brokers_dir: Path, dump_dir: Path, libs: Path = LIBS) -> dict:
         (dump_dir / rel.parent / (rel.name + ".stderr.txt")).write_text(err)
         result[str(rel)] = {"args": args, "exit_code": cp.returncode}
     return result
+
+
+def redump(cluster_out: Path, only: str) -> dict:
+    """Record again the dumps of a built fixture's files whose partition folder starts with
+    ``only`` (e.g. ``__remote_log_metadata-``), with today's :func:`dump_args` and the
+    kafka-dump-log of the release that wrote them (truth.json ``kafka_version``); truth.json's
+    ``dumps`` entries are replaced and ``redumped`` says what and when. For truth recorded
+    before a decoder was passed: the files are the same, only the tool's arguments change."""
+    from tools.kafka.cluster import libs_for
+
+    truth_json = cluster_out / "truth" / "truth.json"
+    truth = json.loads(truth_json.read_text())
+    dumps = dump_all(cluster_out / "brokers", cluster_out / "truth" / "dump", libs_for(truth["kafka_version"]), only)
+    truth["dumps"].update(dumps)
+    truth.setdefault("redumped", {})[only] = {"files": len(dumps), "at_ms": int(time.time() * 1000)}
+    truth_json.write_text(json.dumps(truth, indent=1, sort_keys=True) + "\n")
+    return dumps
 
 
 def copied_dirs(cluster: Cluster) -> dict[Path, str]:
@@ -105,7 +124,7 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
     prepared = spec.prepare(work_root / name) if spec.prepare else {}
     cluster = (spec.cluster_class or Cluster)(work_root / name, transaction_version=spec.transaction_version,
                       broker_config={**spec.broker_config, **prepared}, kafka_version=kafka_version,
-                      log_dirs_per_node=spec.log_dirs)
+                      log_dirs_per_node=spec.log_dirs, features=spec.features)
     cluster.start()
     timings["start_s"] = round(cluster.start_seconds, 1)
     ctx = ScenarioContext(cluster)
@@ -141,6 +160,7 @@ def build_cluster(name: str, out_root: Path, work_root: Path,
         "kafka_version": cluster.kafka_version,
         "cluster_name": name,
         "broker_config": spec.broker_config,
+        "features": spec.features,
         "scenarios": ran,
         "copy": ctx.copy_mode or {"mode": "after_clean_stop", "method": "recursive copy of each node's log dir"},
         "brokers": {str(n): f"brokers/broker-{n}" for n in cluster.log_dirs},
@@ -185,9 +205,13 @@ node a scenario stopped earlier (`truth.json` `stopped_brokers`)
 was not asked by the per-broker tools and its log dir is copied as it was left.
 `truth/dump/<same path>.txt` is kafka-dump-log's stdout for every
 copied segment, index, time index, txn index, producer snapshot and metadata checkpoint
-(`--deep-iteration --print-data-log`, plus `--transaction-log-decoder`, `--offsets-decoder` or
-`--cluster-metadata-decoder` for internal topics; indexes plain), `.stderr.txt` its stderr,
-exit codes in `truth.json` `dumps`. Paths in dumps are relative to `brokers/`.
+(`--deep-iteration --print-data-log`, plus `--transaction-log-decoder`, `--offsets-decoder`,
+`--cluster-metadata-decoder`, `--remote-log-metadata-decoder` or `--share-group-state-decoder`
+for internal topics; indexes plain), `.stderr.txt` its stderr,
+exit codes in `truth.json` `dumps`. Paths in dumps are relative to `brokers/`. `tiered`'s
+`__remote_log_metadata` segments were dumped again with their decoder after the build
+(`python -m tools.kafka.fixtures --only tiered --redump __remote_log_metadata-`, the same
+release's tool; truth.json `redumped`).
 
 Because the copy follows a clean stop, active segments' indexes are trimmed (but Kafka 4.4.0
 leaves `__cluster_metadata-0`'s at their preallocated 10 MiB, zeros after the entries), every
@@ -249,7 +273,14 @@ def main(argv=None) -> int:
     ap.add_argument("--scenario", action="append")
     ap.add_argument("--kafka-version", help="the Kafka release of every cluster built "
                     "(default: each cluster's own, tools/kafka/scenarios.py CLUSTERS)")
+    ap.add_argument("--redump", metavar="PREFIX", help="do not build: record again the dumps of the "
+                    "--only clusters' files whose partition folder starts with PREFIX (e.g. "
+                    "__remote_log_metadata-), with the release's own kafka-dump-log")
     a = ap.parse_args(argv)
+    if a.redump:
+        for name in a.only or []:
+            print(f"{name}: {len(redump(Path(a.out) / name, a.redump))} files dumped again")
+        return 0
     load_scenario_modules()
     timings = {}
     for name in a.only or sorted(CLUSTERS):

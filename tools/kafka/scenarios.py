@@ -41,6 +41,9 @@ class ClusterSpec:
     # the harness's cluster class (None: tools.kafka.cluster.Cluster, KRaft); e.g.
     # tools.kafka.zookeeper.ZooKeeperCluster for a ZooKeeper-mode cluster
     cluster_class: Optional[type] = None
+    # finalized features formatted besides transaction.version (``--feature name=level``),
+    # e.g. share.version=1 on 4.1.1, whose share groups are off by default (tools.kafka.share)
+    features: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
