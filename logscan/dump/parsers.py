@@ -98,6 +98,9 @@ def internal_topic_parser(kind: str, errors: list, text=None, *, structured: boo
     if kind == "transaction":
         from logscan.format.txnlog import render_txnlog_key_payload
         return lambda r: render_txnlog_key_payload(r.key, r.value, r.offset, errors)
+    if kind == "offsets" and (text is not None or structured):
+        from .versions import text_of
+        return (text or text_of("4.1")).offsets_parser(errors, structured=structured)
     if kind == "offsets":
         from logscan.format.offsets import render_offsets_key_payload
         return lambda r: render_offsets_key_payload(r.key, r.value, r.offset, errors)

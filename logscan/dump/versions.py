@@ -24,7 +24,12 @@ clusters):
   * --remote-log-metadata-decoder on a record without a value prints the JVM's
     NullPointerException text, which names ``org.apache.kafka.common.record.internal.Record``;
   * --share-group-state-decoder reads the DeliveryCompleteCount tagged field (Kafka 4.2+) and
-    prints it where it is not -1.
+    prints it where it is not -1;
+  * --offsets-decoder reads the tagged fields 4.4.0 added to the group coordinator's records
+    (AssignmentTimestamp of the consumer, share and streams groups' target assignment metadata,
+    AssignmentEpochs of current member assignments, StreamsGroupMetadata's topology epochs and
+    last assignment configs: logscan.format.offsets.RECORD_TYPES_4_4) and prints each where it is
+    not its default (a real share group's ShareGroupTargetAssignmentMetadata, fixtures/trimmed/share-4.4).
 3.9 (3.9.2, the Scala tool, before the coordinator records were printed as JSON):
   * --transaction-log-decoder prints ``TransactionLog.formatRecordKeyAndValue``'s text
     (:func:`scala_transaction_log_text`), and dies on a record 4.1.1 reports as an error;
@@ -85,6 +90,9 @@ class Text:
     #: --share-group-state-decoder: None where the release's kafka-dump-log has no such option
     #: (3.9.2), else the share coordinator tables it reads ("4.1": without DeliveryCompleteCount)
     share_state_types: Optional[str] = "4.4"
+    #: --offsets-decoder: the group coordinator tables the release reads ("4.4": with the tagged
+    #: fields 4.4.0 added, logscan.format.offsets.RECORD_TYPES_4_4; "4.1": 4.1.1's)
+    offsets_types: str = "4.4"
 
     def transaction_parser(self, errors: list) -> Callable[[object], tuple]:
         from logscan.format.txnlog import render_txnlog_key_payload
@@ -115,6 +123,14 @@ class Text:
 
         types = RECORD_TYPES_4_1 if self.share_state_types == "4.1" and not structured else RECORD_TYPES
         return lambda r: render_share_state_key_payload(r.key, r.value, r.offset, errors, types=types)
+
+    def offsets_parser(self, errors: list, *, structured: bool = False) -> Callable[[object], tuple]:
+        """--offsets-decoder (a coordinator records' parser). ``structured`` (JSON, the same for
+        every release): 4.4.0's tables, which read every field a newer broker writes."""
+        from logscan.format.offsets import RECORD_TYPES, RECORD_TYPES_4_4, render_offsets_key_payload
+
+        types = RECORD_TYPES_4_4 if self.offsets_types == "4.4" or structured else RECORD_TYPES
+        return lambda r: render_offsets_key_payload(r.key, r.value, r.offset, errors, types=types)
 
     def metadata_parser(self, errors: list) -> Optional[Callable[[object], tuple]]:
         """The --cluster-metadata-decoder parser when the release reads fewer record types or
@@ -158,8 +174,8 @@ def metadata_text(value, offset: int, errors: list, known: dict) -> str:
 
 TEXTS = {
     "3.9": Text("3.9.2", transaction_status="scala", decodes_leader_change=False, metadata_types=METADATA_TYPES_3_9,
-                remote_txn_idx_empty=False, share_state_types=None),
-    "4.1": Text("4.1.1", share_state_types="4.1"),
+                remote_txn_idx_empty=False, share_state_types=None, offsets_types="4.1"),
+    "4.1": Text("4.1.1", share_state_types="4.1", offsets_types="4.1"),
     "4.4": Text("4.4.0", transaction_status="name", snapshot_trailing_space=False, gap_before_first_record=True,
                 java_end_of_run=True, legacy_crc_brace=False, payload_prefix=True,
                 record_class="org.apache.kafka.common.record.internal.Record"),

@@ -432,6 +432,52 @@ RECORD_TYPES = {
 GROUP_METADATA_TYPE = 2
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
+# Kafka 4.4.0's additions to these records (common/message of its kafka-group-coordinator jar,
+# compared with 4.1.1's), every one a tagged field, which 4.1.1's reader skips as an unknown tag
+# and its JSON never shows; 4.4.0's kafka-dump-log prints each where it is not its default (found
+# on the real share-4.4 cluster: ShareGroupTargetAssignmentMetadata with assignmentTimestamp).
+_ASSIGNMENT_TIMESTAMP = F("AssignmentTimestamp", "int64", "0+", tag=0, default=0)
+_ASSIGNMENT_EPOCHS = F("AssignmentEpochs", "[]int32", "0+", null="0+", tag=0, default=None)
+_STREAMS_GROUP_METADATA_4_4 = [
+    F("ValidatedTopologyEpoch", "int32", "0+", tag=0, default=-1),
+    F("LastAssignmentConfigs", "[]LastAssignmentConfig", "0+", null="0+", tag=1, default=None, fields=[
+        F("Key", "string", "0+"),
+        F("Value", "string", "0+"),
+    ]),
+    F("StoredDescriptionTopologyEpoch", "int32", "0+", tag=2, default=-1),
+    F("FailedDescriptionTopologyEpoch", "int32", "0+", tag=3, default=-1),
+]
+
+
+def _adding(schema, fields=(), structs=(), struct_fields=()):
+    """``schema`` with ``fields`` appended, and ``struct_fields`` appended to the structs of
+    its fields named in ``structs``."""
+    def grown(f):
+        if f.name not in structs:
+            return f
+        return F(f.name, f.type, "0+", fields=[*f.fields, *struct_fields])
+    return M(schema.name, "0", "0+", schema.api_key, [*(grown(f) for f in schema.fields), *fields])
+
+
+_TASKS = ("ActiveTasks", "StandbyTasks", "WarmupTasks", "ActiveTasksPendingRevocation",
+          "StandbyTasksPendingRevocation", "WarmupTasksPendingRevocation")
+#: The record types as Kafka 4.4.0 reads them (RECORD_TYPES: 4.1.1's).
+RECORD_TYPES_4_4 = {
+    **RECORD_TYPES,
+    6: (CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+        _adding(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, [_ASSIGNMENT_TIMESTAMP])),
+    8: (CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+        _adding(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, structs=("AssignedPartitions", "PartitionsPendingRevocation"),
+                struct_fields=[_ASSIGNMENT_EPOCHS])),
+    12: (SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+         _adding(SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, [_ASSIGNMENT_TIMESTAMP])),
+    17: (STREAMS_GROUP_METADATA_KEY, _adding(STREAMS_GROUP_METADATA_VALUE, _STREAMS_GROUP_METADATA_4_4)),
+    20: (STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+         _adding(STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE, [_ASSIGNMENT_TIMESTAMP])),
+    22: (STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+         _adding(STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE, structs=_TASKS, struct_fields=[_ASSIGNMENT_EPOCHS])),
+}
+
 
 def decode_offsets_record(key, value) -> CoordinatorRecord:
     """Decode one ``__consumer_offsets`` record (key and value messages); unknown record
@@ -465,12 +511,12 @@ def offsets_value_json(value) -> dict:
     return node
 
 
-def render_offsets_key_payload(key, value, offset: int, errors: list | None = None
+def render_offsets_key_payload(key, value, offset: int, errors: list | None = None, *, types=RECORD_TYPES
                                ) -> tuple[str | None, str | None]:
-    """Exactly what ``kafka-dump-log --offsets-decoder`` (4.1.1) prints after ``key: `` and
-    `` payload: `` (None = that part is not printed); the cause of an error text goes to
-    ``errors`` when given."""
-    return render_coordinator_record(RECORD_TYPES, key, value, offset, offsets_value_json,
+    """Exactly what ``kafka-dump-log --offsets-decoder`` prints after ``key: `` and `` payload: ``
+    (None = that part is not printed); ``types``: the release's tables (RECORD_TYPES: 4.1.1's,
+    RECORD_TYPES_4_4: 4.4.0's). The cause of an error text goes to ``errors`` when given."""
+    return render_coordinator_record(types, key, value, offset, offsets_value_json,
                                      errors=errors)
 
 
