@@ -1,5 +1,6 @@
-"""The SIGKILLed-broker clusters of Kafka 3.9.2 and 4.4.0 (fixtures/killed, tools/kafka/killed.py),
-restored for reading: their metadata-log indexes are stored without the preallocated zero
+"""The SIGKILLed-broker clusters of Kafka 3.9.2 and 4.4.0 (fixtures/killed, tools/kafka/killed.py)
+and the clusters of fixtures/trimmed (tools/kafka/trimmedclusters.py: marker-epochs on 4.4.0,
+share groups on 4.1.1 and 4.4.0), restored for reading: their metadata-log indexes are stored without the preallocated zero
 tail (fixtures/killed/README.md), so a test reads the copy tools.kafka.trimmed.restore makes
 under .work (made once, at import, reused while the stored fixture is unchanged), whose files
 are the broker's bytes again, never fixtures/killed itself."""
@@ -11,6 +12,7 @@ from tools.kafka.trimmed import restore
 
 REPO = Path(__file__).resolve().parents[1]
 STORED = REPO / "fixtures" / "killed"
+STORED_TRIMMED = REPO / "fixtures" / "trimmed"
 RESTORED = REPO / ".work" / "restored-fixtures"
 
 
@@ -20,4 +22,11 @@ def killed_clusters() -> list[Path]:
     return [restore(p.parent.parent, RESTORED) for p in sorted(STORED.glob("*/truth/truth.json"))]
 
 
+def trimmed_clusters() -> dict[str, Path]:
+    """Each cluster of fixtures/trimmed, restored, by name."""
+    return {p.parent.parent.name: restore(p.parent.parent, RESTORED)
+            for p in sorted(STORED_TRIMMED.glob("*/truth/truth.json"))}
+
+
 KILLED_CLUSTERS = killed_clusters()
+TRIMMED_CLUSTERS = trimmed_clusters()

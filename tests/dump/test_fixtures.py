@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from logscan.cli import main
 from logscan.dump.versions import RELEASES
 
-from tests.killed_fixtures import KILLED_CLUSTERS
+from tests.killed_fixtures import KILLED_CLUSTERS, TRIMMED_CLUSTERS
 
 from .kafkatool import logscan_kafka_stderr_lines
 
@@ -47,7 +47,9 @@ def _default_args(rel: str) -> list[str]:
         args = ["--deep-iteration", "--print-data-log"]
         for prefix, opt in (("__transaction_state-", "--transaction-log-decoder"),
                             ("__consumer_offsets-", "--offsets-decoder"),
-                            ("__cluster_metadata-", "--cluster-metadata-decoder")):
+                            ("__cluster_metadata-", "--cluster-metadata-decoder"),
+                            ("__remote_log_metadata-", "--remote-log-metadata-decoder"),
+                            ("__share_group_state-", "--share-group-state-decoder")):
             if part_dir.startswith(prefix):
                 args.append(opt)
         return args
@@ -56,9 +58,11 @@ def _default_args(rel: str) -> list[str]:
 
 def _cases():
     cases = []
-    # the SIGKILLed-broker clusters of 3.9.2 and 4.4.0 from their restored copies (their
-    # stored metadata-log indexes lack the zero tail kafka-dump-log read)
-    for cluster in sorted(p for p in FIXTURES.glob("*") if (p / "truth" / "dump").is_dir()) + KILLED_CLUSTERS:
+    # the SIGKILLed-broker clusters of 3.9.2 and 4.4.0 and fixtures/trimmed's clusters from
+    # their restored copies (their stored metadata-log indexes lack the zero tail
+    # kafka-dump-log read)
+    for cluster in (sorted(p for p in FIXTURES.glob("*") if (p / "truth" / "dump").is_dir()) + KILLED_CLUSTERS
+                    + list(TRIMMED_CLUSTERS.values())):
         truth_json = cluster / "truth" / "truth.json"
         truth = json.loads(truth_json.read_text()) if truth_json.exists() else {}
         dumps = truth.get("dumps", {})

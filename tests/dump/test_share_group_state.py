@@ -1,12 +1,16 @@
 """`logscan dump --share-group-state-decoder` (and the automatic decoder of
-``__share_group_state-N`` folders) against kafka-dump-log 4.1.1 and 4.4.0. No fixture cluster
-has share groups: the records are encoder-made (tests/format/test_sharestate.EDGE_RECORDS),
-written to tmp_path, and the real tool's text on them is the expected text. 3.9.2's tool has no
-such option."""
+``__share_group_state-N`` folders) against kafka-dump-log 4.1.1 and 4.4.0: on every
+``__share_group_state`` segment of the real share-group clusters (fixtures/trimmed/share-4.1 and
+share-4.4, tools/kafka/share.py: a share consumer of the same release accepted, released and
+rejected records, and the share coordinator wrote ShareSnapshot and ShareUpdate records), whose
+truth the release's own tool recorded; and on encoder-made records of every kind and every way
+the tool fails (tests/format/test_sharestate.EDGE_RECORDS), written to tmp_path, where the real
+tool's text on them is the expected text. 3.9.2's tool has no such option."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,9 +22,19 @@ from logscan.testing.encoder import Rec, encode_batch
 from tests.format.test_sharestate import EDGE_RECORDS, key, snapshot, update
 from tools.kafka.cluster import jars_present, libs_for, run_java_tools
 
+from tests.killed_fixtures import TRIMMED_CLUSTERS
+
 from .kafkatool import logscan_kafka_stderr_lines
 
 T0 = 1_700_000_000_000
+#: The real share-group clusters (restored copies), by release.
+SHARE_CLUSTERS = {json.loads((c / "truth" / "truth.json").read_text())["kafka_version"]: c
+                  for name, c in TRIMMED_CLUSTERS.items() if name.startswith("share-")}
+VERSION_OF = {release: version for version, release in RELEASES.items()}
+#: Every __share_group_state segment of those clusters, relative to their brokers/ folder.
+REAL_SEGMENTS = [pytest.param(release, str(p.relative_to(c / "brokers")), id=f"{c.name}/{p.relative_to(c / 'brokers')}")
+                 for release, c in sorted(SHARE_CLUSTERS.items())
+                 for p in sorted((c / "brokers").glob("*/__share_group_state-*/*.log"))]
 
 
 def run(*args):
@@ -32,6 +46,75 @@ def _segment(folder: Path, records) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(encode_batch([Rec(v, k, (), T0 + i)], base_offset=i) for i, (k, v) in enumerate(records)))
     return path
+
+
+def test_real_share_group_state_of_4_1_1_and_4_4_0():
+    assert sorted(SHARE_CLUSTERS) == ["4.1.1", "4.4.0"]
+    for release, cluster in SHARE_CLUSTERS.items():
+        truth = json.loads((cluster / "truth" / "truth.json").read_text())
+        segments = [rel for rel in truth["dumps"] if "/__share_group_state-" in rel and rel.endswith(".log")]
+        assert len(segments) == 9   # 3 partitions on 3 nodes
+        text = "".join((cluster / "truth" / "dump" / f"{rel}.txt").read_text() for rel in segments)
+        # ShareSnapshot (type 0) and ShareUpdate (type 1) records of the group, for both partitions
+        for kind in ("0", "1"):
+            for partition in (0, 1):
+                assert f'key: {{"type":"{kind}","data":{{"groupId":"share-g","topicId":' in text
+                assert re.search(f'key: {{"type":"{kind}","data":{{"groupId":"share-g","topicId":"[^"]+",'
+                                 f'"partition":{partition}}}}}', text), (release, kind, partition)
+        # 4.4.0's coordinator writes the tagged field Kafka 4.2 added, 4.1.1's does not
+        assert ('"deliveryCompleteCount":' in text) == (release == "4.4.0")
+
+
+@pytest.mark.skipif(not REAL_SEGMENTS, reason="no share-group fixture clusters")
+@pytest.mark.parametrize("release,rel", REAL_SEGMENTS)
+def test_real_segments_as_the_releases_kafka_dump_log_printed_them(release, rel, monkeypatch):
+    cluster = SHARE_CLUSTERS[release]
+    truth = json.loads((cluster / "truth" / "truth.json").read_text())["dumps"][rel]
+    assert truth["args"][-1] == "--share-group-state-decoder" and truth["exit_code"] == 0
+    monkeypatch.chdir(cluster / "brokers")
+    want = (cluster / "truth" / "dump" / f"{rel}.txt").read_bytes().decode("utf-8")
+    ours = run("--kafka-version", VERSION_OF[release], *truth["args"], "--files", rel)
+    assert ours.exit_code == 0, ours.stderr
+    assert ours.stdout == want
+    # a FILE in a __share_group_state-N folder gets the decoder without the option
+    assert run("--kafka-version", VERSION_OF[release], rel).stdout == want
+
+
+@pytest.mark.parametrize("release", ["4.1.1", "4.4.0"])
+def test_the_state_logscan_reads_is_what_the_share_consumer_acknowledged(release, monkeypatch):
+    """Folding the leader's ShareSnapshot/ShareUpdate state batches in log order (as logscan's
+    JSON gives them) ends where the consumer's acknowledgements did: each REJECTed record
+    archived (deliveryState 4) after one delivery, each RELEASEd one acknowledged (2) on its
+    second delivery, every other acknowledged after one."""
+    cluster = SHARE_CLUSTERS[release]
+    truth = json.loads((cluster / "truth" / "truth.json").read_text())
+    notes = truth["scenario_notes"]["share_group"]
+    want = {}
+    for ack in notes["acks"]:
+        key_ = (ack["partition"], ack["offset"])
+        state = {"ACCEPT": 2, "REJECT": 4, "RELEASE": 0}[ack["type"].upper()]
+        want[key_] = (state, ack["delivery_count"])
+    assert {s for s, _ in want.values()} == {2, 4} and {c for _, c in want.values()} == {1, 2}
+    monkeypatch.chdir(cluster / "brokers")
+    got = {}
+    for path in sorted(Path(".").glob("broker-*/__share_group_state-*/*.log")):
+        if not path.parts[0] == f"broker-{_state_leader(truth, path.parent.name)}":
+            continue
+        for line in run("--format", "json", str(path)).stdout.splitlines():
+            rec = json.loads(line)
+            if rec["type"] != "record":
+                continue
+            partition = json.loads(rec["key"])["data"]["partition"]
+            for batch in json.loads(rec["payload"])["data"]["stateBatches"]:
+                for offset in range(batch["firstOffset"], batch["lastOffset"] + 1):
+                    got[(partition, offset)] = (batch["deliveryState"], batch["deliveryCount"])
+    assert got == want
+
+
+def _state_leader(truth: dict, folder: str) -> int:
+    topic, partition = folder.rsplit("-", 1)
+    [leader] = [p["leader"] for p in truth["partitions"] if (p["topic"], p["partition"]) == (topic, int(partition))]
+    return leader
 
 
 def test_a_share_group_state_folder_is_decoded_automatically(tmp_path):

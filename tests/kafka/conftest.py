@@ -6,15 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.killed_fixtures import KILLED_CLUSTERS
+from tests.killed_fixtures import KILLED_CLUSTERS, TRIMMED_CLUSTERS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def fixture_clusters() -> list[Path]:
     """Every fixtures/<cluster>/ that carries a recorded truth.json, and the SIGKILLed-broker
-    clusters of fixtures/killed as restored for reading (tests/killed_fixtures.py)."""
-    return sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")) + KILLED_CLUSTERS
+    clusters of fixtures/killed and the clusters of fixtures/trimmed as restored for reading
+    (tests/killed_fixtures.py)."""
+    return (sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")) + KILLED_CLUSTERS
+            + list(TRIMMED_CLUSTERS.values()))
 
 
 def load_truth(cluster_dir: Path) -> dict:

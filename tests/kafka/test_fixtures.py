@@ -10,6 +10,7 @@ import pytest
 from tests.kafka.conftest import FIXTURES, fixture_clusters, load_truth
 from tests.killed_fixtures import KILLED_CLUSTERS
 from tests.killed_fixtures import STORED as KILLED_STORED
+from tests.killed_fixtures import STORED_TRIMMED, TRIMMED_CLUSTERS
 from tools.kafka.fixtures import DUMPABLE, dump_args
 
 # a fixture copy must stay small enough to commit (the issue asks for a few MB in all): what
@@ -296,8 +297,11 @@ def test_readme_documents_every_recorded_scenario():
     assert "make fixtures" in readme
     for c in fixture_clusters():
         truth = load_truth(c)
-        # the killed-broker clusters (restored copies) are described in fixtures/killed/README.md
-        readme = (KILLED_STORED if c in KILLED_CLUSTERS else FIXTURES).joinpath("README.md").read_text()
+        # the killed-broker clusters (restored copies) are described in fixtures/killed/README.md,
+        # fixtures/trimmed's in its own
+        stored = (KILLED_STORED if c in KILLED_CLUSTERS
+                  else STORED_TRIMMED if c in TRIMMED_CLUSTERS.values() else FIXTURES)
+        readme = stored.joinpath("README.md").read_text()
         assert f"`{c.name}`: transaction.version={truth['transaction_version']}" in readme
         for name in truth["scenarios"]:
             assert f"### `{name}`" in readme, name

@@ -3,8 +3,8 @@
 Ground truth is recorded by tools/kafka (fixtures/<cluster>/truth/truth.json); nothing here
 is typed by hand. describe-producers per replica, the leader's read_committed end offset
 (LSO) and find-hanging must all come out of the copied files alone. The SIGKILLed-broker
-clusters of Kafka 3.9.2 and 4.4.0 (fixtures/killed) are held to the same, read from their
-restored copies (tests/killed_fixtures.py).
+clusters of Kafka 3.9.2 and 4.4.0 (fixtures/killed) and fixtures/trimmed's clusters are held to
+the same, read from their restored copies (tests/killed_fixtures.py).
 """
 
 import json
@@ -15,10 +15,11 @@ import pytest
 
 from logscan.scan.local import assess_partitions, scan
 from logscan.state.snapshots import CLEANED_PRODUCER
-from tests.killed_fixtures import KILLED_CLUSTERS
+from tests.killed_fixtures import KILLED_CLUSTERS, TRIMMED_CLUSTERS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-CLUSTERS = sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")) + KILLED_CLUSTERS
+CLUSTERS = (sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")) + KILLED_CLUSTERS
+            + list(TRIMMED_CLUSTERS.values()))
 
 
 def _none(text):

@@ -1,5 +1,6 @@
-"""KIP-890 part 2 (transaction.version 2) epochs on the real `marker-epochs` cluster (Kafka 4.1.1,
-tools/kafka/epochs.py): a TV2 EndTxn ends a transaction with an epoch bump (data at e, markers
+"""KIP-890 part 2 (transaction.version 2) epochs on the real `marker-epochs` clusters (Kafka 4.1.1,
+fixtures/marker-epochs, and 4.4.0, fixtures/trimmed/marker-epochs-4.4 read from its restored copy;
+tools/kafka/epochs.py): every test runs on both releases. A TV2 EndTxn ends a transaction with an epoch bump (data at e, markers
 and the coordinator's records at e+1), and the verdicts on what is left open are held to
 what the broker did, recorded live (truth.json scenario_notes, find-hanging, describe).
 
@@ -17,21 +18,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from click.testing import CliRunner
 
 from logscan.cli import main
 from logscan.scan.local import scan
 from logscan.state import hanging
+from tests.killed_fixtures import TRIMMED_CLUSTERS
 
-ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "marker-epochs"
-TRUTH = json.loads((ROOT / "truth" / "truth.json").read_text())
-LOST = TRUTH["scenario_notes"]["tv2_lost_marker"]
-REFUSED = TRUTH["scenario_notes"]["tv2_refused_marker"]
+ROOTS = [Path(__file__).resolve().parents[2] / "fixtures" / "marker-epochs", TRIMMED_CLUSTERS["marker-epochs-4.4"]]
 
 
-def _scan(**kw):
-    return scan([ROOT / "brokers"], as_of_ms=TRUTH["recorded_at_ms"], **kw)
+@pytest.fixture(params=ROOTS, ids=lambda p: p.name)
+def cluster(request):
+    root = request.param
+    truth = json.loads((root / "truth" / "truth.json").read_text())
+    return SimpleNamespace(root=root, truth=truth, lost=truth["scenario_notes"]["tv2_lost_marker"],
+                           refused=truth["scenario_notes"]["tv2_refused_marker"],
+                           scan=lambda **kw: scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"], **kw))
+
+
+def test_both_releases_are_here():
+    assert [json.loads((r / "truth" / "truth.json").read_text())["kafka_version"] for r in ROOTS] == ["4.1.1", "4.4.0"]
 
 
 def _verdicts(result, topic: str, partition: int) -> set:
@@ -39,7 +49,8 @@ def _verdicts(result, topic: str, partition: int) -> set:
             if (c["topic"], c["partition"]) == (topic, partition)}
 
 
-def test_the_cluster_ended_its_transactions_the_tv2_way():
+def test_the_cluster_ended_its_transactions_the_tv2_way(cluster):
+    TRUTH, LOST, REFUSED = cluster.truth, cluster.lost, cluster.refused
     assert TRUTH["transaction_version"] == 2
     # EndTxn (version 5) answered the bumped epoch, and the coordinator holds it
     assert LOST["bumped"] == {"producer_id": LOST["producer"]["producer_id"],
@@ -54,8 +65,9 @@ def test_the_cluster_ended_its_transactions_the_tv2_way():
                and f"producerEpoch={REFUSED['marker_epoch']}" in line for line in REFUSED["coordinator_log"])
 
 
-def test_the_bumped_marker_closes_the_added_partition_and_the_coordinator_record_is_at_e_plus_1():
-    result = _scan(keep_batches=True)
+def test_the_bumped_marker_closes_the_added_partition_and_the_coordinator_record_is_at_e_plus_1(cluster):
+    LOST = cluster.lost
+    result = cluster.scan(keep_batches=True)
     e = LOST["producer"]["producer_epoch"]
     pid = LOST["producer"]["producer_id"]
     batches = [(b["is_control"], b["producer_epoch"]) for b in result.tables["batches"]
@@ -69,8 +81,9 @@ def test_the_bumped_marker_closes_the_added_partition_and_the_coordinator_record
     assert record == ("CompleteCommit", e + 1)
 
 
-def test_the_lost_marker_leaves_a_hang_at_e_next_to_a_record_at_e_plus_1():
-    result = _scan()
+def test_the_lost_marker_leaves_a_hang_at_e_next_to_a_record_at_e_plus_1(cluster):
+    LOST = cluster.lost
+    result = cluster.scan()
     hung = LOST["hanging"]
     assert _verdicts(result, hung["topic"], hung["partition"]) == {
         (b, hanging.COORDINATOR_MOVED_ON, True) for b in range(3)}
@@ -85,8 +98,9 @@ def test_the_lost_marker_leaves_a_hang_at_e_next_to_a_record_at_e_plus_1():
         hung["partition"], hung["start_offset"], hung["producer_id"], hung["producer_epoch"])
 
 
-def test_a_marker_the_partition_refuses_is_stuck_at_once_and_never_aborted():
-    result = _scan()
+def test_a_marker_the_partition_refuses_is_stuck_at_once_and_never_aborted(cluster):
+    TRUTH, REFUSED = cluster.truth, cluster.refused
+    result = cluster.scan()
     assert _verdicts(result, REFUSED["topic"], 0) == {
         (b, hanging.COORDINATOR_STUCK_PREPARING, None) for b in range(3)}
     assert not [p for p in result.tables["abort_plans"] if p["topic"] == REFUSED["topic"]]
@@ -98,10 +112,34 @@ def test_a_marker_the_partition_refuses_is_stuck_at_once_and_never_aborted():
     assert (f"at epoch {REFUSED['ahead']['producer_epoch']}, above the epoch of the coordinator's markers "
             f"({REFUSED['marker_epoch']})") in text and "never abort this partition by hand" in text
     # however young the record: the limit does not matter for a refused marker
-    later = _scan(max_prepare_ms=10 ** 12)
+    later = cluster.scan(max_prepare_ms=10 ** 12)
     assert _verdicts(later, REFUSED["topic"], 0) == _verdicts(result, REFUSED["topic"], 0)
-    out = CliRunner().invoke(main, ["plan", str(ROOT / "brokers"), "--as-of", str(TRUTH["recorded_at_ms"]),
+    out = CliRunner().invoke(main, ["plan", str(cluster.root / "brokers"), "--as-of", str(TRUTH["recorded_at_ms"]),
                                     "--no-progress"])
     # exit 4: something hangs (tv2-lost/1, planned); nothing for the refused marker
     assert out.exit_code == 4 and "--topic tv2-lost" in out.output, out.output
     assert "--topic tv2-refused" not in out.output, out.output
+
+
+def test_a_marker_equal_to_the_partitions_epoch_refused_by_4_4_is_never_aborted():
+    """`tv2_equal_marker` (4.4.0 only): a buggy client wrote epoch e+1 inside its transaction,
+    the coordinator's TV2 PrepareCommit and COMMIT marker are at e+1 too, and 4.4.0's leader
+    refused the marker (InvalidProducerEpochException, "permanently failed"): PrepareCommit for
+    good. logscan keeps the age rule there (an equal epoch is also every TV1 transaction's normal
+    PrepareCommit, whose markers 4.1.1 and 4.4.0 accept): markers_pending while the record is
+    young, coordinator_stuck_preparing past --max-prepare-ms, and never an abort plan."""
+    root = ROOTS[1]
+    truth = json.loads((root / "truth" / "truth.json").read_text())
+    equal = truth["scenario_notes"]["tv2_equal_marker"]
+    assert equal["marker_epoch"] == equal["ahead"]["producer_epoch"] == equal["producer"]["producer_epoch"] + 1
+    assert (equal["describe"]["TransactionState"], equal["describe"]["TopicPartitions"]) == (
+        "PrepareCommit", f"{equal['topic']}-0")
+    assert any("permanently failed" in line and "InvalidProducerEpochException" in line
+               and f"producerEpoch={equal['marker_epoch']}" in line for line in equal["coordinator_log"])
+    assert equal["end_offsets"]["last_stable_offset"] == equal["data"]["base_offset"]
+    young = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"])
+    old = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"], max_prepare_ms=1000)
+    for result, reason in ((young, hanging.MARKERS_PENDING), (old, hanging.COORDINATOR_STUCK_PREPARING)):
+        assert {(c["reason"], c["producer_epoch"]) for c in result.tables["hanging_candidates"]
+                if c["topic"] == equal["topic"]} == {(reason, equal["marker_epoch"])}
+        assert not [p for p in result.tables["abort_plans"] if p["topic"] == equal["topic"]]

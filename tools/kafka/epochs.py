@@ -35,6 +35,7 @@ CLUSTERS.setdefault(EPOCHS_CLUSTER, ClusterSpec(
     transaction_version=2, broker_config={"transaction.partition.verification.enable": "false"}))
 LOST_TOPIC = "tv2-lost"
 REFUSED_TOPIC = "tv2-refused"
+EQUAL_TOPIC = "tv2-equal"
 # How long the refused marker is watched: the coordinator retries a retriable marker error at
 # once (its send thread), so a PrepareCommit still there after this has stopped for good.
 REFUSED_WATCH_S = 10
@@ -132,3 +133,37 @@ def _broker_log_lines(cluster, needle: str) -> list[str]:
             lines += [f"node {node}: " + line.split("] ", 1)[-1] for line in log.read_text(errors="replace").splitlines()
                       if needle in line]
     return lines
+
+
+def tv2_equal_marker(ctx: ScenarioContext) -> None:
+    """Topic ``tv2-equal`` (1 partition): as ``tv2_refused_marker``, but the buggy client's
+    batch inside the transaction is at epoch e+1 (sequence 0), the very epoch of the
+    coordinator's TV2 PrepareCommit and COMMIT marker. What the partition leader does with a
+    marker EQUAL to the producer's epoch is recorded, not assumed: after 10 s the notes hold
+    ``describe`` (PrepareCommit with ``tv2-equal-0`` pending: refused; CompleteCommit:
+    accepted), the LSO and HW of ``tv2-equal``/0 (``end_offsets``), find-hanging of every
+    broker and every coordinator log line about the marker (``coordinator_log``)."""
+    cluster = ctx.cluster
+    ctx.create_topic(EQUAL_TOPIC, 1)
+    old = int(time.time() * 1000) - HANG_AGE_MS
+    tid = "tv2-equal"
+    with RawClient(cluster.bootstrap) as client:
+        producer = client.init_producer_id(tid, MAX_TRANSACTION_TIMEOUT_MS)
+        client.add_partitions_to_txn(tid, producer, [(EQUAL_TOPIC, 0)])
+        data = client.produce_transactional(tid, producer, EQUAL_TOPIC, 0, [b"tv2-equal-0", b"tv2-equal-1"], old)
+        ahead = ProducerIdAndEpoch(producer.producer_id, producer.producer_epoch + 1)
+        buggy = client.produce_transactional(tid, ahead, EQUAL_TOPIC, 0, [b"tv2-equal-ahead"], old)
+        bumped = client.end_txn(tid, producer, committed=True, version=END_TXN_TV2_VERSION)
+    time.sleep(REFUSED_WATCH_S)
+    described = describe_transactions(cluster, [tid])[tid]["row"]
+    if (described["TransactionState"], described["TopicPartitions"]) not in (
+            ("PrepareCommit", f"{EQUAL_TOPIC}-0"), ("CompleteCommit", "")):
+        raise RuntimeError(f"{tid}: neither refused nor committed: {described}")
+    offsets = end_offsets(cluster, EQUAL_TOPIC, 0)
+    found = {str(b): dict(zip(("rows", "stdout"), find_hanging(cluster, b))) for b in range(cluster.nodes)}
+    ctx.note("tv2_equal_marker", topic=EQUAL_TOPIC, partition=0, transactional_id=tid,
+             producer=asdict(producer), bumped=asdict(bumped) if bumped else None,
+             data={"base_offset": data.base_offset, "producer_epoch": data.producer_epoch},
+             ahead={"base_offset": buggy.base_offset, "producer_epoch": buggy.producer_epoch},
+             marker_epoch=producer.producer_epoch + 1, end_offsets=offsets, describe=described,
+             find_hanging=found, coordinator_log=_broker_log_lines(cluster, f"Sending {tid}'s transaction marker"))

@@ -224,7 +224,9 @@ partition has the producer snapshot written at shutdown and each log dir has
 `segment.index.bytes`), so there every file over 256 KiB is stored trimmed to its last non-zero
 byte, `trimmed.json` giving its real size and SHA-256: read them only through
 `tools.kafka.trimmed.restore`, which copies the cluster under `.work` and gives the zeros back
-(`os.truncate`); tests do so through tests/killed_fixtures.py.
+(`os.truncate`); tests do so through tests/killed_fixtures.py. `fixtures/trimmed/`
+(tools/kafka/trimmedclusters.py, its own README) holds, stored the same way, `marker-epochs`
+on Kafka 4.4.0 and share-group clusters of 4.1.1 and 4.4.0 (real `__share_group_state`).
 Kafka 3.9.2 (`kafka-3.9`) runs at transaction.version 0: its levels 1 and 2 need metadata
 version 4.0-IV0, which 3.9.2's `kafka-storage format` refuses, so every marker there carries
 the data's epoch and `__transaction_state` values are version 0; its kafka-dump-log is the
