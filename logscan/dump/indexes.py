@@ -389,5 +389,5 @@ def dump_producer_snapshot(d, path: str, shown: str) -> None:
                 d.err.write(kafka + "\n")
             d.finding(Finding.from_error(path, e))
             return
-        for entry in snapshot.entries:
+        for entry in snapshot.iter_entries():  # one at a time: a snapshot of any size
             d.sink.snapshot_entry(entry)

@@ -127,6 +127,43 @@ class NotRegularFile(OSError):
         super().__init__(f"not read: {describe_mode(mode)}, not a regular file")
 
 
+TOO_LARGE = "too-large"
+
+#: The most the scan reads of each kind of file it reads whole, by logscan.logdir.naming's kind
+#: value (issue 33: a hostile copy's multi-GB file named like one must not take the scan's
+#: memory). Past its cap a file is a ``too-large`` finding at the first byte not read, and the
+#: scan goes on without it. Each cap is far above what a broker writes:
+#: - a producer snapshot (``N.snapshot``): 10 bytes and 46 per producer (format.snapshot), so
+#:   64 MiB holds 1,458,888 producers of one partition. Kafka reads the newest one whole
+#:   (ProducerStateManager.readSnapshot: Files.readAllBytes, at most 2^31-9 bytes, Java's
+#:   largest array; past that OutOfMemoryError) and keeps every producer in memory; a
+#:   partition's producers expire after producer.id.expiration.ms (a day by default).
+#: - a log dir's offset checkpoints (replication-offset, log-start-offset, recovery-point):
+#:   a line per partition of the dir, at most 282 bytes (a 249-character topic, a partition
+#:   number, an offset), so 64 MiB holds 237,000 partitions of the longest names and over a
+#:   million of common ones. Kafka reads them line by line with no bound.
+#: - leader-epoch-checkpoint: a line per leader epoch still in the log, at most 31 bytes:
+#:   4 MiB holds 135,000 epochs.
+#: - meta.properties: a handful of ``key=value`` lines.
+SMALL_FILE_CAPS = {
+    "snapshot": 64 << 20,
+    "offset-checkpoint": 64 << 20,
+    "leader-epoch-checkpoint": 4 << 20,
+    "meta.properties": 1 << 20,
+}
+
+
+class FileTooLarge(OSError):
+    """A file longer than the scan reads of its kind (SMALL_FILE_CAPS); at most its cap was
+    read. ``size`` is its size when known (None: it grew past the cap while read)."""
+
+    def __init__(self, path: str | os.PathLike, size: int | None, max_bytes: int):
+        self.path, self.size, self.max_bytes = os.fspath(path), size, max_bytes
+        what = f"{size:,} bytes" if size is not None else "it grew while read"
+        super().__init__(f"not read: {what}, past the {max_bytes:,} bytes logscan reads of such a file "
+                         "(far more than a broker writes: a damaged or foreign file)")
+
+
 #: For a thing swapped in between the lstat and the open: O_NOFOLLOW makes the open of a
 #: symbolic link fail (ELOOP), O_NONBLOCK the open of a FIFO return at once (fstat refuses it).
 _REGULAR_OPEN = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
@@ -374,25 +411,31 @@ def dump_windows(path: str) -> "LogWindows | HeldWindows":
     return HeldWindows(SegmentFile(path).__enter__())
 
 
-def read_small_file(path: str | os.PathLike) -> bytes | None:
+def read_small_file(path: str | os.PathLike, max_bytes: int) -> bytes | None:
     """The whole of a regular file such as a checkpoint or a producer snapshot, or None when
     nothing is there: in five system calls (lstat, open, fstat, read, close), where
     ``Path.is_file()`` then ``read_bytes()`` take ten. A scan reads one per replica. A link,
-    FIFO, device or folder of that name is NotRegularFile (open_regular); other OSErrors
-    propagate. A URI is read from its store (logscan.logdir.store)."""
+    FIFO, device or folder of that name is NotRegularFile (open_regular); a file longer than
+    ``max_bytes`` (its kind's cap: SMALL_FILE_CAPS) is FileTooLarge, read no further than the
+    cap; other OSErrors propagate. A URI is read from its store (logscan.logdir.store)."""
     if is_uri(path):
-        return store.read_small_file(path)
+        return store.read_small_file(path, max_bytes)
     try:
         fd, st = open_regular(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
+        if st.st_size > max_bytes:
+            raise FileTooLarge(path, st.st_size, max_bytes)
         data = os.read(fd, st.st_size + 1)
         if len(data) <= st.st_size:  # a regular file's read is short only at its end
             return data
-        chunks = [data]  # it grew since fstat: read on to its end
-        while chunk := os.read(fd, 1 << 16):
+        chunks, held = [data], len(data)  # it grew since fstat: read on to its end or the cap
+        while held <= max_bytes and (chunk := os.read(fd, min(1 << 16, max_bytes + 1 - held))):
             chunks.append(chunk)
+            held += len(chunk)
+        if held > max_bytes:
+            raise FileTooLarge(path, None, max_bytes)
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -405,8 +448,10 @@ def open_segment(path: str, **kw) -> SegmentFile:
 
 
 def io_finding(path: str, error: OSError) -> Finding:
-    """An OSError (missing, unreadable, a directory, NotRegularFile) as a finding naming the
-    file."""
+    """An OSError (missing, unreadable, a directory, NotRegularFile, FileTooLarge) as a
+    finding naming the file (FileTooLarge's at the first byte not read)."""
+    if isinstance(error, FileTooLarge):
+        return Finding(path, error.max_bytes, TOO_LARGE, str(error))
     if isinstance(error, NotRegularFile):
         return Finding(path, -1, error.reason, str(error))
     reason = error.strerror or type(error).__name__

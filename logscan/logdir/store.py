@@ -485,19 +485,26 @@ def _open(uri: str):
     return retried(lambda: store.fs.open_input_file(store.path(uri)), f"opening {uri}")
 
 
-def read_small_file(path) -> Optional[bytes]:
-    """A stored small file whole (a checkpoint, a producer snapshot), None when there is none."""
+def read_small_file(path, max_bytes: int) -> Optional[bytes]:
+    """A stored small file whole (a checkpoint, a producer snapshot), None when there is none;
+    one longer than ``max_bytes`` is segment.FileTooLarge, not read."""
+    from .segment import FileTooLarge
+
     uri = str(path)
     if type(path) is StorePath and path.tree is not None and path.tree.folders is not None \
             and uri not in path.tree.sizes:
         return None  # the listing holds no such file: no request for it
     try:
-        def read() -> bytes:
+        def read() -> bytes | int:
             with _open(uri) as f:
-                return f.read()
-        return retried(read, f"reading {uri}")
+                size = f.size()
+                return size if size > max_bytes else f.read(size)  # too long: its size alone
+        data = retried(read, f"reading {uri}")
     except FileNotFoundError:
         return None
+    if isinstance(data, int):
+        raise FileTooLarge(uri, data, max_bytes)
+    return data
 
 
 class RemoteWindows:

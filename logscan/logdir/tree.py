@@ -41,7 +41,7 @@ from logscan.format.errors import DecodeError
 
 from .naming import Kind, classify, parse_partition_dir
 from . import store
-from .segment import LINK, Finding, describe_mode, read_small_file, refusal_reason
+from .segment import LINK, SMALL_FILE_CAPS, FileTooLarge, Finding, describe_mode, io_finding, read_small_file, refusal_reason
 from .store import StorePath, location
 
 #: The reason of a finding for a log dir the scan cannot put on a broker.
@@ -98,7 +98,8 @@ class BrokerDir:
     path: Path
     replicas: list[ReplicaDir] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    # its files' damage: a sentence naming the file, or a located finding (a file too long to read)
+    errors: list[str | Finding] = field(default_factory=list)
     # BROKER_FILES found, by name: the path to open (a followed link's target)
     files: dict[str, Path] = field(default_factory=dict)
     refused: list[Finding] = field(default_factory=list)  # its entries not listed, and why
@@ -377,20 +378,22 @@ class NoBrokerId(ValueError):
     """A log dir without a readable meta.properties node.id and without digits in its name."""
 
 
-def broker_id(path: Path, errors: list[str]) -> int:
+def broker_id(path: Path, errors: list[str | Finding]) -> int:
     """The node id in the folder's meta.properties, else the last number in its name."""
     return _broker_id(path, path / META_PROPERTIES, errors)[0]
 
 
-def _broker_id(path: Path, meta: Optional[Path], errors: list[str]) -> tuple[int, Optional[MetaProperties]]:
+def _broker_id(path: Path, meta: Optional[Path], errors: list[str | Finding]) -> tuple[int, Optional[MetaProperties]]:
     """(node id, meta.properties when readable)."""
     props = None
     if meta is not None:
         try:
-            data = read_small_file(meta)
+            data = read_small_file(meta, SMALL_FILE_CAPS["meta.properties"])
             props = None if data is None else parse_meta_properties(data)
             if props is not None and props.node_id is not None:
                 return props.node_id, props
+        except FileTooLarge as e:
+            errors.append(io_finding(str(meta), e))
         except (DecodeError, OSError) as e:
             errors.append(f"{meta}: {e}")
     digits = re.findall(r"\d+", path.name)
@@ -423,7 +426,7 @@ def scan_broker(path: Path, *, include_superseded: bool = False, follow_links: b
                 files[e.name] = _as_path(where)
             else:
                 folders.append(e.name)
-    errors: list[str] = []
+    errors: list[str | Finding] = []
     node_id, meta = _broker_id(path, files.get(META_PROPERTIES), errors)
     broker = BrokerDir(node_id, path, errors=errors, files=files, refused=refused, meta=meta)
     for name in folders:
@@ -499,7 +502,7 @@ def iter_brokers(roots: list[Path], *, include_superseded: bool = False, follow_
         yield broker
 
 
-def read_offset_checkpoint(path: Path, errors: list[str],
+def read_offset_checkpoint(path: Path, errors: list[str | Finding],
                            lines: Optional[dict[tuple[str, int], tuple[int, int]]] = None
                            ) -> dict[tuple[str, int], int]:
     """topic-partition -> offset from a log-dir-level checkpoint file (absent file: empty);
@@ -507,10 +510,13 @@ def read_offset_checkpoint(path: Path, errors: list[str],
     from logscan.format.checkpoint import parse_offset_checkpoint
 
     try:
-        data = read_small_file(path)
+        data = read_small_file(path, SMALL_FILE_CAPS["offset-checkpoint"])
         if data is None:
             return {}
         cp = parse_offset_checkpoint(data)
+    except FileTooLarge as e:
+        errors.append(io_finding(str(path), e))
+        return {}
     except (DecodeError, OSError) as e:
         errors.append(f"{path}: {e}")
         return {}

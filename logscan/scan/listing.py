@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Optional
 
 from logscan.logdir.naming import LEGAL_TOPIC_TEXT, is_legal_topic
-from logscan.logdir.segment import Finding
+from logscan.logdir.segment import TOO_LARGE, Finding
 from logscan.logdir.tree import (BrokerDir, ReplicaDir, Skipped, file_size, iter_brokers,
                                  read_offset_checkpoint)
 
@@ -99,10 +99,12 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
                 named.setdefault(tp, CheckpointLine(broker, str(path), number, position))
             if path is not None:
                 bad = len(errors) - before
+                unread = any(isinstance(e, Finding) and e.reason == TOO_LARGE for e in errors[before:])
                 out.files.append({**bkey, "file": str(path), "kind": "checkpoint",
-                                  "size": _size(path), "status": "damaged" if bad else "ok",
+                                  "size": _size(path), "status": "unreadable" if unread else "damaged" if bad else "ok",
                                   "error_count": bad, "batches": 0, "detail": None})
-        out.findings.extend((bkey, Finding(str(broker.path), -1, "corrupt", e)) for e in errors)
+        out.findings.extend((bkey, e if isinstance(e, Finding) else Finding(str(broker.path), -1, "corrupt", e))
+                            for e in errors)
         out.findings.extend((bkey, f) for f in broker.refused)
         for r in broker.unlisted:
             out.findings.extend((R.replica_key(r.broker, r.topic, r.partition), f) for f in r.refused)

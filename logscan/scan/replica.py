@@ -49,8 +49,8 @@ from logscan.state.snapshots import compare_producers
 from logscan.state.spans import OnClose, Replay, ReplicaReplay
 
 from logscan.logdir.naming import Kind, classify
-from logscan.logdir.segment import (INT64_MAX, FileShrank, Finding, LogWindows, NotRegularFile, io_finding,
-                                    offset_overflow_finding, read_small_file)
+from logscan.logdir.segment import (INT64_MAX, SMALL_FILE_CAPS, TOO_LARGE, FileShrank, FileTooLarge, Finding, LogWindows,
+                                    NotRegularFile, io_finding, offset_overflow_finding, read_small_file)
 from logscan.logdir.tree import ReplicaDir
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -466,14 +466,14 @@ def read_snapshots(replica: ReplicaDir) -> list[SnapshotFile]:
     for base, path in replica.snapshots:
         try:
             # A regular file only, never waited on nor read through a link (logdir.segment).
-            data = read_small_file(path)
+            data = read_small_file(path, SMALL_FILE_CAPS["snapshot"])
             snap, finding = ((None, Finding(str(path), -1, "io", "no such file (gone since it was listed)"))
                              if data is None else (decode_producer_snapshot(data), None))
         except SnapshotCrcMismatch as e:
             snap, finding = e.snapshot, Finding.from_error(str(path), e)
         except DecodeError as e:
             snap, finding = None, Finding.from_error(str(path), e)
-        except NotRegularFile as e:
+        except (NotRegularFile, FileTooLarge) as e:
             snap, finding = None, io_finding(str(path), e)
         except OSError as e:
             snap, finding = None, Finding(str(path), -1, "io", str(e))
@@ -484,7 +484,7 @@ def read_snapshots(replica: ReplicaDir) -> list[SnapshotFile]:
 def snapshot_entries(snap: ProducerSnapshot) -> list[ProducerStateEntry]:
     """A snapshot's entries as the producer state Kafka loads from them."""
     entries = []
-    for s in snap.entries:
+    for s in snap.iter_entries():
         entry = ProducerStateEntry(s.producer_id, s.producer_epoch, s.coordinator_epoch, s.timestamp,
                                    None if s.current_txn_first_offset < 0 else s.current_txn_first_offset)
         if s.last_offset >= 0:
@@ -554,13 +554,13 @@ def leader_epochs(replica: ReplicaDir, findings: list[Finding]) -> list[LeaderEp
     finding says why)."""
     path = replica.path / Kind.LEADER_EPOCH_CHECKPOINT.value  # the file's name (logdir.naming)
     try:
-        data = read_small_file(path)
+        data = read_small_file(path, SMALL_FILE_CAPS["leader-epoch-checkpoint"])
         if data is None:
             return []
         return list(parse_leader_epoch_checkpoint(data).entries)
     except DecodeError as e:
         findings.append(Finding.from_error(str(path), e))
-    except NotRegularFile as e:  # a link, FIFO or folder of that name: not read
+    except (NotRegularFile, FileTooLarge) as e:  # a link, FIFO or folder of that name, or too long: not read
         findings.append(io_finding(str(path), e))
     except OSError as e:
         findings.append(Finding(str(path), -1, "io", str(e)))
@@ -788,6 +788,10 @@ class ReplicaAnalyser:
         # The producers a broker loads for this log: its newest snapshot, then the batches after it.
         self._log_start = P.log_start_offset(first_base, log_start_checkpoint)
         kept = snapshots_kept_on_load([s.offset for s in self.snapshots], [b for b, _ in replica.segments])
+        # One the broker may load that the scan did not read for its size: the producers it
+        # holds are not known, so neither are those the broker has (copy_gap withholds verdicts).
+        self._unread_snapshots = [s for s in self.snapshots if s.offset in kept and s.finding is not None
+                                  and s.finding.reason == TOO_LARGE]
         self._load = BrokerLoad([(s.offset, partial(snapshot_entries, s.snapshot) if s.loadable else None)
                                  for s in self.snapshots if s.offset in kept], self._log_start,
                                 known_below_log_end=replica.segments[-1][0] if replica.segments else None)
@@ -965,7 +969,9 @@ class ReplicaAnalyser:
                               log_fault=log_fault, copy_end=None if fault is None else self._copy_end)
         epochs = leader_epochs(replica, self.findings)
         if fault is None:  # (past a fault the copy's batches go on: not a gap)
-            cuts = (epoch_gap(epochs, state.log_end_offset), self._tail_gap())
+            cuts = (epoch_gap(epochs, state.log_end_offset), self._tail_gap(),
+                    *(f"producer snapshot {Path(s.path).name} not read ({s.finding.message}): the producers a "
+                      "broker loads from it are not known" for s in self._unread_snapshots))
             if any(cuts):
                 state = dataclasses.replace(state, copy_gap="; ".join(filter(None, (state.copy_gap, *cuts))))
         if state.copy_gap is not None:

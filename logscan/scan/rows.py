@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from logscan.format.batch import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK, RecordBatch, timestamp_type_name
 from logscan.format.compression import codec_name
 from logscan.format.legacy import LegacyBatch
-from logscan.logdir.segment import Finding
+from logscan.logdir.segment import TOO_LARGE, Finding
 from logscan.logdir.tree import file_size
 from logscan.state.coordinator import TxnLogRecord
 from logscan.state.facts import BatchFact
@@ -561,9 +561,9 @@ def finding_row(finding: Finding, key: Row) -> Row:
 
 
 def file_status(findings: Iterable[Finding]) -> str:
-    """ok, damaged (has findings) or unreadable (could not be opened at all)."""
+    """ok, damaged (has findings) or unreadable (could not be opened at all, or too long to read)."""
     findings = list(findings)
-    if any(f.reason == "io" and f.position < 0 for f in findings):
+    if any(f.reason == "io" and f.position < 0 or f.reason == TOO_LARGE for f in findings):
         return "unreadable"
     return "damaged" if findings else "ok"
 
@@ -596,7 +596,7 @@ def snapshot_rows(snapshots: Iterable[SnapshotFile], key: Row, check: Optional[S
         if f.snapshot is None:
             continue
         newest = check is not None and f.path == check.path
-        for e in f.snapshot.entries:
+        for e in f.snapshot.iter_entries():
             difference = check.differences.get(e.producer_id) if newest and check.comparable else None
             yield _timed({**key, "file": f.path, "snapshot_offset": f.offset, "position": e.position,
                    "producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
@@ -614,7 +614,7 @@ def snapshot_file_rows(snapshots: Iterable[SnapshotFile], key: Row) -> Iterable[
         bad = [f.finding] if f.finding is not None else []
         yield {**key, "file": f.path, "kind": "producer_snapshot", "size": _size(f.path),
                "status": file_status(bad), "error_count": len(bad),
-               "batches": len(f.snapshot.entries) if f.snapshot is not None else 0, "detail": None}
+               "batches": f.snapshot.count if f.snapshot is not None else 0, "detail": None}
 
 
 def _size(path: str) -> int:

@@ -133,7 +133,7 @@ def test_the_scans_opens_take_a_regular_file_only(tmp_path, opener, make):
     {"fifo": lambda: os.mkfifo(path), "link": lambda: path.symlink_to("real.log"), "folder": path.mkdir}[make]()
     open_it = {"LogWindows": lambda: LogWindows(str(path)).__enter__(),
                "SegmentFile": lambda: SegmentFile(str(path), regular_only=True).__enter__(),
-               "read_small_file": lambda: read_small_file(path)}[opener]
+               "read_small_file": lambda: read_small_file(path, 1 << 20)}[opener]
     with pytest.raises(NotRegularFile) as e:
         open_it()
     what = {"fifo": "a FIFO (named pipe)", "link": "a symbolic link", "folder": "a folder"}[make]
@@ -152,5 +152,5 @@ def test_a_regular_file_swapped_for_a_link_after_the_check_is_not_followed(tmp_p
     regular = os.lstat(tmp_path / "secret")
     monkeypatch.setattr(segment.os, "lstat", lambda p: regular)
     with pytest.raises(OSError) as e:
-        segment.read_small_file(path)
+        segment.read_small_file(path, 1 << 20)
     assert e.value.errno == errno.ELOOP

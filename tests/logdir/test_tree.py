@@ -47,15 +47,15 @@ def test_a_broker_lists_its_partition_folders_only(tmp_path):
 def test_a_small_file_is_read_whole(tmp_path):
     path = tmp_path / "leader-epoch-checkpoint"
     path.write_bytes(b"0\n1\n2 0\n")
-    assert read_small_file(path) == b"0\n1\n2 0\n"
+    assert read_small_file(path, 1 << 20) == b"0\n1\n2 0\n"
     path.write_bytes(b"")
-    assert read_small_file(path) == b""
+    assert read_small_file(path, 1 << 20) == b""
 
 
 def test_nothing_there_reads_as_none(tmp_path):
     (tmp_path / "a-file").write_bytes(b"x")
-    assert read_small_file(tmp_path / "missing") is None
-    assert read_small_file(tmp_path / "a-file" / "below-a-file") is None
+    assert read_small_file(tmp_path / "missing", 1 << 20) is None
+    assert read_small_file(tmp_path / "a-file" / "below-a-file", 1 << 20) is None
 
 
 def test_a_folder_or_a_link_is_no_small_file(tmp_path):
@@ -66,7 +66,7 @@ def test_a_folder_or_a_link_is_no_small_file(tmp_path):
     for name, reason, what in [("a-folder", "io", "a folder"), ("a-link", "link", "a symbolic link"),
                                ("dangling", "link", "a symbolic link")]:
         with pytest.raises(NotRegularFile) as e:
-            read_small_file(tmp_path / name)
+            read_small_file(tmp_path / name, 1 << 20)
         assert (e.value.reason, str(e.value)) == (reason, f"not read: {what}, not a regular file")
 
 
@@ -78,7 +78,7 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
 
     def read():
         try:
-            read_small_file(fifo)
+            read_small_file(fifo, 1 << 20)
         except NotRegularFile as e:
             got.append(e)
 
