@@ -444,11 +444,12 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
     _check_stores(inputs)
     roots = list(inputs)  # str: local paths or URIs (logscan.logdir.store)
     try:
-        # only the tables the summary and the plans read are kept: memory does not grow with the copy
+        # no table is kept: the summary and the plans take their rows as they are made (a
+        # summary.SummarySink given as ``sink``), so memory does not grow with the copy
         return progress.scan(roots, enabled=progress.wanted(no_progress), as_of_ms=_as_of_ms(as_of),
                              max_transaction_timeout_ms=max_transaction_timeout_ms,
                              include_superseded=include_superseded, follow_links=follow_links,
-                             keep=SUMMARY_TABLES, **options)
+                             keep=() if "sink" in options else SUMMARY_TABLES, **options)
     except NoLogDirs as e:   # a wrong INPUT is never "0 replicas, nothing hanging"
         raise click.UsageError(str(e)) from None
 
@@ -535,15 +536,20 @@ def scan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
 
     from logscan.scan import summary
 
-    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress,
-                         max_prepare_ms=max_prepare_ms)
-    fig = summary.table_figures(result.tables, result.as_of_ms)
-    if fmt == "json":
-        for c in sorted(result.tables["hanging_candidates"], key=summary.candidate_order):
-            print(jsonlib.dumps(summary.json_candidate(c)))
-    else:
-        summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms, inputs=inputs,
-                              per_replica=per_replica)
+    from logscan.scan.spool import SpoolFolder
+
+    with SpoolFolder(None) as folder:
+        sink = summary.SummarySink(folder, candidates=fmt == "json")
+        result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links,
+                             no_progress, max_prepare_ms=max_prepare_ms, sink=sink)
+        sink.close()
+        fig = sink.figures(result.as_of_ms)
+        if fmt == "json":
+            for c in sink.candidates():
+                print(jsonlib.dumps(summary.json_candidate(c)))
+        else:
+            summary.write_figures(fig, sys.stdout, max_transaction_timeout_ms=max_transaction_timeout_ms,
+                                  inputs=inputs, per_replica=per_replica)
     sys.exit(summary.exit_status(fig))
 
 
@@ -610,14 +616,30 @@ def plan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
                  no_progress, max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds,
                  bootstrap_server) -> None:
     _set_budget(max_decompressed_ratio, min_decompressed_budget, max_decompress_seconds)
+    from logscan.scan.spool import SpoolFolder
+    from logscan.scan.summary import EXIT_HANGING, SummarySink
+
+    with SpoolFolder(None) as folder:
+        sink = SummarySink(folder, plans=True)
+        _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress,
+                    bootstrap=bootstrap_server, max_prepare_ms=max_prepare_ms, sink=sink)
+        sink.close()
+        planned = _print_plans(sink.plans(), fmt)
+    for topic, partition, producer_id, start_offset in sink.withheld:
+        # plans.plan_abort refuses a topic name Kafka would refuse: the listing's finding says why
+        print(f"logscan: no abort planned for producer {producer_id} open since offset {start_offset} in "
+              f"partition {partition} of {topic!r}: not a legal Kafka topic name (logscan scan shows the "
+              f"finding)", file=sys.stderr)
+    sys.exit(EXIT_HANGING if planned else 0)
+
+
+def _print_plans(plans, fmt: str) -> int:
+    """Prints each abort plan (a row of abort_plans) for a person or as JSON; how many there were."""
     import json as jsonlib
 
-    from logscan.scan.summary import EXIT_HANGING
-
-    result = _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, follow_links, no_progress,
-                         bootstrap=bootstrap_server, max_prepare_ms=max_prepare_ms)
-    plans = result.tables["abort_plans"]
+    printed = 0
     for plan in plans:
+        printed += 1
         if fmt == "json":
             print(jsonlib.dumps(plan))
             continue
@@ -634,15 +656,7 @@ def plan_command(inputs, as_of, max_transaction_timeout_ms, max_prepare_ms, incl
         for line in plan["effects"]:
             print(f"# effect: {line}")
         print()
-    planned = {(p["topic"], p["partition"], p["producer_id"], p["start_offset"]) for p in plans}
-    withheld = sorted({(c["topic"], c["partition"], c["producer_id"], c["start_offset"])
-                       for c in result.tables["hanging_candidates"] if c["hanging"] is True} - planned)
-    for topic, partition, producer_id, start_offset in withheld:
-        # plans.plan_abort refuses a topic name Kafka would refuse: the listing's finding says why
-        print(f"logscan: no abort planned for producer {producer_id} open since offset {start_offset} in "
-              f"partition {partition} of {topic!r}: not a legal Kafka topic name (logscan scan shows the "
-              f"finding)", file=sys.stderr)
-    sys.exit(EXIT_HANGING if plans else 0)
+    return printed
 
 
 class SetupError(click.ClickException):

@@ -5,8 +5,8 @@ the scan this way; spark_jobs.scan runs the same steps on Spark. This module onl
 between the steps. It reads each replica whole in log order (so every replica is replayed as
 its segments are read: its batches are never held) and hands each row of a table, as it is
 made, to where it goes: a :class:`TableSink` (logscan.scan.delta's Parquet parts of the Delta
-tables), and the lists of the result for the tables asked to be kept (``keep``: the tests keep
-every table, `logscan scan` and `logscan plan` only the small ones their output reads).
+tables; summary.SummarySink for `logscan scan` and `logscan plan`), and the lists of the result
+for the tables asked to be kept (``keep``: the tests keep every table).
 
 Memory is bounded by the copy's layout (replicas, files, producers, transactional ids), not by
 its size: the rows a later step needs are spooled to a temporary folder (logscan.scan.spool)

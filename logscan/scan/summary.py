@@ -251,70 +251,171 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
     """The figures of a scan from its rows (partition_state, hanging_candidates, corruptions,
     files: dicts with at least the columns used), in one pass over each; partition_state's and
     hanging_candidates' rows in STREAM_ORDER (one partition of each is held at a time)."""
-    replicas, partitions, open_transactions, incomplete, faulty = 0, 0, 0, 0, 0
-    brokers: set[int] = set()
-    late = 0
-    lagging = _First(MAX_ROWS, lagging_order)
-    lagging_partitions = _First(MAX_ROWS, partition_order)
-    followers = _First(MAX_ROWS, lambda f: (f["topic"], f["partition"], f["broker"]))
-    shown = _First(MAX_ROWS, candidate_order)
-    transactions = _First(MAX_ROWS, transaction_order)
-    reasons: dict[tuple[str, Optional[bool]], int] = {}
-    txn_reasons: dict[tuple[str, Optional[bool]], int] = {}
+    tally = Tally()
     for part_states, part_candidates in by_partition(states, candidates):
+        tally.partition(part_states, part_candidates)
+    for f in findings:
+        tally.finding(f)
+    for f in files:
+        tally.file(f)
+    return tally.figures(as_of_ms, tables)
+
+
+class Tally:
+    """What figures() keeps of the rows as they go by: counts, sums and the first MAX_ROWS of
+    each list, never the rows (SummarySink feeds one as a scan makes its rows)."""
+
+    def __init__(self) -> None:
+        self.replicas = self.partitions = self.open_transactions = self.incomplete = self.faulty = self.late = 0
+        self.brokers: set[int] = set()
+        self.lagging = _First(MAX_ROWS, lagging_order)
+        self.lagging_partitions = _First(MAX_ROWS, partition_order)
+        self.followers = _First(MAX_ROWS, lambda f: (f["topic"], f["partition"], f["broker"]))
+        self.shown = _First(MAX_ROWS, candidate_order)
+        self.transactions = _First(MAX_ROWS, transaction_order)
+        self.reasons: dict[tuple[str, Optional[bool]], int] = {}
+        self.txn_reasons: dict[tuple[str, Optional[bool]], int] = {}
+        self.damage = _First(MAX_ROWS, finding_order)
+        self.segment_bytes = self.skipped = 0
+        self.absent = {"missing": 0, "not_copied": 0}
+
+    def partition(self, part_states: list[dict[str, Any]], part_candidates: list[dict[str, Any]]) -> None:
+        """One partition's partition_state and hanging_candidates rows."""
         ahead: dict[int, tuple] = {}
         leader = None
         # a verdict withheld for two histories (hanging.DIVERGED): no replica is merely behind
         diverged = any(c["reason"] == DIVERGED for c in part_candidates)
         if part_states:
-            partitions += 1
+            self.partitions += 1
             lead = speaker(part_states)
             behind = [s for s in part_states if s is not lead and s["log_end_offset"] < lead["log_end_offset"]]
             leader = lead["leader"]
             ahead = {s["broker"]: (s is not lead, -s["log_end_offset"], s["broker"]) for s in part_states}
             for s in part_states:
-                replicas += 1
-                brokers.add(s["broker"])
-                open_transactions += s["open_transactions"]
-                incomplete += s["copy_gap"] is not None
-                faulty += s["log_fault"] is not None
+                self.replicas += 1
+                self.brokers.add(s["broker"])
+                self.open_transactions += s["open_transactions"]
+                self.incomplete += s["copy_gap"] is not None
+                self.faulty += s["log_fault"] is not None
                 if is_lagging(s):
-                    lagging.add({c: s[c] for c in LAGGING_COLUMNS})
-            late += any(s["has_late_transaction"] for s in part_states)
+                    self.lagging.add({c: s[c] for c in LAGGING_COLUMNS})
+            self.late += any(s["has_late_transaction"] for s in part_states)
             if any(is_lagging(s) for s in part_states):
-                lagging_partitions.add(_partition_row(part_states, lead, behind, diverged))
+                self.lagging_partitions.add(_partition_row(part_states, lead, behind, diverged))
             for s in behind:
-                followers.add(_follower_row(s, lead, diverged))
+                self.followers.add(_follower_row(s, lead, diverged))
         for c in part_candidates:
-            shown.add({k: c[k] for k in CANDIDATE_COLUMNS})
-            reasons[(c["reason"], c["hanging"])] = reasons.get((c["reason"], c["hanging"]), 0) + 1
+            self.shown.add({k: c[k] for k in CANDIDATE_COLUMNS})
+            self.reasons[(c["reason"], c["hanging"])] = self.reasons.get((c["reason"], c["hanging"]), 0) + 1
         for t in _transaction_rows(part_candidates, ahead, leader):
-            transactions.add(t)
-            txn_reasons[(t["reason"], t["hanging"])] = txn_reasons.get((t["reason"], t["hanging"]), 0) + 1
-    damage = _First(MAX_ROWS, finding_order)
-    for f in findings:
-        damage.add(f)
-    segment_bytes, skipped, absent = 0, 0, {"missing": 0, "not_copied": 0}
-    for f in files:
-        if f["kind"] == "log_segment":
-            segment_bytes += f["size"]
-        elif f["kind"] == "skipped":
-            skipped += 1
-        elif f["kind"] in absent:
-            absent[f["kind"]] += 1
-    return Figures(
-        as_of_ms=as_of_ms, replicas=replicas, partitions=partitions, brokers=len(brokers),
-        segment_bytes=segment_bytes, skipped=skipped, findings=damage.count, missing=absent["missing"],
-        not_copied=absent["not_copied"],
-        finding_lines=[Finding(f["file"], f["position"], f["reason"], f["message"]).line() for f in damage.items()],
-        open_transactions=open_transactions, late_partitions=late, lagging=lagging.count,
-        lagging_rows=lagging.items(), candidates=shown.count,
-        reasons=sorted(((r, h, n) for (r, h), n in reasons.items()), key=reasons_order),
-        candidate_rows=shown.items(), tables=tables, incomplete=incomplete, faulty=faulty,
-        lagging_partitions=lagging_partitions.count, partition_rows=lagging_partitions.items(),
-        followers=followers.count, follower_rows=followers.items(), transactions=transactions.count,
-        transaction_reasons=sorted(((r, h, n) for (r, h), n in txn_reasons.items()), key=reasons_order),
-        transaction_rows=transactions.items())
+            self.transactions.add(t)
+            self.txn_reasons[(t["reason"], t["hanging"])] = self.txn_reasons.get((t["reason"], t["hanging"]), 0) + 1
+
+    def finding(self, row: dict[str, Any]) -> None:
+        """A corruptions row."""
+        self.damage.add({c: row[c] for c in FINDING_COLUMNS})
+
+    def file(self, row: dict[str, Any]) -> None:
+        """A files row."""
+        if row["kind"] == "log_segment":
+            self.segment_bytes += row["size"]
+        elif row["kind"] == "skipped":
+            self.skipped += 1
+        elif row["kind"] in self.absent:
+            self.absent[row["kind"]] += 1
+
+    def figures(self, as_of_ms: int, tables: Optional[str] = None) -> Figures:
+        lagging_partitions, followers, transactions = self.lagging_partitions, self.followers, self.transactions
+        return Figures(
+            as_of_ms=as_of_ms, replicas=self.replicas, partitions=self.partitions, brokers=len(self.brokers),
+            segment_bytes=self.segment_bytes, skipped=self.skipped, findings=self.damage.count,
+            missing=self.absent["missing"], not_copied=self.absent["not_copied"],
+            finding_lines=[Finding(f["file"], f["position"], f["reason"], f["message"]).line()
+                           for f in self.damage.items()],
+            open_transactions=self.open_transactions, late_partitions=self.late, lagging=self.lagging.count,
+            lagging_rows=self.lagging.items(), candidates=self.shown.count,
+            reasons=sorted(((r, h, n) for (r, h), n in self.reasons.items()), key=reasons_order),
+            candidate_rows=self.shown.items(), tables=tables, incomplete=self.incomplete, faulty=self.faulty,
+            lagging_partitions=lagging_partitions.count, partition_rows=lagging_partitions.items(),
+            followers=followers.count, follower_rows=followers.items(), transactions=transactions.count,
+            transaction_reasons=sorted(((r, h, n) for (r, h), n in self.txn_reasons.items()), key=reasons_order),
+            transaction_rows=transactions.items())
+
+
+class SummarySink:
+    """What `logscan scan` and `logscan plan` print, taken as the local scan makes the rows (a
+    logscan.scan.local.TableSink): the figures tallied as the rows go by (a Tally), and the
+    rows printed whole, the hanging candidates for ``--format json`` (``candidates``) and the
+    abort plans (``plans``), spooled to ``folder`` (a logscan.scan.spool.SpoolFolder). Memory
+    holds one partition's rows at a time, whatever the size of the copy (issue 33): the
+    partition step makes a partition's partition_state, hanging_candidates and abort_plans
+    rows together, partitions ascending."""
+
+    def __init__(self, folder, *, candidates: bool = False, plans: bool = False) -> None:
+        from . import rows as R
+
+        self.tally = Tally()
+        self.tables = frozenset(("files", "corruptions", "partition_state", "hanging_candidates", "abort_plans"))
+        self._part: Optional[tuple[str, int]] = None
+        self._states: list[dict[str, Any]] = []
+        self._candidates: list[dict[str, Any]] = []
+        self._planned: set[tuple] = set()
+        #: (topic, partition, producer_id, start_offset) of the hanging transactions no plan was
+        #: made for (plans.plan_abort refuses a topic name Kafka would refuse)
+        self.withheld: list[tuple[str, int, int, int]] = []
+        self._json = folder.spool("candidates", R.HANGING_CANDIDATES.names, order=candidate_order) \
+            if candidates else None
+        self._plans = folder.spool("plans", R.ABORT_PLANS.names) if plans else None
+
+    def add(self, table: str, row: dict[str, Any]) -> None:
+        if table == "files":
+            self.tally.file(row)
+        elif table == "corruptions":
+            self.tally.finding(row)
+        else:
+            part = (row["topic"], row["partition"])
+            if part != self._part:
+                self._end_partition()
+                if self._part is not None and part < self._part:
+                    raise ValueError(f"{table} rows out of order: {part} after {self._part}")
+                self._part = part
+            if table == "partition_state":
+                self._states.append(row)
+            elif table == "hanging_candidates":
+                self._candidates.append({k: row[k] for k in (*CANDIDATE_COLUMNS, "hanging")})
+                if self._json is not None:
+                    self._json.add(({True: 0, None: 1, False: 2}[row["hanging"]], *part), row)
+            else:
+                self._planned.add((row["topic"], row["partition"], row["producer_id"], row["start_offset"]))
+                if self._plans is not None:
+                    self._plans.add(None, row)
+
+    def _end_partition(self) -> None:
+        if self._states or self._candidates:
+            self.tally.partition(self._states, self._candidates)
+        self.withheld.extend(sorted({(c["topic"], c["partition"], c["producer_id"], c["start_offset"])
+                                     for c in self._candidates if c["hanging"] is True} - self._planned))
+        self._states, self._candidates, self._planned = [], [], set()
+
+    def close(self) -> None:
+        """The scan is over: what follows reads."""
+        self._end_partition()
+        for spool in (self._json, self._plans):
+            if spool is not None:
+                spool.close()
+
+    def figures(self, as_of_ms: int) -> Figures:
+        return self.tally.figures(as_of_ms)
+
+    def candidates(self) -> Iterator[dict[str, Any]]:
+        """The hanging_candidates rows in candidate_order."""
+        for key in sorted(self._json.keys()):
+            yield from self._json.rows(key)
+
+    def plans(self) -> Iterator[dict[str, Any]]:
+        """The abort_plans rows as the scan made them."""
+        for key in self._plans.keys():
+            yield from self._plans.rows(key)
 
 
 #: Exit statuses of `logscan scan` (either executor), `logscan plan` (EXIT_HANGING: plans printed),
