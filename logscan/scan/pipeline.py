@@ -35,7 +35,7 @@ from typing import Iterable, Iterator, Optional
 
 from logscan.defaults import DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from logscan.logdir.segment import Finding
-from logscan.logdir.store import location
+from logscan.logdir.store import is_uri, location
 from logscan.logdir.tree import ReplicaDir, file_size
 from logscan.state import partition as P
 from logscan.state.coordinator import (CoordinatorCopy, ReplicaEnd, index_by_producer_id, latest_states,
@@ -69,8 +69,9 @@ def replica_info(listed: ListedReplica) -> R.Row:
 
 def replica_dir(info: R.Row) -> ReplicaDir:
     """A listing row's replica back as the listing held it (a URI's files as StorePaths)."""
-    def files(name: str) -> list[tuple[int, Path]]:
-        return [(s["base_offset"], location(s["file"])) for s in info[name] or ()]
+    def files(name: str) -> list[tuple[int, str]]:
+        return [(s["base_offset"], s["file"] if not is_uri(s["file"]) else location(s["file"]))
+                for s in info[name] or ()]
 
     return ReplicaDir(info["broker"], info["topic"], info["partition"], location(info["path"]),
                       segments=files("segments"), snapshots=files("snapshots"), txn_indexes=files("txn_indexes"),

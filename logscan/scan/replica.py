@@ -965,7 +965,7 @@ class ReplicaAnalyser:
                               recovery_point_checkpoint=self._recovery_point_checkpoint,
                               snapshot_offsets=[b for b, _ in replica.snapshots],
                               segment_bases=[b for b, _ in replica.segments],
-                              named_bases=[(b, p.name) for b, p in replica.indexes + replica.txn_indexes],
+                              named_bases=[(b, os.path.basename(str(p))) for b, p in replica.indexes + replica.txn_indexes],
                               log_fault=log_fault, copy_end=None if fault is None else self._copy_end)
         epochs = leader_epochs(replica, self.findings)
         if fault is None:  # (past a fault the copy's batches go on: not a gap)

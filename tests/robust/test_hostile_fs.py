@@ -191,7 +191,7 @@ def test_a_link_out_of_the_copy_is_followed_when_asked(tmp_path):
     assert [f for _, f in followed.findings if f.path == str(segment)] == []
     (listed,) = [r for r in followed.replicas if (r.replica.broker, r.replica.topic, r.replica.partition)
                  == (BROKER, *HOSTILE)]
-    assert listed.replica.segments == [(0, outside)]
+    assert listed.replica.segments == [(0, str(outside))]
     # the option, from every entry point: the scan and the plan read the moved segment
     for command in ("scan", "plan"):
         asked = CliRunner().invoke(main, [command, str(copy), "--as-of", str(AS_OF), "--follow-links",
