@@ -34,7 +34,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 from logscan.format.checkpoint import MetaProperties, parse_meta_properties
 from logscan.format.errors import DecodeError
@@ -72,24 +72,53 @@ class Skipped:
     reason: str
 
 
-@dataclass(slots=True)
 class ReplicaDir:
-    """One partition directory of one broker."""
+    """One partition directory of one broker, and the files the scan reads in it, each kind a
+    list of (base offset, where to read the file) in base-offset order: ``segments`` (.log),
+    ``snapshots``, ``txn_indexes`` and ``indexes`` (.index/.timeindex: a segment's other files
+    name it even when its .log is not in the copy). Where to read a file is a path string (a
+    StorePath in a store); ``refused``: its entries not listed, and why.
 
-    broker: int
-    topic: str
-    partition: int
-    path: Path
-    # Each file as (base offset, where to read it): a path string (a StorePath in a store), not
-    # a Path, which costs ~350 bytes more each, in a listing held whole (issue 33: ~2.1 KB a
-    # replica of a typical partition with Paths, measured over 100,000 partitions).
-    segments: list[tuple[int, str]] = field(default_factory=list)  # (base offset, .log), sorted
-    snapshots: list[tuple[int, str]] = field(default_factory=list)
-    txn_indexes: list[tuple[int, str]] = field(default_factory=list)
-    # (base offset, .index/.timeindex): a segment's other files name it even when its .log is
-    # not in the copy
-    indexes: list[tuple[int, str]] = field(default_factory=list)
-    refused: list[Finding] = field(default_factory=list)  # its entries not listed, and why
+    A listing is held whole while the scan reads it, so a replica is held small (issue 33: a
+    typical partition's replica took 2,109 bytes with a pathlib.Path per file, measured over
+    100,000 partitions): the listing keeps a file of the folder by its name (one string for
+    every replica of a broker whose file has that name), a followed link by its target, and
+    joins the folder's path to the name when the files are asked for."""
+
+    __slots__ = ("broker", "topic", "partition", "path", "refused", "_files", "_in_folder")
+
+    def __init__(self, broker: int, topic: str, partition: int, path: Path,
+                 segments: Iterable[tuple[int, str]] = (), snapshots: Iterable[tuple[int, str]] = (),
+                 txn_indexes: Iterable[tuple[int, str]] = (), indexes: Iterable[tuple[int, str]] = (),
+                 refused: Optional[list[Finding]] = None) -> None:
+        self.broker, self.topic, self.partition, self.path = broker, topic, partition, path
+        self.refused = [] if refused is None else refused
+        self._files = (tuple(segments), tuple(snapshots), tuple(txn_indexes), tuple(indexes))
+        self._in_folder = False  # True: names of files in ``path`` (and absolute link targets)
+
+    def _where(self, kind: int) -> list[tuple[int, str]]:
+        files = self._files[kind]
+        if not (self._in_folder and files):
+            return list(files)
+        folder = os.fspath(self.path)
+        return [(base, os.path.join(folder, name)) for base, name in files]
+
+    segments = property(lambda self: self._where(0))
+    snapshots = property(lambda self: self._where(1))
+    txn_indexes = property(lambda self: self._where(2))
+    indexes = property(lambda self: self._where(3))
+
+    def _key(self) -> tuple:
+        return (self.broker, self.topic, self.partition, self.path, self.segments, self.snapshots,
+                self.txn_indexes, self.indexes, self.refused)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is ReplicaDir and self._key() == other._key()
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"ReplicaDir({self.broker!r}, {self.topic!r}, {self.partition!r}, {self.path!r})"
 
 
 @dataclass(slots=True)
@@ -432,6 +461,7 @@ def scan_broker(path: Path, *, include_superseded: bool = False, follow_links: b
     errors: list[str | Finding] = []
     node_id, meta = _broker_id(path, files.get(META_PROPERTIES), errors)
     broker = BrokerDir(node_id, path, errors=errors, files=files, refused=refused, meta=meta)
+    names: dict[str, str] = {}  # one string per file name for all the broker's replicas
     for name in folders:
         child = path / name
         parsed = parse_partition_dir(name)
@@ -446,16 +476,18 @@ def scan_broker(path: Path, *, include_superseded: bool = False, follow_links: b
         if entries is None:
             broker.unlisted.append(replica)
         else:
-            _list_replica(broker, replica, entries, include_superseded, scope)
+            _list_replica(broker, replica, entries, include_superseded, scope, names)
             broker.replicas.append(replica)
     return broker
 
 
 def _list_replica(broker: BrokerDir, replica: ReplicaDir, entries: list[os.DirEntry],
-                  include_superseded: bool, scope: Scope) -> None:
-    """The files of ``entries`` the scan reads, into ``replica``: where to read each, a path
-    string (a StorePath in a store)."""
-    as_path = str if type(replica.path) is not StorePath else _as_path
+                  include_superseded: bool, scope: Scope, names: dict[str, str]) -> None:
+    """The files of ``entries`` the scan reads, into ``replica``: where to read each, a name in
+    its folder (one string of ``names`` for every replica: ReplicaDir), a followed link's target,
+    or a StorePath in a store."""
+    local = type(replica.path) is not StorePath
+    found: tuple[list, list, list, list] = ([], [], [], [])
     for e in entries:
         kind = classify(e.name)
         if kind.state is not None and not include_superseded:
@@ -469,18 +501,18 @@ def _list_replica(broker: BrokerDir, replica: ReplicaDir, entries: list[os.DirEn
             continue
         if where is None:
             continue
-        if kind.kind is Kind.LOG_SEGMENT:
-            replica.segments.append((kind.base_offset, as_path(where)))
-        elif kind.kind is Kind.PRODUCER_SNAPSHOT:
-            replica.snapshots.append((kind.base_offset, as_path(where)))
-        elif kind.kind is Kind.TXN_INDEX:
-            replica.txn_indexes.append((kind.base_offset, as_path(where)))
+        if local:
+            # the file itself: its name; a followed link: its target (absolute, realpath)
+            where = names.setdefault(e.name, e.name) if where == e.path else where
         else:
-            replica.indexes.append((kind.base_offset, as_path(where)))
-    replica.segments.sort()
-    replica.indexes.sort()
-    replica.snapshots.sort()
-    replica.txn_indexes.sort()
+            where = _as_path(where)
+        found[_FILE_KINDS.get(kind.kind, 3)].append((kind.base_offset, where))
+    replica._files = tuple(tuple(sorted(files)) for files in found)
+    replica._in_folder = local
+
+
+#: Which of ReplicaDir's file lists a kind of file goes into (the rest: indexes).
+_FILE_KINDS = {Kind.LOG_SEGMENT: 0, Kind.PRODUCER_SNAPSHOT: 1, Kind.TXN_INDEX: 2}
 
 
 def iter_brokers(roots: list[Path], *, include_superseded: bool = False, follow_links: bool = False,

@@ -396,8 +396,8 @@ def test_a_log_dir_keeps_its_meta_properties(tmp_path):
 
 def test_a_listing_holds_each_file_as_a_string_not_a_path(tmp_path):
     """A listing is held whole while the scan reads it: a pathlib.Path costs ~350 bytes more
-    than its string, four or more per replica (issue 33 item 3: 2,109 bytes a replica of a
-    typical partition with Paths, 1,805 with strings, over 100,000 partitions)."""
+    than its string, four or more per replica (issue 33 item 3; tests/robust/test_listing_memory.py
+    measures what a replica holds)."""
     broker = tmp_path / "broker-1"
     replica = broker / "orders-0"
     replica.mkdir(parents=True)
