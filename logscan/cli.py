@@ -474,8 +474,8 @@ def _local_scan(inputs, as_of, max_transaction_timeout_ms, include_superseded, f
               help=f"With --output: put into the abort_plans commands [default: {DEFAULT_BOOTSTRAP}].")
 @click.option("--tables", "tables", default=None, metavar="all|NAME,...",
               help="With --output: the tables to write, 'all' or a comma list of names [default: every table "
-              "but batches, a row per batch of the copy]; files, corruptions, partition_state and "
-              "hanging_candidates (the summary's) are always written.")
+              "but batches, a row per batch of the copy]; files, corruptions, partition_state, "
+              "hanging_candidates, affected_groups and partition_impact (the summary's) are always written.")
 @click.option("--per-replica", is_flag=True,
               help="Text: a row per replica (every broker's numbers and verdicts) instead of a row per partition "
               "(its leader's numbers) and per transaction (its verdict once).")

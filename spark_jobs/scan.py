@@ -33,10 +33,12 @@ under --staging; --warehouse DIR: a local catalog for a local Spark)::
 INPUT is a root of one copied cluster: a Kafka log dir or a folder of them, one per broker.
 Each table is a path-based Delta table DIR/<table> (files, batches, corruptions, txn_log,
 coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state,
-hanging_candidates, abort_plans, and scans), partitioned by scan_id. --tables names the
+hanging_candidates, abort_plans, committed_offsets, affected_groups, partition_impact,
+transactional_id_history, and scans), partitioned by scan_id. --tables names the
 tables to write: by default every table but batches (a row per batch of the copy, by far the
-largest: --tables all writes it too); the four the summary is computed from (files,
-corruptions, partition_state, hanging_candidates) are always written, and a table not written
+largest: --tables all writes it too); the six the summary is computed from (files,
+corruptions, partition_state, hanging_candidates, affected_groups, partition_impact) are always
+written, and a table not written
 is left as it was. The output is crash-safe (docs/spark.md, "The Delta output"): nothing is
 committed while the copy is decoded and replayed; the tasks that hold a table's rows last
 write them as Parquet in its folder (logscan.scan.output.Parts), then the driver gives each
@@ -67,7 +69,10 @@ per table row of the copy:
    metadata's (the `__cluster_metadata` replica);
 4. the last one: the writers of the blobs (Parquet, once as_of is known) and the partition
    step (leader, agreement, find-hanging, abort plans per (topic, partition), over the
-   states, open transactions and the closed spans' keys), which writes its own tables.
+   states, open transactions and the closed spans' keys), which writes its own tables;
+5. after it, the steps after assess (spark_jobs.blast: committed_offsets, affected_groups,
+   partition_impact, transactional_id_history), a few small jobs over the cached decode output
+   and the driver.
 
 Every step is logscan.scan.pipeline's, as in the single-process executor (logscan.scan.local).
 Grouping is Spark's sort, not a Python call per group: a Python worker holds one Arrow batch
@@ -86,7 +91,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -108,6 +113,7 @@ from logscan.scan.replica import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from logscan.state import hanging
 from logscan.state.facts import BatchFact
 from logscan.state.coordinator import choose_replicas, coordinator_copy
+from spark_jobs import blast
 from spark_jobs import faults
 from spark_jobs import schemas as S
 from spark_jobs import source
@@ -116,6 +122,7 @@ from spark_jobs.session import build_session, default_parallelism, is_connect
 from spark_jobs.shared import Shared
 
 cloudpickle.register_pickle_by_value(tasks)
+cloudpickle.register_pickle_by_value(blast)
 cloudpickle.register_pickle_by_value(faults)
 cloudpickle.register_pickle_by_value(source)
 
@@ -222,6 +229,9 @@ class ScanFrames:
     as_of_ms: int
     persisted: list[DataFrame]
     shared: list = field(default_factory=list)   # for_tasks's values: destroyed when the scan ends
+    # The steps after assess (spark_jobs.blast.tables), once ``writes`` has run: every table's
+    # WRITTEN rows so far in, the rows of blast.TABLES out.
+    after: Optional[Callable[[dict[str, list[R.Row]]], dict[str, list[R.Row]]]] = None
 
 
 @dataclass(slots=True)
@@ -428,8 +438,17 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
 
     driver = {"files": [*listing.files, *pipeline.merge_split_files(tally.split_files, kept)],
               "corruptions": [*listing.findings, *metadata_findings], "coordinator_state": coordinator_rows}
+    configs = [r.asDict() for r in S.members(metadata_out, "config").collect()]
+
+    def after(parts: dict[str, list[R.Row]]) -> dict[str, list[R.Row]]:
+        made = blast.tables(spark, blobs, output=output, parts=parts, kept=kept, as_of_ms=as_of_ms, chosen=chosen,
+                            listing_files=driver["files"], configs=configs,
+                            cleaner_checkpoints={(r["broker"], r["topic"], r["partition"]): r["cleaner_checkpoint"]
+                                                 for r in listing.replicas if r.get("cleaner_checkpoint") is not None})
+        return {t: made[t] for t in tables if t in made}
+
     return ScanFrames(reduce(DataFrame.unionByName, writers), {t: driver[t] for t in tables if t in driver},
-                      as_of_ms, persisted, [index])
+                      as_of_ms, persisted, [index], after)
 
 
 def for_tasks(spark: SparkSession, value):
@@ -488,6 +507,8 @@ def run(spark: SparkSession, roots: list[Path], output: Optional[str], *, scan_i
         for row in frames.writes.collect():
             parts[row["table"]].append(row.asDict())
         for table, rows in frames.driver.items():
+            parts[table].extend(write_rows(output, scan_id, frames.as_of_ms, table, rows))
+        for table, rows in (frames.after(parts) if frames.after is not None else {}).items():
             parts[table].extend(write_rows(output, scan_id, frames.as_of_ms, table, rows))
         commit_scan(output, scan_id, frames.as_of_ms, parts, kw.get("tables", DEFAULT_TABLES), roots,
                     before_commit=_fault_before_commit, commit=commit)
@@ -563,8 +584,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="bootstrap server written into the abort_plans commands (default %(default)s)")
     p.add_argument("--tables", type=_tables, default=DEFAULT_TABLES, metavar="all|NAME,...",
                    help="tables to write: 'all', or a comma list of " + ", ".join(TABLES) + " (default: every "
-                        "table but batches, a row per batch of the copy; files, corruptions, partition_state "
-                        "and hanging_candidates, which the summary reads, are always written)")
+                        "table but batches, a row per batch of the copy; files, corruptions, partition_state, "
+                        "hanging_candidates, affected_groups and partition_impact, which the summary reads, are "
+                        "always written)")
     p.add_argument("--master", default="local[*]", help="Spark master when not under spark-submit")
     p.add_argument("--remote", default=None, metavar="sc://HOST:PORT|local[N]",
                    help="run as a Spark Connect client: of the Connect server at sc://HOST:PORT, or of one "

@@ -134,7 +134,9 @@ PARTITION_IN = pa.schema([OUT.field("record_type"), *_PARTITION_KEYS,
                           OUT.field("span"), LEADERS.field("leader"), LEADERS.field("last_leader")])
 #: Partition count of each topic at as_of, from __cluster_metadata.
 TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
-METADATA_OUT = R.tagged_schema({"leader": LEADERS, "topic": TOPICS, "finding": R.CORRUPTIONS})
+#: A topic config set in __cluster_metadata at as_of (pipeline.metadata's "config" rows).
+CONFIGS = pa.schema([pa.field("topic", pa.string()), pa.field("name", pa.string()), pa.field("value", pa.string())])
+METADATA_OUT = R.tagged_schema({"leader": LEADERS, "topic": TOPICS, "finding": R.CORRUPTIONS, "config": CONFIGS})
 
 #: Rows a Python worker holds before it hands them to Spark as one Arrow batch (OUT's narrow
 #: rows), or before it makes them one Arrow batch of their table (a blob's rows). The pending
@@ -249,7 +251,7 @@ class TaskOutput:
         pending = self._pending.setdefault((table, keys), [])
         pending.append(row)
         if len(pending) >= self._flush_rows:
-            self._to_blob(table, keys, R.to_batch(pending, R.TABLES[table]))
+            self._to_blob(table, keys, R.to_batch(pending, R.row_schema(table)))
             pending.clear()
 
     def batches(self, struct: pa.StructArray, keys: tuple) -> None:
@@ -315,7 +317,7 @@ class TaskOutput:
         self._flush_narrow()
         for (table, keys), pending in self._pending.items():
             if pending:
-                self._to_blob(table, keys, R.to_batch(pending, R.TABLES[table]))
+                self._to_blob(table, keys, R.to_batch(pending, R.row_schema(table)))
         self._pending.clear()
         self._flush_blobs()
         tally: list[tuple[str, R.Row]] = []

@@ -49,7 +49,8 @@ NO_BROKER_ID = "no-broker-id"
 #: The broker-level files the listing reads, by name.
 META_PROPERTIES = Kind.META_PROPERTIES.value
 BROKER_FILES = frozenset({META_PROPERTIES, Kind.REPLICATION_OFFSET_CHECKPOINT.value,
-                          Kind.LOG_START_OFFSET_CHECKPOINT.value, Kind.RECOVERY_POINT_CHECKPOINT.value})
+                          Kind.LOG_START_OFFSET_CHECKPOINT.value, Kind.RECOVERY_POINT_CHECKPOINT.value,
+                          Kind.CLEANER_OFFSET_CHECKPOINT.value})
 #: The files of a partition folder the scan opens (found by their names' suffixes).
 _READ_KINDS = frozenset({Kind.LOG_SEGMENT, Kind.PRODUCER_SNAPSHOT, Kind.TXN_INDEX, Kind.OFFSET_INDEX,
                          Kind.TIME_INDEX})

@@ -99,18 +99,26 @@ def segment_rows(path: str, partition: int, findings: list[Finding]) -> Iterator
             if not entry.crc_valid:
                 findings.append(crc_finding(path, entry))
                 continue
-            if isinstance(entry, LegacyBatch):   # before 0.11: no producer, never transactional
-                yield from _batch_rows(path, partition, entry.position, iter_legacy_records(entry, budget=budget),
-                                       NO_PRODUCER_ID, NO_PRODUCER_EPOCH, findings, budget)
-            elif entry.is_control:
-                fact = batch_fact(win.buf, entry, path, findings, win.base)
-                if fact.control_type in COMMIT_KINDS:
-                    yield marker_row(partition, entry.base_offset, fact.marker_timestamp, entry.producer_id,
-                                     entry.producer_epoch, fact.control_type)
-            else:
-                yield from _batch_rows(path, partition, entry.position,
-                                       iter_records(win.buf, entry, base=win.base, budget=budget),
-                                       entry.producer_id, entry.producer_epoch, findings, budget)
+            fact = batch_fact(win.buf, entry, path, findings, win.base) if isinstance(entry, RecordBatch) else None
+            yield from batch_rows(win.buf, entry, fact, partition, path, findings, win.base, budget)
+
+
+def batch_rows(buf, entry, fact, partition: int, path: str, findings: list[Finding], base: int,
+               budget: DecompressionBudget) -> Iterator[Row]:
+    """The commit and marker rows of one checksum-valid entry of a ``__consumer_offsets``
+    segment (``fact``: a v2 batch's batch fact, None for a v0/v1 entry), read from ``buf``, a
+    window of the log starting at byte ``base``: what the scan's decode calls as it walks the
+    replica (replica.iter_segment's ``offsets``), so the partition is read once."""
+    if isinstance(entry, LegacyBatch):   # before 0.11: no producer, never transactional
+        yield from _batch_rows(path, partition, entry.position, iter_legacy_records(entry, budget=budget),
+                               NO_PRODUCER_ID, NO_PRODUCER_EPOCH, findings, budget)
+    elif entry.is_control:
+        if fact.control_type in COMMIT_KINDS:
+            yield marker_row(partition, entry.base_offset, fact.marker_timestamp, entry.producer_id,
+                             entry.producer_epoch, fact.control_type)
+    else:
+        yield from _batch_rows(path, partition, entry.position, iter_records(buf, entry, base=base, budget=budget),
+                               entry.producer_id, entry.producer_epoch, findings, budget)
 
 
 def replica_rows(replica: ReplicaDir, findings: Optional[list[Finding]] = None) -> Iterator[Row]:

@@ -7,8 +7,9 @@
              the replica the partition is served from, up to its high watermark and as_of
     groups   groups(offsets, partition_state, hanging_candidates, txn_spans, as_of_ms)
 
-The two tables' schemas are rows.COMMITTED_OFFSETS and rows.AFFECTED_GROUPS (rows.GROUP_TABLES),
-not yet in rows.TABLES, whose every table both executors' tests expect in their output.
+The two tables' schemas are rows.COMMITTED_OFFSETS and rows.AFFECTED_GROUPS; the scan runs
+these steps through logscan.scan.pipeline (decode reads the commit rows as it walks a
+``__consumer_offsets`` replica, once: replica.iter_segment's ``offsets``).
 """
 
 from __future__ import annotations

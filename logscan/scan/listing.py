@@ -44,6 +44,9 @@ from .log_dirs import (MISSING, NO_METADATA, CheckpointLine, absent_replicas, me
 #: (LogManager.checkpointLogStartOffsets, checkpointLogRecoveryOffsets). What they say the
 #: broker held is compared with the copy (logscan.state.partition.copy_gaps).
 CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint")
+#: The log cleaner's checkpoint of a log dir (LogCleanerManager): where each compacted
+#: partition's cleaning stopped (logscan.state.retention's partition_impact).
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 ILLEGAL_NAME = "illegal-name"
 #: The reason of a finding for what Kafka refuses in a broker's log dirs: one partition in two
 #: of them, two dirs with one directory.id or with different cluster.ids.
@@ -59,6 +62,7 @@ class ListedReplica:
     # Why this replica cannot be judged alone: another replica of its partition is on a log dir
     # the copy lacks (logscan.scan.log_dirs); None: none is known to be.
     dir_gap: Optional[str] = None
+    cleaner_checkpoint: Optional[int] = None   # its log dir's cleaner-offset-checkpoint entry
 
     @property
     def key(self) -> R.Row:
@@ -90,12 +94,12 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
         errors = list(broker.errors)
         checkpoints = {}
         named = listed_by[id(broker)] = {}
-        for name in CHECKPOINTS:
+        for name in (*CHECKPOINTS, CLEANER_CHECKPOINT):
             path = broker.files.get(name)  # a regular file, or the target of a link followed
             before = len(errors)
             lines: dict[tuple[str, int], tuple[int, int]] = {}
             checkpoints[name] = {} if path is None else read_offset_checkpoint(path, errors, lines)
-            for tp, (number, position) in lines.items():
+            for tp, (number, position) in (lines.items() if name in CHECKPOINTS else ()):
                 named.setdefault(tp, CheckpointLine(broker, str(path), number, position))
             if path is not None:
                 bad = len(errors) - before
@@ -114,7 +118,8 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
             out.findings.extend((key, f) for f in r.refused)
             tp = (r.topic, r.partition)
             copies[(r.broker, r.topic, r.partition)].append(
-                ListedReplica(r, hws.get(tp), starts.get(tp), recovery.get(tp)))
+                ListedReplica(r, hws.get(tp), starts.get(tp), recovery.get(tp),
+                              cleaner_checkpoint=checkpoints[CLEANER_CHECKPOINT].get(tp)))
     out.findings.extend((R.replica_key(b, None, None), f) for b, f in log_dir_conflicts(out.brokers))
     placed = placement(metadata_replicas(out.brokers))
     missing = missing_dirs(out.brokers, placed)

@@ -34,7 +34,7 @@ from . import pipeline
 from . import rows as R
 from .collector import collect_young, young_collections_only
 from .listing import list_copy
-from .pipeline import CLUSTER_METADATA_TOPIC, DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, TRANSACTION_STATE_TOPIC
+from .pipeline import CLUSTER_METADATA_TOPIC, CONSUMER_OFFSETS_TOPIC, DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS, TRANSACTION_STATE_TOPIC
 from .spool import Spool, SpoolFolder
 
 __all__ = ["Scan", "scan", "assess_partitions", "TableSink", "ALL_TABLES", "SUMMARY_TABLES", "DEFAULT_BOOTSTRAP"]
@@ -44,11 +44,13 @@ ALL_TABLES = tuple(R.TABLES)
 #: What `logscan scan` and `logscan plan` read of a scan: its summary's tables and the plans.
 #: Their rows grow with the copy's layout (replicas, files, open transactions, damage found),
 #: not with its size.
-SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates", "abort_plans")
+SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates", "abort_plans",
+                  "affected_groups", "partition_impact")
 
 #: What a replica's closed spans are spooled with: what the partition step reads of them
-#: (rows.closed_from_row) and their order (pipeline.CLOSED_SPAN_ORDER).
-CLOSED_SPANS = ("broker", "span_index", "producer_id", "first_offset", "end_marker_offset", "outcome")
+#: (rows.closed_from_row) and their order (pipeline.CLOSED_SPAN_ORDER), and what the history
+#: step reads of them (pipeline.HISTORY_SPAN_COLUMNS, with the replica's key).
+CLOSED_SPANS = ("broker", "span_index", "producer_id", "first_offset", "end_marker_offset", "outcome", "duration_ms")
 
 #: Called once per segment file the scan has read: (path, size in bytes).
 OnFile = Callable[[str, int], None]
@@ -129,14 +131,23 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     with_batches = out.wants("batches")
     states: dict[tuple[str, int], list[R.Row]] = defaultdict(list)     # per partition, its replicas'
     open_txns: list[R.Row] = []
+    after = _After()   # what the steps after assess read: small rows, per replica or segment
     with SpoolFolder(spool_dir) as folder:
         closed = folder.spool("closed_spans", CLOSED_SPANS, order=itemgetter(*pipeline.CLOSED_SPAN_ORDER))
         txn_log = folder.spool("txn_log", R.TXN_LOG.names, order=itemgetter(*pipeline.TXN_LOG_ORDER))
+        commits = folder.spool("offset_commits", R.OFFSET_COMMITS.names, order=itemgetter(*pipeline.OFFSETS_ORDER))
 
         def route(kind: str, row: R.Row) -> None:
             if kind == "span":
                 if row["end_marker_offset"] is not None:
                     closed.add(_replica(row), row)
+                else:
+                    after.open_spans.append({c: row[c] for c in pipeline.OPEN_SPAN_COLUMNS + ("duration_ms",)})
+            elif kind == "offset_commit":
+                commits.add((row["broker"], CONSUMER_OFFSETS_TOPIC, row["offsets_partition"]), row)
+                return
+            elif kind == "file" and row["kind"] == "log_segment":
+                after.segments.append({c: row[c] for c in pipeline.SEGMENT_COLUMNS})
             elif kind == "txn_log":
                 txn_log.add(_replica(row), row)
             elif kind == "state":
@@ -158,6 +169,8 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         for i, listed in enumerate(replicas):
             replicas[i] = None
             info = pipeline.replica_info(listed)
+            if info["cleaner_checkpoint"] is not None:
+                after.cleaner_checkpoints[_replica(info)] = info["cleaner_checkpoint"]
             if listed.replica.topic == CLUSTER_METADATA_TOPIC:
                 infos[(listed.replica.broker, listed.replica.topic, listed.replica.partition)] = info
             replay = pipeline.Replay(info)
@@ -175,9 +188,10 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
             collect_young()
         closed.close()
         txn_log.close()
+        commits.close()
 
         chosen, coordinator = coordinator_copy(_internal(states, TRANSACTION_STATE_TOPIC))
-        coordinator_rows, newest_record = _coordinator(chosen, txn_log)
+        coordinator_rows, newest_record = _coordinator(chosen, txn_log, after.records)
         for row in coordinator_rows:
             out.add("coordinator_state", row)
         if as_of_ms is None:
@@ -186,6 +200,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         told = _metadata(states, infos, as_of_ms, out)
         coordinator = pipeline.told_coordinator(coordinator, told)
         leaders = {(row["topic"], row["partition"]): row for kind, row in told if kind == "leader"}
+        after.configs = [row for kind, row in told if kind == "config"]
 
         def closed_spans(key: tuple[str, int], replicas: list[R.Row]) -> Iterator[R.Row]:
             return heapq.merge(*(closed.rows((s["broker"], *key)) for s in replicas),
@@ -199,7 +214,56 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
                                   as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
                                   max_prepare_ms=max_prepare_ms, coordinator=coordinator, bootstrap=bootstrap):
             out.add(table, row)
+            after.assessed(table, row)
+        for table, row in after.tables(commits, closed, as_of_ms):
+            out.add(table, row)
     return Scan(out.kept, as_of_ms, open_txns, leaders, coordinator)
+
+
+@dataclass(slots=True)
+class _After:
+    """What the steps after assess (pipeline.served, offsets, groups, impact, history) read, as
+    the scan makes it: rows per replica, per segment, per open transaction, per candidate, per
+    topic config; and the coordinator's loaded records (per transactional id: its records)."""
+
+    states: list[R.Row] = field(default_factory=list)
+    candidates: list[R.Row] = field(default_factory=list)
+    open_spans: list[R.Row] = field(default_factory=list)
+    segments: list[R.Row] = field(default_factory=list)
+    cleaner_checkpoints: dict[tuple[int, str, int], int] = field(default_factory=dict)
+    configs: list[R.Row] = field(default_factory=list)
+    records: list[R.Row] = field(default_factory=list)
+
+    def assessed(self, table: str, row: R.Row) -> None:
+        if table == "partition_state":
+            self.states.append({c: row[c] for c in pipeline.SERVED_COLUMNS})
+        elif table == "hanging_candidates":
+            self.candidates.append(row)
+
+    def tables(self, commits: Spool, closed: Spool, as_of_ms: int) -> Iterator[tuple[str, R.Row]]:
+        """(table, row) of committed_offsets, affected_groups, partition_impact and
+        transactional_id_history: the served replica of each __consumer_offsets partition
+        loaded from the commit rows decode spooled, and of each partition its spans."""
+        served = pipeline.served(self.states)
+        keys = pipeline.served_keys(self.states)
+        open_spans = [s for s in self.open_spans if _replica(s) in keys]
+        offsets: list[R.Row] = []
+        for (topic, partition), state in sorted(served.items()):
+            if topic == CONSUMER_OFFSETS_TOPIC:
+                offsets.extend(pipeline.offsets(commits.rows((state["broker"], topic, partition)), state, as_of_ms))
+        yield from (("committed_offsets", r) for r in offsets)
+        yield from (("affected_groups", r)
+                    for r in pipeline.groups(offsets, self.states, self.candidates, open_spans, as_of_ms))
+        yield from (("partition_impact", r) for r in pipeline.impact(self.states, self.segments,
+                                                                     self.cleaner_checkpoints, self.configs, as_of_ms))
+
+        def spans() -> Iterator[R.Row]:
+            for broker, topic, partition in sorted(keys):
+                for r in closed.rows((broker, topic, partition)):
+                    yield {**r, "topic": topic, "partition": partition}
+            yield from open_spans
+
+        yield from (("transactional_id_history", r) for r in pipeline.history(self.records, spans()))
 
 
 def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[ReplicaEnd]:
@@ -208,10 +272,11 @@ def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[Re
     return [pipeline.replica_end(s) for (t, _), ss in sorted(states.items()) if t == topic for s in ss]
 
 
-def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], Optional[int]]:
+def _coordinator(chosen: dict[int, int], txn_log: Spool, records: list[R.Row]) -> tuple[list[R.Row], Optional[int]]:
     """The coordinator_state rows (of each coordinator partition, the records of the replica
     ``chosen`` by coordinator_copy, streamed from the spool through pipeline.coordinator) and
-    the newest lastUpdateTimestamp of those records not past the scan's clock (pipeline.as_of)."""
+    the newest lastUpdateTimestamp of those records not past the scan's clock (pipeline.as_of);
+    the records go to ``records`` too (the history step's)."""
     ceiling = pipeline.timestamp_ceiling()
     newest: list[int] = []
 
@@ -220,6 +285,7 @@ def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], O
             t = r["last_update_timestamp_ms"]
             if t <= ceiling and (not newest or t > newest[0]):
                 newest[:] = [t]
+            records.append(r)
             yield r
 
     rows = pipeline.merge_coordinator(row for p in sorted(chosen) for row in pipeline.coordinator(loaded(p)))

@@ -15,6 +15,16 @@
             metadata(replica, as_of): leaders and partition counts from `__cluster_metadata`
     assess  per partition: its replicas' state and open-transaction rows, its closed spans by
             CLOSED_SPAN_ORDER, its leader: leader, agreement, find-hanging, abort plans
+    after assess
+            the blast radius of a hang, from small rows of the steps before (per replica, per
+            partition, per group-partition, per transactional id):
+            served(partition_state): the replica each partition is served from;
+            offsets(commits, state, as_of): one __consumer_offsets partition's committed_offsets,
+            from the commit rows decode read of its served replica, in OFFSETS_ORDER;
+            groups(...): affected_groups; impact(...): partition_impact, from the replicas'
+            partition_state and files rows, the cleaner's checkpoints and the topics' configs;
+            history(records, spans): transactional_id_history, from the coordinator's records
+            (coordinator's input) and the served replicas' spans
     summary logscan.scan.summary: the figures an operator reads, from the tables' rows
 
 Each step is plain Python over rows (dicts named as the columns of logscan.scan.rows), and
@@ -29,7 +39,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime, timezone
-from itertools import chain
+from itertools import chain, takewhile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
@@ -41,11 +51,16 @@ from logscan.state import partition as P
 from logscan.state.coordinator import (CoordinatorCopy, ReplicaEnd, index_by_producer_id, latest_states,
                                        merge_partitions)
 from logscan.state.facts import BatchFact
+from logscan.state.history import history_rows, transactional_id_history
+from logscan.state.offsets import served_state
+from logscan.state.retention import impact_rows, remote_storage_in_copy, topic_configs
 from logscan.state.spans import TxnSpan
 
 from . import rows as R
 from .listing import ListedReplica
 from .summary import iso_ms
+from .consumer_offsets import CONSUMER_OFFSETS_TOPIC
+from .groups import groups as affected, partition_offsets
 from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, TXN_STATE, ByteRange, ReplicaAnalyser,
                       ReplicaRead, iter_segment, range_count, read_metadata_events)
 
@@ -64,7 +79,8 @@ def replica_info(listed: ListedReplica) -> R.Row:
             **{name: [{"base_offset": b, "file": str(p)} for b, p in getattr(r, name)]
                for name in ("segments", "snapshots", "indexes", "txn_indexes")},
             "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint,
-            "recovery_point_checkpoint": listed.recovery_point_checkpoint, "dir_gap": listed.dir_gap}
+            "recovery_point_checkpoint": listed.recovery_point_checkpoint, "dir_gap": listed.dir_gap,
+            "cleaner_checkpoint": listed.cleaner_checkpoint}
 
 
 def replica_dir(info: R.Row) -> ReplicaDir:
@@ -175,7 +191,10 @@ class Replay:
 #: only; a "range" row (a split file's hand-offs) tells which byte ranges count
 #: (replica.valid_ranges). The batches table's rows are the "batch" and DAMAGED items.
 TABLE_OF = {"file": "files", "finding": "corruptions", "txn_log": "txn_log", "producer": "producer_state",
-            "span": "txn_spans", "snapshot": "producer_snapshots"}
+            "span": "txn_spans", "snapshot": "producer_snapshots",
+            # a __consumer_offsets replica's commits and markers: the groups step's input, of no
+            # table (rows.STEP_ROWS)
+            "offset_commit": "offset_commits"}
 #: The table each row assess gives is a row of, by its kind.
 ASSESSED = {"state": "partition_state", "candidate": "hanging_candidates", "plan": "abort_plans"}
 
@@ -203,15 +222,23 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
     read = ReplicaRead()
     ceiling = timestamp_ceiling()
     segment = unit["segment_base_offset"]
+    offsets = unit["topic"] == CONSUMER_OFFSETS_TOPIC
+    broker = {"broker": unit["broker"]}
     for pair in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
-                             out=read, headers=headers, byte_range=rng):
+                             out=read, headers=headers, byte_range=rng, offsets=offsets):
         yield "batch", pair
+        if offsets and read.offset_commits:
+            for row in read.offset_commits:
+                yield "offset_commit", {**broker, **row}
+            read.offset_commits.clear()
         if pair[0].max_timestamp > ceiling:
             read.findings.append(_future(path, pair[1].position, pair[0].max_timestamp))
         if replay is not None:
             closed = replay.feed(pair[0], segment, pair[1].position)
             if closed:
                 yield from closed
+    for row in read.offset_commits:   # the last batch's
+        yield "offset_commit", {**broker, **row}
     if replay is not None:
         replay.read(unit)
         for finding in read.findings:
@@ -226,9 +253,11 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
     if split:
         yield "range", {"file": path, "range_index": unit["range_index"], "ranges": unit["ranges"],
                         "handoffs": [{"range_index": i, "clean": c} for i, c in read.handoffs]}
+    newest = read.max_timestamp if read.batches else None
     yield "file", {**key, "file": path, "kind": "log_segment", "size": unit["size"],
                    "status": R.file_status(read.findings), "error_count": len(read.findings),
-                   "batches": read.batches + read.damaged_count, "detail": None}
+                   "batches": read.batches + read.damaged_count, "detail": None,
+                   "max_timestamp": newest, "max_time": R.ms_time(newest)}
 
 
 def merge_split_files(rows: Iterable[R.Row], kept: set[tuple[str, int]]) -> list[R.Row]:
@@ -246,6 +275,8 @@ def merge_split_files(rows: Iterable[R.Row], kept: set[tuple[str, int]]) -> list
         m["error_count"] += r["error_count"]
         m["batches"] += r["batches"]
         m["status"] = max(m["status"], r["status"], key=R.STATUS_ORDER.index)
+        if r["max_timestamp"] is not None and (m["max_timestamp"] is None or r["max_timestamp"] > m["max_timestamp"]):
+            m["max_timestamp"], m["max_time"] = r["max_timestamp"], r["max_time"]
     return list(merged.values())
 
 
@@ -346,16 +377,21 @@ def metadata(info: R.Row, as_of_ms: int) -> list[tuple[str, R.Row]]:
     replayed: ("leader", row) per partition with its leader at ``as_of_ms`` and the last leader
     the log names (``last_leader``: whose replica holds every marker written, see
     hanging.without_leader; either may be None), ("topic", row) with each topic's partition
-    count at ``as_of_ms``, ("finding", row) for what could not be read."""
+    count at ``as_of_ms``, ("config", row) with each topic config set at ``as_of_ms``
+    (retention.topic_configs: topic, name, value), ("finding", row) for what could not be read."""
     replica = replica_dir(info)
     key = R.replica_key(replica.broker, replica.topic, replica.partition)
     findings: list[Finding] = []
-    events = read_metadata_events(replica, findings)
+    configs: list[tuple] = []
+    events = read_metadata_events(replica, findings, configs)
     at, last = P.partition_leaders(events, as_of_ms), P.partition_leaders(events)
     out: list[tuple[str, R.Row]] = [("leader", {"topic": t, "partition": p, "leader": at.get((t, p)),
                                                 "last_leader": last.get((t, p))})
                                     for t, p in sorted(at.keys() | last.keys())]
     out.extend(("topic", {"topic": t, "partitions": n}) for t, n in P.partition_counts(events, as_of_ms).items())
+    set_then = topic_configs(c[1:] for c in takewhile(lambda c: c[0] <= as_of_ms, configs))  # as partition_counts
+    out.extend(("config", {"topic": t, "name": k, "value": v}) for t in sorted(set_then)
+               for k, v in sorted(set_then[t].items()))
     out.extend(("finding", R.finding_row(f, key)) for f in findings)
     return out
 
@@ -424,3 +460,74 @@ def coordinator_index(coordinator_rows: Iterable[R.Row]) -> dict[int, list]:
     """Producer id -> the coordinator records naming it (coordinator.index_by_producer_id),
     out of coordinator_state rows: what assess looks an open transaction's producer up in."""
     return index_by_producer_id({r["transactional_id"]: R.txn_record_from_row(r) for r in coordinator_rows})
+
+
+# --- after assess: the blast radius of a hang ---------------------------------------------------
+
+#: The order of one __consumer_offsets replica's commit rows (decode's "offset_commit"): log
+#: order (a marker's offset is its batch's, after the records it ends).
+OFFSETS_ORDER = ("offset",)
+#: What the history step reads of a txn_spans row.
+HISTORY_SPAN_COLUMNS = ("broker", "topic", "partition", "producer_id", "first_offset", "outcome", "duration_ms")
+#: What the groups step reads of an open span (txn_spans rows whose outcome is OPEN).
+OPEN_SPAN_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_epoch", "first_offset", "outcome",
+                     "start_timestamp")
+#: What the steps after assess read of an assessed partition_state row.
+SERVED_COLUMNS = ("broker", "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
+                  "last_stable_offset", "is_leader", "leader", "oldest_txn_last_timestamp")
+#: What partition_impact reads of a files row.
+SEGMENT_COLUMNS = ("broker", "topic", "partition", "file", "kind", "size", "max_timestamp")
+
+
+def served(states: Iterable[R.Row]) -> dict[tuple[str, int], R.Row]:
+    """(topic, partition) -> the assessed partition_state row (SERVED_COLUMNS) of the replica
+    the partition is served from: its leader's, else the one furthest ahead (offsets.served_state)."""
+    return served_state(states)
+
+
+def served_keys(states: Iterable[R.Row]) -> set[tuple[int, str, int]]:
+    """The (broker, topic, partition) of each served replica: whose commit rows the groups step
+    loads and whose spans the history step counts."""
+    return {(s["broker"], s["topic"], s["partition"]) for s in served(states).values()}
+
+
+def offsets(commits: Iterable[R.Row], state: R.Row, as_of_ms: int) -> list[R.Row]:
+    """The committed_offsets rows of one __consumer_offsets partition: the commit rows of its
+    served replica (``state``: that replica's partition_state row) in OFFSETS_ORDER, loaded as
+    the group coordinator loads them up to its high watermark and ``as_of_ms``."""
+    return partition_offsets(commits, state, as_of_ms)
+
+
+def groups(offsets: Iterable[R.Row], states: Iterable[R.Row], candidates: Iterable[R.Row],
+           open_spans: Iterable[R.Row], as_of_ms: int) -> list[R.Row]:
+    """The affected_groups rows: the committed_offsets rows against the assessed partition_state
+    rows, the hanging_candidates rows and the open spans (OPEN_SPAN_COLUMNS), any order."""
+    return affected(offsets, list(states), candidates, open_spans, as_of_ms)
+
+
+def impact(states: Iterable[R.Row], files: Iterable[R.Row], cleaner_checkpoints: dict[tuple[int, str, int], int],
+           configs: Iterable[R.Row], as_of_ms: int) -> list[R.Row]:
+    """The partition_impact rows, by replica: each replica's partition_state row against its
+    log segments' files rows (SEGMENT_COLUMNS, any order), its log dir's
+    cleaner-offset-checkpoint entry (``cleaner_checkpoints``: by (broker, topic, partition),
+    from the listing rows: replica_info's cleaner_checkpoint), the topics' configs (metadata's
+    ("config", row) rows) and whether the copy shows remote storage in use."""
+    states = sorted(states, key=lambda s: (s["topic"], s["partition"], s["broker"]))
+    by_topic: dict[str, dict[str, str]] = {}
+    for c in configs:
+        by_topic.setdefault(c["topic"], {})[c["name"]] = c["value"]
+    segments = [f for f in files if f["kind"] == "log_segment"]
+    return impact_rows(states, segments, cleaner_checkpoints=cleaner_checkpoints, configs=by_topic,
+                       remote_storage=remote_storage_in_copy(s["topic"] for s in states),
+                       batches=[{"broker": f["broker"], "topic": f["topic"], "partition": f["partition"],
+                                 "file": f["file"], "max_timestamp": f["max_timestamp"]}
+                                for f in segments if f.get("max_timestamp") is not None],
+                       as_of_ms=as_of_ms)
+
+
+def history(records: Iterable[R.Row], spans: Iterable[R.Row]) -> list[R.Row]:
+    """The transactional_id_history rows: the txn_log rows of the replica of each coordinator
+    partition that coordinator() loads (all of them, in any order), and the spans
+    (HISTORY_SPAN_COLUMNS) of each partition's served replica (served_keys): a partition's
+    transactions as consumers read them, each once."""
+    return history_rows(transactional_id_history((R.txn_record_from_row(r) for r in records), spans))

@@ -97,6 +97,9 @@ class ReplicaRead:
     damaged_count: int = 0
     txn_log: list[TxnLogRecord] = field(default_factory=list)
     txn_log_positions: list[int] = field(default_factory=list)  # batch position of each record
+    # With offsets=True (a `__consumer_offsets` segment): its commit and marker rows
+    # (logscan.scan.consumer_offsets), in log order.
+    offset_commits: list[dict] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     # Byte ranges: (index of a later range, whether its resync point is where this walk arrived).
     handoffs: list[tuple[int, bool]] = field(default_factory=list)
@@ -342,14 +345,20 @@ OnFact = Callable[[BatchFact, RecordBatch], None]
 
 def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead,
                  headers: bool = False, byte_range: Optional[ByteRange] = None,
-                 window: Optional[int] = None) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
+                 window: Optional[int] = None, offsets: bool = False
+                 ) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
     """One `.log` segment (or one byte range of it), walked lazily: each checksum-valid
     entry's fact with its header, in log order. Everything else a walk finds goes to ``out``
     as it is met: findings, counts, `__transaction_state` records, hand-offs and (with
     ``headers``) the CRC-failed v2 batches. Memory does not grow with the segment: it is read
     a window at a time (LogWindows; ``window`` bytes, by default its own), damage and the
     resync after it too, so a segment larger than the address space a task may use is read
-    all the same, and one that shrinks under the walk is a located ``shrank`` finding."""
+    all the same, and one that shrinks under the walk is a located ``shrank`` finding. With
+    ``offsets`` (a `__consumer_offsets` segment) each entry's offset commits and markers go to
+    ``out.offset_commits`` as it is walked (consumer_offsets.batch_rows): the one read of it."""
+    records = None
+    if offsets:
+        from .consumer_offsets import batch_rows as records   # (it imports this module)
     with ExitStack() as stack:
         try:
             log = stack.enter_context(LogWindows(path))
@@ -359,7 +368,8 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
         out.bytes_read += log.size
         budget = segment_budget(log.size)  # a segment of small decompression bombs stops here
         try:
-            yield from _walk_segment(log, path, partition, is_txn_log, out, headers, byte_range, window, budget)
+            yield from _walk_segment(log, path, partition, is_txn_log, out, headers, byte_range, window, budget,
+                                     records)
         except OSError as e:  # met by a byte range's own resync search (walk_windows' reads say theirs)
             out.findings.append(_read_failure(path, log, e))
 
@@ -373,8 +383,8 @@ def _read_failure(path: str, log, error: OSError) -> Finding:
 
 
 def _walk_segment(log, path: str, partition: int, is_txn_log: bool, out: ReplicaRead, headers: bool,
-                  byte_range: Optional[ByteRange], window: Optional[int], budget: DecompressionBudget
-                  ) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
+                  byte_range: Optional[ByteRange], window: Optional[int], budget: DecompressionBudget,
+                  records: Optional[Callable] = None) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
     """iter_segment's walk of an opened segment."""
     findings = out.findings
     # The counts are kept in locals while the walk runs (this loop runs once per batch) and
@@ -413,6 +423,9 @@ def _walk_segment(log, path: str, partition: int, is_txn_log: bool, out: Replica
             before = len(out.txn_log)
             out.txn_log.extend(_txn_log_records(win.buf, entry, partition, path, findings, win.base, budget))
             out.txn_log_positions.extend([entry.position] * (len(out.txn_log) - before))
+        elif records is not None:
+            out.offset_commits.extend(records(win.buf, entry, fact if kind is RecordBatch else None, partition, path,
+                                              findings, win.base, budget))
 
 
 def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,
@@ -722,13 +735,18 @@ def read_metadata_records(replica: ReplicaDir, findings: list[Finding]) -> Itera
         yield from _metadata_records(str(path), findings, from_snapshot=False, min_offset=start)
 
 
-def read_metadata_events(replica: ReplicaDir, findings: list[Finding]) -> list[MetadataEvent]:
+def read_metadata_events(replica: ReplicaDir, findings: list[Finding],
+                         configs: Optional[list[tuple]] = None) -> list[MetadataEvent]:
     """The leader-relevant records of a `__cluster_metadata` replica (read_metadata_records),
-    in log order."""
+    in log order; with ``configs``, its ConfigRecords go there as (timestamp, resource type,
+    resource name, config name, value), in log order (logscan.state.retention.topic_configs)."""
     events: list[MetadataEvent] = []
     for r in read_metadata_records(replica, findings):
         kind = _METADATA_KINDS.get(r.type_name)
         if kind is None:
+            if configs is not None and r.type_name == "CONFIG_RECORD":
+                m = r.message
+                configs.append((r.timestamp, m.resource_type, m.resource_name, m.name, m.value))
             continue
         msg = r.message
         if kind == P.TOPIC:

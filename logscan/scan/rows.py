@@ -177,6 +177,10 @@ FILES = _schema(
     _f("batches", pa.int32(), "v2 batches decoded from a segment; entries of a producer snapshot"),
     _f("detail", pa.string(), "why the file was skipped, when it was; for missing, not_copied and no_metadata, "
                               "what names it and what to copy"),
+    *_at(_f("max_timestamp", pa.int64(), "log segments: the newest maxTimestamp of its checksum-valid batches, epoch "
+                                         "ms (the segment's largestTimestamp, which min.compaction.lag.ms and "
+                                         "retention.ms compare with); null for other files and a segment without "
+                                         "batches"), "max_time"),
 )
 
 _SNAPSHOT_OFFSET = _f("snapshot_offset", pa.int64(), "offset in the snapshot's file name: the state after "
@@ -348,13 +352,6 @@ OPEN_TXNS = _schema(
     _f("coordinator_epoch", pa.int32(), "LatestCoordinatorEpoch"),
 )
 
-TABLES: dict[str, pa.Schema] = {
-    "files": FILES, "batches": BATCHES, "corruptions": CORRUPTIONS, "txn_log": TXN_LOG,
-    "coordinator_state": COORDINATOR_STATE, "producer_snapshots": PRODUCER_SNAPSHOTS,
-    "producer_state": PRODUCER_STATE, "txn_spans": TXN_SPANS, "partition_state": PARTITION_STATE,
-    "hanging_candidates": HANGING_CANDIDATES, "abort_plans": ABORT_PLANS,
-}
-
 
 #: One row per finished scan, committed by the Spark job after every table of the scan: a scan id
 #: whose row is missing was killed or failed mid-write, and some tables may hold it in part
@@ -416,9 +413,6 @@ AFFECTED_GROUPS = _schema(
                                "transaction open at the LSO, epoch ms"),
     _f("lag_ms", pa.int64(), "as_of - since_ms"),
 )
-#: The consumer-group step's tables (logscan.scan.groups), not yet written by the executors (so
-#: not in TABLES).
-GROUP_TABLES: dict[str, pa.Schema] = {"committed_offsets": COMMITTED_OFFSETS, "affected_groups": AFFECTED_GROUPS}
 
 #: Per replica, what its LSO holds back on disk (logscan.state.retention.impact_rows).
 PARTITION_IMPACT = _schema(
@@ -472,10 +466,47 @@ TRANSACTIONAL_ID_HISTORY = _schema(
     _f("span_duration_max_ms", pa.int64(), "longest"),
 )
 
-#: Issue 35's figures (logscan.state.retention, logscan.state.history), not yet written by the
-#: executors (so not in TABLES).
-IMPACT_TABLES: dict[str, pa.Schema] = {"partition_impact": PARTITION_IMPACT,
-                                       "transactional_id_history": TRANSACTIONAL_ID_HISTORY}
+#: Every table of a scan, in the order they are committed (logscan.scan.tables.commit_order).
+#: The last four are the blast radius of a hang (pipeline.py's "after assess" steps): what is
+#: left of __consumer_offsets, the groups held back, the bytes held back, each transactional id's
+#: history.
+TABLES: dict[str, pa.Schema] = {
+    "files": FILES, "batches": BATCHES, "corruptions": CORRUPTIONS, "txn_log": TXN_LOG,
+    "coordinator_state": COORDINATOR_STATE, "producer_snapshots": PRODUCER_SNAPSHOTS,
+    "producer_state": PRODUCER_STATE, "txn_spans": TXN_SPANS, "partition_state": PARTITION_STATE,
+    "hanging_candidates": HANGING_CANDIDATES, "abort_plans": ABORT_PLANS,
+    "committed_offsets": COMMITTED_OFFSETS, "affected_groups": AFFECTED_GROUPS,
+    "partition_impact": PARTITION_IMPACT, "transactional_id_history": TRANSACTIONAL_ID_HISTORY,
+}
+
+#: A `__consumer_offsets` replica's offset commits and transaction markers, in log order (decode
+#: reads them as it walks the replica; logscan.scan.consumer_offsets): the groups step's input,
+#: of no table.
+OFFSET_COMMITS = _schema(
+    _f("broker", pa.int32(), "broker whose replica holds the record"),
+    _f("offsets_partition", pa.int32(), "the __consumer_offsets partition"),
+    _f("kind", pa.string(), "offset_commit or marker"),
+    _f("offset", pa.int64(), "offset of the record (a marker's: of its batch)"),
+    _f("timestamp_ms", pa.int64(), "record timestamp, epoch ms"),
+    _f("producer_id", pa.int64(), "producer id of the batch (-1: a plain commit)"),
+    _f("producer_epoch", pa.int32(), "producer epoch of the batch"),
+    _f("group_id", pa.string(), "committing group"),
+    _f("topic", pa.string(), "committed topic"),
+    _f("partition", pa.int32(), "committed partition"),
+    _f("committed_offset", pa.int64(), "committed offset; null for a tombstone"),
+    _f("leader_epoch", pa.int32(), "committed leader epoch"),
+    _f("metadata", pa.string(), "commit metadata"),
+    _f("commit_timestamp_ms", pa.int64(), "commitTimestamp"),
+    _f("control_type", pa.string(), "a marker's COMMIT or ABORT"),
+)
+#: Rows the steps hand each other that are rows of no table, by name (an executor carries them
+#: as it carries a table's rows: row_schema).
+STEP_ROWS: dict[str, pa.Schema] = {"offset_commits": OFFSET_COMMITS}
+
+
+def row_schema(name: str) -> pa.Schema:
+    """The columns of a table's rows, or of a step's rows of no table (STEP_ROWS)."""
+    return TABLES[name] if name in TABLES else STEP_ROWS[name]
 
 
 def replica_key(broker: int, topic: Optional[str], partition: Optional[int]) -> Row:

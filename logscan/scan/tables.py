@@ -28,7 +28,8 @@ from . import rows as R
 TABLES = tuple(R.TABLES)
 DEFAULT_TABLES = tuple(t for t in TABLES if t != "batches")
 #: What the summary (figures) reads: written whatever --tables says.
-SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates")
+SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates", "affected_groups",
+                  "partition_impact")
 _SCAN_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
 

@@ -114,7 +114,8 @@ def test_refusals_come_before_spark_starts(tmp_path):
     assert unknown.stderr.strip().splitlines()[-1] == (
         "Error: --tables 'txn_spans,batch': unknown table batch; give 'all' or a comma list of files, batches, "
         "corruptions, txn_log, coordinator_state, producer_snapshots, producer_state, txn_spans, partition_state, "
-        "hanging_candidates, abort_plans")
+        "hanging_candidates, abort_plans, committed_offsets, affected_groups, partition_impact, "
+        "transactional_id_history")
     assert not (tmp_path / "t").exists()
 
 

@@ -208,3 +208,37 @@ def test_every_cluster_s_offsets_are_its_scenarios_commits(root):
         got = {(o["group_id"], o["topic"], o["partition"]): o["committed_offset"] for o in offsets}
         assert got == wanted, (root.name, broker, partition)
         assert all(o["state"] == COMMITTED and o["producer_id"] >= 0 for o in offsets)
+
+
+# --- the scan's tables and summary (both executors: tests/spark/test_scan.py compares them) -------
+
+def test_the_scans_committed_offsets_are_kafkas_and_loaded_from_each_leader(scanned):
+    """The committed_offsets table of a scan (decode reads the commit records in its one walk of
+    each __consumer_offsets replica): `kafka-consumer-groups --describe --offsets`' rows, the
+    pending commit of the producer `describe-producers` lists open, each partition loaded from
+    its leader."""
+    rows = scanned.tables["committed_offsets"]
+    want = sorted((r["GROUP"], r["TOPIC"], int(r["PARTITION"]), int(r["CURRENT-OFFSET"]))
+                  for r in TRUTH["consumer_groups"]["offsets"]["rows"])
+    assert sorted((o["group_id"], o["topic"], o["partition"], o["committed_offset"]) for o in rows
+                  if o["state"] == COMMITTED) == want
+    for o in rows:
+        assert o["broker"] == PARTITIONS[(CONSUMER_OFFSETS_TOPIC, o["offsets_partition"])]["leader"]
+    (pending,) = [o for o in rows if o["state"] == PENDING]
+    p = PARTITIONS[(CONSUMER_OFFSETS_TOPIC, pending["offsets_partition"])]
+    (open_producer,) = [r for r in p["producers"][str(p["leader"])]["rows"]
+                        if r["CurrentTransactionStartOffset"] != "None"]
+    assert (pending["group_id"], pending["committed_offset"], pending["producer_id"], pending["producer_epoch"]) == (
+        NOTES["txn_group"], NOTES["txn_offsets"]["pending"], int(open_producer["ProducerId"]),
+        int(open_producer["ProducerEpoch"]))
+    assert to_batch(rows, R.COMMITTED_OFFSETS).num_rows == len(rows)
+
+
+def test_the_scans_affected_groups_are_the_hangs_and_the_open_transactions(copy, scanned):
+    t = scanned.tables
+    assert t["affected_groups"] == affected_groups(offsets_of(copy), t["partition_state"], t["hanging_candidates"],
+                                                   t["txn_spans"], as_of_ms=scanned.as_of_ms)
+    assert sorted((r["group_id"], r["kind"], r["lag_messages"]) for r in t["affected_groups"]) == [
+        ("offs-beyond", READ_COMMITTED_STUCK, lag_of("offs-beyond", 0)),
+        ("offs-stuck", READ_COMMITTED_STUCK, lag_of("offs-stuck", 0)),
+        (NOTES["txn_group"], UNSTABLE_OFFSET_COMMIT, lag_of(NOTES["txn_group"], 0))]

@@ -98,3 +98,12 @@ def test_history_rows_fit_their_schema(cluster):
     basic = next(r for r in rows if r["transactional_id"] == "txn-basic")
     assert (basic["committed"], basic["aborted"], basic["span_aborts"]) == (2, 1, 3)
     assert basic["producers"][-1]["producer_id"] == int(truth["describe"]["txn-basic"]["rows"][0]["ProducerId"])
+
+
+def test_the_scans_history_table_is_the_rule_over_the_copy(cluster):
+    """The scan's transactional_id_history table (the coordinator's records as loaded, each
+    partition's served replica's spans): the rows of the rule over every replica's spans."""
+    from logscan.state.history import history_rows
+
+    _, history, tables = cluster
+    assert tables["transactional_id_history"] == history_rows(history)

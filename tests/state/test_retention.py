@@ -255,3 +255,32 @@ def test_partition_impact_rows(name):
                 (r["broker"], "hang-tiered", "log_segment") and f["file"].endswith(f"{active:020d}.log"))
         else:   # no hang: nothing held back
             assert r["cleaner_held_bytes"] in (None, 0) and r["tiering_held_bytes"] in (None, 0), r
+
+
+@pytest.mark.parametrize("name", ["retention", "tiered"])
+def test_the_scans_partition_impact_table_is_the_rules_over_the_copy(name):
+    """The scan's partition_impact table (its segments' timestamps from the files rows, the
+    cleaner checkpoints from the listing, the configs from the metadata step): the rows
+    impact_rows gives over what this test reads of the copy itself, and Kafka's figures."""
+    from logscan.state.retention import impact_rows
+
+    root = FIXTURES / name
+    truth = _truth(root)
+    tables = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"], keep_batches=True).tables
+    configs = topic_configs(_config_records(root / "brokers" / "broker-0" / "__cluster_metadata-0" /
+                                            "00000000000000000000.log"))
+    want = impact_rows(tables["partition_state"], tables["files"], cleaner_checkpoints=_checkpoints(root),
+                       configs=configs, remote_storage=name == "tiered", batches=tables["batches"],
+                       as_of_ms=truth["recorded_at_ms"])
+    key = lambda r: (r["topic"], r["partition"], r["broker"])   # noqa: E731
+    assert sorted(tables["partition_impact"], key=key) == sorted(want, key=key)
+    held = {r["broker"]: r for r in tables["partition_impact"] if r["topic"] in ("hang-compact", "hang-tiered")}
+    assert len(held) == 3
+    for broker, r in held.items():
+        assert r["bytes"] == _log_dirs_size(truth, broker, f"{r['topic']}-0")
+        if name == "retention":   # where Kafka's cleaner stopped, live
+            live = truth["scenario_notes"]["compacted_hang"]["cleaner_checkpoint"][str(broker)]
+            assert r["cleaner_checkpoint"] == r["cleaner_first_uncleanable_offset"] == live and r["cleaner_held_bytes"]
+        else:   # the first segment Kafka's RemoteLogManager did not upload
+            assert r["tiering_first_held_offset"] == truth["scenario_notes"]["tiered_hang"]["uploaded"][-1][
+                "end_offset"] + 1 and r["tiering_held_bytes"]
