@@ -57,7 +57,9 @@ def scan_figures(engine: EmbeddedEngine, scan_id: str, as_of_ms: int, tables: Op
                            states=streamed("partition_state", summary.STATE_COLUMNS, summary.STREAM_ORDER),
                            candidates=streamed("hanging_candidates", summary.CANDIDATE_COLUMNS, summary.STREAM_ORDER),
                            findings=streamed("corruptions", summary.FINDING_COLUMNS),
-                           files=streamed("files", ("kind", "size")), tables=tables)
+                           files=streamed("files", ("kind", "size")), tables=tables,
+                           groups=streamed("affected_groups", summary.GROUP_COLUMNS),
+                           impact=streamed("partition_impact", summary.IMPACT_COLUMNS))
 
 
 def _load(engine: EmbeddedEngine, tables_dir, scan_id: Optional[str]) -> dict[str, Any]:
@@ -115,12 +117,14 @@ def _load(engine: EmbeddedEngine, tables_dir, scan_id: Optional[str]) -> dict[st
     corruptions = rows("corruptions", f"SELECT * FROM t "
                        f"ORDER BY broker, file, position LIMIT {MAX_ROWS}") or []
     counts = {"corruptions": fig.findings, "hanging_candidates": fig.candidates, "partitions_with_lag": with_lag,
-              "followers": fig.followers}
+              "followers": fig.followers, "groups": fig.groups, "held_partitions": fig.held_partitions,
+              "held_bytes": fig.held_bytes}
     ends = rows("files", "SELECT min(file) AS first, max(file) AS last FROM t")
     return {"scan_id": scan_id, "tables": str(tables_dir), "input": _input_root(ends[0] if ends else None),
             "head": head, "counts": counts,
             "partitions": partitions, "spans": spans, "candidates": candidates, "plans": plans,
             "corruptions": corruptions, "followers": fig.follower_rows,
+            "groups": fig.group_rows, "held": fig.held_rows,
             "limits": {"partitions": MAX_PARTITIONS, "spans": MAX_SPANS, "rows": MAX_ROWS},
             "queries": queries(str(tables_dir), scan_id)}
 
@@ -137,6 +141,11 @@ def queries(tables_dir: str, scan_id: str) -> dict[str, str]:
         "candidates": f"SELECT * FROM hanging_candidates WHERE {where} ORDER BY hanging DESC NULLS LAST, topic, "
                       f"partition, broker",
         "plans": f"SELECT * FROM abort_plans WHERE {where} ORDER BY topic, partition, producer_id, start_offset",
+        "groups": f"SELECT * FROM affected_groups WHERE {where} ORDER BY hanging DESC NULLS LAST, group_id, topic, "
+                  f"partition, kind",
+        "held": f"SELECT topic, partition, broker, cleaner_held_bytes, cleaner_held_segments, tiering_held_bytes, "
+                f"tiering_held_segments FROM partition_impact WHERE {where} AND (cleaner_held_bytes > 0 OR "
+                f"tiering_held_bytes > 0) ORDER BY topic, partition, broker",
         "followers": f"SELECT topic, partition, broker, leader, log_end_offset, last_stable_offset, "
                      f"open_transactions, array_to_string(list_transform(replica_differences, lambda d: 'vs broker ' "
                      f"|| d.other_broker || ': ' || d.text), '; ') AS replica_differences "

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any, Iterable, Optional
 
 from logscan.logdir.naming import LEGAL_TOPIC_TEXT, is_legal_topic
-from logscan.scan.summary import FOLLOWERS_TEXT
+from logscan.scan.summary import FOLLOWERS_TEXT, GROUP_KINDS, group_verdict
 
 RED, GREEN, GREY, BLUE, AMBER, TEAL, INK = "#d62828", "#2e7d32", "#8d99ae", "#3a86ff", "#e9a23b", "#2a9d8f", "#1d2433"
 OUTCOME_COLORS = {"COMMIT": GREEN, "ABORT": GREY, "OPEN": RED}
@@ -209,6 +209,46 @@ def _followers(data: dict) -> str:
             + "<div class=wide><table><tr><th>partition</th><th>follower</th><th>leader</th>"
               "<th>log end / leader's</th><th>LSO / leader's</th><th>open / leader's</th><th></th></tr>"
             + body + "</table></div></section>")
+
+
+def _blast(data: dict) -> str:
+    """The consumer groups open transactions hold back and the bytes LSOs keep on disk
+    (summary.figures' rows of affected_groups and partition_impact)."""
+    groups, held = data.get("groups") or [], data.get("held") or []
+    if not groups and not held:
+        return ""
+    counts = data["counts"]
+    out = ["<section id=blast><h2>What the open transactions hold back</h2>"]
+    if groups:
+        body = "".join(
+            f"<tr><td>{_e(g['group_id'])}</td><td>{_e(_name(g))}</td><td>{_e(GROUP_KINDS.get(g['kind'], g['kind']))}"
+            f"</td><td>{_e(g['held_topic'])}-{_e(g['held_partition'])}, producer {_e(g['producer_id'])}</td>"
+            f'<td><span class="badge" style="background:{VERDICT[g.get("hanging")][1]}">'
+            f"{_e(group_verdict(g, {k: v[0] for k, v in VERDICT.items()}))}</span>"
+            f"<code class=reason>{_e(g.get('reason'))}</code></td>"
+            f"<td class=num>{_e(g.get('lag_messages'))}</td><td class=num>{_e(_minutes(g.get('lag_ms')))}</td></tr>"
+            for g in groups)
+        out.append("<h3>Consumer groups</h3><p class=note>A pending transactional offset commit answers "
+                   "UNSTABLE_OFFSET_COMMIT to read_committed consumers (the group cannot start); a committed offset "
+                   "at the LSO reads nothing more until it moves.</p>"
+                   + _subset(data, "groups' rows", len(groups), counts.get("groups", len(groups)), "groups")
+                   + "<div class=wide><table><tr><th>group</th><th>partition</th><th>why</th><th>held by</th>"
+                     "<th>verdict and reason</th><th>lag (messages)</th><th>for</th></tr>" + body + "</table></div>")
+    if held:
+        body = "".join(
+            f"<tr><td>{_e(_name(p))}</td><td class=num>{_e(p['cleaner_held_bytes'] or '')}</td>"
+            f"<td class=num>{_e(p['cleaner_held_segments'] or '')}</td><td class=num>{_e(p['tiering_held_bytes'] or '')}"
+            f"</td><td class=num>{_e(p['tiering_held_segments'] or '')}</td><td class=num>{_e(p['replicas'])}</td>"
+            f"<td class=num>{_e(p['held_bytes'])}</td></tr>" for p in held)
+        out.append(f"<h3>Bytes held back: {_e(counts.get('held_bytes', 0))} B</h3><p class=note>Closed segments "
+                   "from the one holding the LSO on: the log cleaner may not clean them on a compacted topic, tiered "
+                   "storage may not upload them, until the LSO moves (per replica; the last column over all "
+                   "replicas).</p>"
+                   + _subset(data, "partitions", len(held), counts.get("held_partitions", len(held)), "held")
+                   + "<div class=wide><table><tr><th>partition</th><th>cleaner held (B)</th><th>segments</th>"
+                     "<th>tiering held (B)</th><th>segments</th><th>replicas</th><th>all replicas (B)</th></tr>"
+                   + body + "</table></div>")
+    return "".join(out) + "</section>"
 
 
 def _list(items: Any) -> str:
@@ -416,7 +456,7 @@ def render(data: dict) -> str:
             "<header><h1>logscan report<small>Kafka transactions in a copied cluster</small></h1><dl>"
             + "".join(f"<div><dt>{k}</dt><dd>{_e(v)}</dd></div>" for k, v in meta)
             + "</dl></header><main>"
-            + _verdict(data) + _kpis(data) + _candidates(data) + _followers(data) + _lag_chart(data)
+            + _verdict(data) + _kpis(data) + _candidates(data) + _blast(data) + _followers(data) + _lag_chart(data)
             + _timelines(data)
             + _plans(data) + _corruptions(data)
             + "</main><footer>Written by logscan report from the Delta tables above; a single file, nothing fetched."

@@ -17,7 +17,7 @@ import re
 from typing import Any, Iterable, Optional, Sequence
 
 from logscan.logdir.naming import is_legal_topic
-from logscan.scan.summary import FOLLOWERS_TEXT
+from logscan.scan.summary import FOLLOWERS_TEXT, GROUP_KINDS, group_verdict
 from logscan.text import printable
 
 from .html import VERDICT, _iso, _minutes, _transactions
@@ -136,6 +136,40 @@ def _followers(data: dict) -> str:
                     body, right=(1,)))
 
 
+def _blast(data: dict) -> str:
+    """The consumer groups open transactions hold back and the bytes LSOs keep on disk."""
+    groups, held = data.get("groups") or [], data.get("held") or []
+    if not groups and not held:
+        return ""
+    counts = data["counts"]
+    out = ["## What the open transactions hold back\n\n"]
+    if groups:
+        out.append("Consumer groups: a pending transactional offset commit answers UNSTABLE_OFFSET_COMMIT to "
+                   "read_committed consumers (the group cannot start); a committed offset at the LSO reads nothing "
+                   "more until it moves.\n\n")
+        out.append(_subset(data, "groups' rows", len(groups), counts.get("groups", len(groups)), "groups"))
+        out.append(table(["group", "partition", "why", "held by", "verdict", "reason", "lag (messages)", "for"],
+                         [[text(g["group_id"]), text(f"{g['topic']}-{g['partition']}"),
+                           text(GROUP_KINDS.get(g["kind"], g["kind"])),
+                           text(f"{g['held_topic']}-{g['held_partition']}, producer {g['producer_id']}"),
+                           text(group_verdict(g, {k: v[0] for k, v in VERDICT.items()})), code(g.get("reason")),
+                           text(g.get("lag_messages")),
+                           text(_minutes(g.get("lag_ms")))] for g in groups], right=(6, 7)))
+        out.append("\n")
+    if held:
+        out.append(f"Bytes held back: **{text(counts.get('held_bytes', 0))} B**: closed segments from the one "
+                   "holding the LSO on, which the log cleaner may not clean on a compacted topic and tiered storage "
+                   "may not upload, until the LSO moves (per replica; the last column over all replicas).\n\n")
+        out.append(_subset(data, "partitions", len(held), counts.get("held_partitions", len(held)), "held"))
+        out.append(table(["partition", "cleaner held (B)", "segments", "tiering held (B)", "segments", "replicas",
+                          "all replicas (B)"],
+                         [[text(f"{p['topic']}-{p['partition']}"), text(p["cleaner_held_bytes"] or ""),
+                           text(p["cleaner_held_segments"] or ""), text(p["tiering_held_bytes"] or ""),
+                           text(p["tiering_held_segments"] or ""), text(p["replicas"]), text(p["held_bytes"])]
+                          for p in held], right=(1, 2, 3, 4, 5, 6)))
+    return "".join(out)
+
+
 def _lag(data: dict) -> str:
     parts = [p for p in data["partitions"] if p["lso_lag"] > 0]
     out = ["## LSO lag per partition\n\n"]
@@ -204,6 +238,6 @@ def render_markdown(data: dict) -> str:
     meta = [("scan id", code(data["scan_id"])), ("as of", text(_iso(head["as_of"]))),
             ("input", code(data.get("input") or "?")), ("tables", code(data["tables"]))]
     sections = ["# logscan report\n\n" + "".join(f"- {k}: {v}\n" for k, v in meta), _verdict(data), _figures(data),
-                _candidates(data), _followers(data), _lag(data), _plans(data), _corruptions(data),
+                _candidates(data), _blast(data), _followers(data), _lag(data), _plans(data), _corruptions(data),
                 "_Written by logscan report from the Delta tables above._\n"]
     return "\n".join(s for s in sections if s)

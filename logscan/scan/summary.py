@@ -39,6 +39,11 @@ CANDIDATE_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_ep
 #: What figures() reads of the partition_state and corruptions rows.
 STATE_COLUMNS = (*LAGGING_COLUMNS, "has_late_transaction", "copy_gap", "log_fault", "replicas_agree")
 FINDING_COLUMNS = ("file", "position", "reason", "message")
+#: What figures() reads of the affected_groups and partition_impact rows.
+GROUP_COLUMNS = ("group_id", "topic", "partition", "kind", "committed_offset", "pending_offset", "producer_id",
+                 "held_topic", "held_partition", "hanging", "reason", "lag_messages", "lag_ms")
+IMPACT_COLUMNS = ("broker", "topic", "partition", "cleaner_held_bytes", "cleaner_held_segments",
+                  "tiering_held_bytes", "tiering_held_segments")
 #: The order figures() needs partition_state's and hanging_candidates' rows in: a partition's
 #: rows together, partitions ascending (it reads one partition of each at a time).
 STREAM_ORDER = ("topic", "partition")
@@ -79,6 +84,14 @@ class Figures:
     transactions: int = 0
     transaction_reasons: list[tuple[str, Optional[bool], int]] = field(default_factory=list)
     transaction_rows: list[dict[str, Any]] = field(default_factory=list)
+    # The blast radius: the consumer groups open transactions hold back (affected_groups), and
+    # per partition the bytes its LSO keeps from the log cleaner and from tiered storage
+    # (partition_impact: the most any of its replicas holds, and over all of them)
+    groups: int = 0
+    group_rows: list[dict[str, Any]] = field(default_factory=list)
+    held_partitions: int = 0
+    held_bytes: int = 0
+    held_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 #: The range of epoch-ms times with a calendar date (years 1 to 9999).
@@ -161,6 +174,32 @@ class _Desc:
     def __gt__(self, other: "_Desc") -> bool:
         return self.key < other.key
 
+
+def group_order(row: dict[str, Any]) -> tuple:
+    """Held by a hang first, then cannot-tell, then open; by group."""
+    return ({True: 0, None: 1, False: 2}[row["hanging"]], row["group_id"], row["topic"], row["partition"],
+            row["kind"])
+
+
+def held_order(row: dict[str, Any]) -> tuple:
+    """Most bytes held back first."""
+    return (-row["held_bytes"], row["topic"], row["partition"])
+
+
+def _add_held(out: dict[tuple[str, int], dict[str, Any]], r: dict[str, Any]) -> None:
+    """One partition_impact row into ``out``: per partition whose LSO holds bytes back, the most
+    any replica holds from the cleaner and from tiering, the replicas holding some, and the
+    bytes over all of them (rows in any order; a partition holding nothing back is not kept)."""
+    cleaner, tiering = r["cleaner_held_bytes"] or 0, r["tiering_held_bytes"] or 0
+    if not cleaner and not tiering:
+        return
+    p = out.setdefault((r["topic"], r["partition"]), {
+        "topic": r["topic"], "partition": r["partition"], "replicas": 0, "cleaner_held_bytes": 0,
+        "cleaner_held_segments": 0, "tiering_held_bytes": 0, "tiering_held_segments": 0, "held_bytes": 0})
+    p["replicas"] += 1
+    p["held_bytes"] += max(cleaner, tiering)   # a segment held from both is one segment on disk
+    for c in ("cleaner_held_bytes", "cleaner_held_segments", "tiering_held_bytes", "tiering_held_segments"):
+        p[c] = max(p[c], r[c] or 0)
 
 def finding_order(row: dict[str, Any]) -> tuple:
     return (row["file"], row["position"], row["message"])
@@ -247,10 +286,13 @@ def _transaction_rows(candidates: list[dict[str, Any]], ahead: dict[int, tuple],
 
 def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iterable[dict[str, Any]],
             findings: Iterable[dict[str, Any]], files: Iterable[dict[str, Any]],
-            tables: Optional[str] = None) -> Figures:
+            tables: Optional[str] = None, groups: Iterable[dict[str, Any]] = (),
+            impact: Iterable[dict[str, Any]] = ()) -> Figures:
     """The figures of a scan from its rows (partition_state, hanging_candidates, corruptions,
-    files: dicts with at least the columns used), in one pass over each; partition_state's and
-    hanging_candidates' rows in STREAM_ORDER (one partition of each is held at a time)."""
+    files, affected_groups (``groups``), partition_impact (``impact``): dicts with at least the
+    columns used), in one pass over each; partition_state's and hanging_candidates' rows in
+    STREAM_ORDER (one partition of each is held at a time), the others in any order (of
+    partition_impact, only the partitions holding bytes back are held)."""
     tally = Tally()
     for part_states, part_candidates in by_partition(states, candidates):
         tally.partition(part_states, part_candidates)
@@ -258,6 +300,10 @@ def figures(*, as_of_ms: int, states: Iterable[dict[str, Any]], candidates: Iter
         tally.finding(f)
     for f in files:
         tally.file(f)
+    for g in groups:
+        tally.group(g)
+    for r in impact:
+        tally.impact(r)
     return tally.figures(as_of_ms, tables)
 
 
@@ -278,6 +324,8 @@ class Tally:
         self.damage = _First(MAX_ROWS, finding_order)
         self.segment_bytes = self.skipped = 0
         self.absent = {"missing": 0, "not_copied": 0}
+        self.blocked = _First(MAX_ROWS, group_order)
+        self.held: dict[tuple[str, int], dict[str, Any]] = {}
 
     def partition(self, part_states: list[dict[str, Any]], part_candidates: list[dict[str, Any]]) -> None:
         """One partition's partition_state and hanging_candidates rows."""
@@ -324,9 +372,22 @@ class Tally:
         elif row["kind"] in self.absent:
             self.absent[row["kind"]] += 1
 
+    def group(self, row: dict[str, Any]) -> None:
+        """An affected_groups row."""
+        self.blocked.add({c: row[c] for c in GROUP_COLUMNS})
+
+    def impact(self, row: dict[str, Any]) -> None:
+        """A partition_impact row."""
+        _add_held(self.held, row)
+
     def figures(self, as_of_ms: int, tables: Optional[str] = None) -> Figures:
         lagging_partitions, followers, transactions = self.lagging_partitions, self.followers, self.transactions
+        held_rows = _First(MAX_ROWS, held_order)
+        for p in self.held.values():
+            held_rows.add(p)
         return Figures(
+            groups=self.blocked.count, group_rows=self.blocked.items(), held_partitions=held_rows.count,
+            held_bytes=sum(p["held_bytes"] for p in self.held.values()), held_rows=held_rows.items(),
             as_of_ms=as_of_ms, replicas=self.replicas, partitions=self.partitions, brokers=len(self.brokers),
             segment_bytes=self.segment_bytes, skipped=self.skipped, findings=self.damage.count,
             missing=self.absent["missing"], not_copied=self.absent["not_copied"],
@@ -355,7 +416,8 @@ class SummarySink:
         from . import rows as R
 
         self.tally = Tally()
-        self.tables = frozenset(("files", "corruptions", "partition_state", "hanging_candidates", "abort_plans"))
+        self.tables = frozenset(("files", "corruptions", "partition_state", "hanging_candidates", "abort_plans",
+                                 "affected_groups", "partition_impact"))
         self._part: Optional[tuple[str, int]] = None
         self._states: list[dict[str, Any]] = []
         self._candidates: list[dict[str, Any]] = []
@@ -372,6 +434,10 @@ class SummarySink:
             self.tally.file(row)
         elif table == "corruptions":
             self.tally.finding(row)
+        elif table == "affected_groups":
+            self.tally.group(row)
+        elif table == "partition_impact":
+            self.tally.impact(row)
         else:
             part = (row["topic"], row["partition"])
             if part != self._part:
@@ -633,6 +699,7 @@ def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int,
         _candidate_replicas(out, width, fig, head)
     else:
         _candidate_transactions(out, width, fig, head)
+    _blast_radius(out, width, fig)
     if inputs and any(hanging is True for _, hanging, _ in fig.reasons):
         out.write("\nNext: the abort command of each hanging transaction, with what to check first:\n")
         from logscan.logdir.store import option_flags   # a URI's flags, never a secret's value
@@ -641,6 +708,49 @@ def write_figures(fig: Figures, out: TextIO, *, max_transaction_timeout_ms: int,
                   f"--bootstrap-server HOST:PORT\n")
     if fig.tables:
         out.write(f"\nTables: {fig.tables}\n")
+
+
+def _held_by(g: dict[str, Any]) -> str:
+    return f"{g['held_topic']}-{g['held_partition']} producer {g['producer_id']}"
+
+
+GROUP_KINDS = {"unstable_offset_commit": "pending commit", "read_committed_stuck": "at the LSO"}
+
+
+def group_verdict(g: dict[str, Any], verdicts: dict = _VERDICT) -> str:
+    """The verdict on the transaction holding a group back, in ``verdicts``' words; "open" for
+    one within the max transaction timeout (affected_groups' reason 'open': no candidate yet)."""
+    return "open" if g["reason"] == "open" else verdicts[g["hanging"]]
+
+
+def _blast_radius(out: TextIO, width: int, fig: Figures) -> None:
+    """The consumer groups open transactions hold back and the bytes their LSOs keep on disk."""
+    if not fig.groups and not fig.held_partitions:
+        return
+    out.write("\n")
+    if fig.groups:
+        _para(out, width, f"Consumer groups held back by open transactions: {fig.groups} (affected_groups: a pending "
+                          f"transactional commit answers UNSTABLE_OFFSET_COMMIT to read_committed consumers; a "
+                          f"committed offset at the LSO reads nothing more until it moves)", indent="  ")
+        _table(out, width, ["group", "partition", "why", "held by", "hanging", "reason", "lag msgs", "lag min"],
+               [[g["group_id"], f"{g['topic']}-{g['partition']}", GROUP_KINDS.get(g["kind"], g["kind"]), _held_by(g),
+                 group_verdict(g), g["reason"], "" if g["lag_messages"] is None else str(g["lag_messages"]),
+                 "" if g["lag_ms"] is None else str(g["lag_ms"] // 60000)] for g in fig.group_rows],
+               words=(0, 1, 5))
+        _more(out, fig.groups, len(fig.group_rows))
+    if fig.held_partitions:
+        _para(out, width, f"Bytes held back by LSOs: {fig.held_bytes} B on the replicas of {fig.held_partitions} "
+                          f"partition{'s' if fig.held_partitions != 1 else ''} "
+                          f"(partition_impact: closed segments from the LSO's on, which the log cleaner may not "
+                          f"clean on a compacted topic and tiered storage may not upload, until the LSO moves)",
+              indent="  ")
+        _table(out, width, ["partition", "cleaner held", "tiering held", "replicas", "all replicas"],
+               [[f"{p['topic']}-{p['partition']}",
+                 f"{p['cleaner_held_bytes']} B in {p['cleaner_held_segments']} segments" if p["cleaner_held_bytes"]
+                 else "-",
+                 f"{p['tiering_held_bytes']} B in {p['tiering_held_segments']} segments" if p["tiering_held_bytes"]
+                 else "-", str(p["replicas"]), f"{p['held_bytes']} B"] for p in fig.held_rows], words=(0,))
+        _more(out, fig.held_partitions, len(fig.held_rows))
 
 
 def _lagging_partitions(out: TextIO, width: int, fig: Figures) -> None:
@@ -721,4 +831,5 @@ def table_figures(tables: dict[str, list[dict[str, Any]]], as_of_ms: int) -> Fig
 
     return figures(as_of_ms=as_of_ms, states=ordered(tables["partition_state"]),
                    candidates=ordered(tables["hanging_candidates"]),
-                   findings=tables["corruptions"], files=tables["files"])
+                   findings=tables["corruptions"], files=tables["files"],
+                   groups=tables.get("affected_groups", ()), impact=tables.get("partition_impact", ()))

@@ -242,3 +242,34 @@ def test_the_scans_affected_groups_are_the_hangs_and_the_open_transactions(copy,
         ("offs-beyond", READ_COMMITTED_STUCK, lag_of("offs-beyond", 0)),
         ("offs-stuck", READ_COMMITTED_STUCK, lag_of("offs-stuck", 0)),
         (NOTES["txn_group"], UNSTABLE_OFFSET_COMMIT, lag_of(NOTES["txn_group"], 0))]
+
+
+def test_the_summary_names_the_groups_the_hang_blocks(scanned):
+    """`logscan scan`'s summary: a row per group held back, the hanging transaction's verdict,
+    the lag Kafka's kafka-consumer-groups printed."""
+    import io
+
+    from logscan.scan.summary import table_figures, write_figures
+
+    fig = table_figures(scanned.tables, scanned.as_of_ms)
+    assert fig.groups == 3
+    out = io.StringIO()
+    write_figures(fig, out, max_transaction_timeout_ms=15 * 60_000, width=200)
+    text = out.getvalue()
+    section = text[text.index("Consumer groups held back by open transactions: 3"):]
+    lines = {line.split()[0]: line for line in section.splitlines() if line.startswith("  offs-")}
+    assert len(lines) == 3
+    hang = NOTES["hanging"]
+    for group in ("offs-stuck", "offs-beyond"):
+        assert lines[group].split()[1:] == [
+            f"{NOTES['topic']}-0", "at", "the", "LSO", f"{NOTES['topic']}-0", "producer", str(hang["producer_id"]),
+            "yes", "no_coordinator_record", str(lag_of(group, 0)),
+            str((scanned.as_of_ms - hang["last_timestamp_ms"]) // 60000)], lines[group]
+    part = group_partition(NOTES["txn_group"], OFFSETS_PARTITIONS)
+    p = PARTITIONS[(CONSUMER_OFFSETS_TOPIC, part)]
+    (open_producer,) = [r for r in p["producers"][str(p["leader"])]["rows"]
+                        if r["CurrentTransactionStartOffset"] != "None"]
+    assert lines[NOTES["txn_group"]].split()[1:10] == [
+        f"{NOTES['topic']}-0", "pending", "commit", f"{CONSUMER_OFFSETS_TOPIC}-{part}", "producer",
+        open_producer["ProducerId"], "open", "open", str(lag_of(NOTES["txn_group"], 0))]
+    assert "offs-plain" not in section   # committed below the LSO: not held back

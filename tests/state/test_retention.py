@@ -284,3 +284,32 @@ def test_the_scans_partition_impact_table_is_the_rules_over_the_copy(name):
         else:   # the first segment Kafka's RemoteLogManager did not upload
             assert r["tiering_first_held_offset"] == truth["scenario_notes"]["tiered_hang"]["uploaded"][-1][
                 "end_offset"] + 1 and r["tiering_held_bytes"]
+
+
+def test_the_summary_says_the_bytes_the_hang_holds_back():
+    """`logscan scan`'s summary on the retention cluster: hang-compact-0's held bytes, which are
+    its kafka-log-dirs size less what the cleaner cleaned below the checkpoint Kafka wrote live
+    and the active segment; hang-segments-0 (delete policy, no remote storage) holds nothing."""
+    import io
+
+    from logscan.scan.summary import table_figures, write_figures
+
+    truth = _truth(RETENTION)
+    result = scan([RETENTION / "brokers"], as_of_ms=truth["recorded_at_ms"])
+    fig = table_figures(result.tables, result.as_of_ms)
+    (row,) = fig.held_rows
+    segments, _ = _replica(result.tables, 0, "hang-compact")
+    live = truth["scenario_notes"]["compacted_hang"]["cleaner_checkpoint"]["0"]
+    held = _log_dirs_size(truth, 0, "hang-compact-0") - sum(s.size for s in segments if s.base_offset < live) \
+        - segments[-1].size
+    assert (row["topic"], row["replicas"], row["cleaner_held_bytes"], row["tiering_held_bytes"]) == \
+        ("hang-compact", 3, held, 0)
+    assert fig.held_bytes == 3 * held
+    out = io.StringIO()
+    write_figures(fig, out, max_transaction_timeout_ms=15 * 60_000, width=200)
+    text = out.getvalue()
+    assert f"Bytes held back by LSOs: {3 * held} B on the replicas of 1 partition" in text
+    section = text[text.index("Bytes held back by LSOs"):]
+    line = next(line for line in section.splitlines() if line.startswith("  hang-compact-0 "))
+    assert line.split()[1:] == [str(held), "B", "in", str(row["cleaner_held_segments"]), "segments", "-", "3",
+                                str(3 * held), "B"]
