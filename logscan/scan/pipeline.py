@@ -253,7 +253,9 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
     if split:
         yield "range", {"file": path, "range_index": unit["range_index"], "ranges": unit["ranges"],
                         "handoffs": [{"range_index": i, "clean": c} for i, c in read.handoffs]}
-    newest = read.max_timestamp if read.batches else None
+    # Kafka's largestTimestamp of the segment: -1 (NO_TIMESTAMP) when it holds no batch; null
+    # when what it holds could not all be read
+    newest = read.max_timestamp if read.batches or not read.findings else None
     yield "file", {**key, "file": path, "kind": "log_segment", "size": unit["size"],
                    "status": R.file_status(read.findings), "error_count": len(read.findings),
                    "batches": read.batches + read.damaged_count, "detail": None,

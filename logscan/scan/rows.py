@@ -179,8 +179,8 @@ FILES = _schema(
                               "what names it and what to copy"),
     *_at(_f("max_timestamp", pa.int64(), "log segments: the newest maxTimestamp of its checksum-valid batches, epoch "
                                          "ms (the segment's largestTimestamp, which min.compaction.lag.ms and "
-                                         "retention.ms compare with); null for other files and a segment without "
-                                         "batches"), "max_time"),
+                                         "retention.ms compare with; -1 when it holds no batch); null for other files "
+                                         "and a segment with a finding and no batch"), "max_time"),
 )
 
 _SNAPSHOT_OFFSET = _f("snapshot_offset", pa.int64(), "offset in the snapshot's file name: the state after "

@@ -40,7 +40,12 @@ CLUSTERS = sorted([*(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json"
 ROOTS = {c.name: c for c in CLUSTERS}  # scan_id -> the cluster's folder
 #: Tables a fixture cluster always has rows in.
 NEVER_EMPTY = {"files", "batches", "txn_log", "coordinator_state", "producer_snapshots", "producer_state",
-               "txn_spans", "partition_state"}
+               "txn_spans", "partition_state", "partition_impact", "transactional_id_history"}
+#: What a cluster's hang holds back, by cluster: tables with rows, and partition_impact's held
+#: bytes (tests/scan/test_offsets_fixture.py and tests/state/test_retention.py hold them to
+#: Kafka's tools), so that the equality of those tables is not that of empty ones.
+HELD_BACK = {"offsets": {"committed_offsets", "affected_groups"}, "retention": {"cleaner_held_bytes"},
+             "tiered": {"tiering_held_bytes"}}
 
 pytestmark = pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),
                                 reason="Delta jars missing: run `make delta-jars`")
@@ -95,6 +100,12 @@ def test_tables_equal_the_local_driver(spark, output, cluster, name):
     scan_id, _, want = cluster
     if name in NEVER_EMPTY:
         assert want[name], name
+    held = HELD_BACK.get(scan_id, set())
+    if name in held:
+        assert want[name], name
+    if name == "partition_impact":
+        for column in held & set(R.PARTITION_IMPACT.names):
+            assert any(r[column] for r in want[name]), column
     assert_tables_equal(spark, output, scan_id, want, [name])
 
 

@@ -313,3 +313,36 @@ def test_the_summary_says_the_bytes_the_hang_holds_back():
     line = next(line for line in section.splitlines() if line.startswith("  hang-compact-0 "))
     assert line.split()[1:] == [str(held), "B", "in", str(row["cleaner_held_segments"]), "segments", "-", "3",
                                 str(3 * held), "B"]
+
+
+
+def test_the_segments_newest_timestamps_serve_min_compaction_lag():
+    """files.max_timestamp (each segment's newest batch timestamp, which decode notes as it
+    walks; -1 for a segment the cleaner emptied, as Kafka's largestTimestamp) is what the
+    batches table gives, so the impact step's min.compaction.lag.ms figures are the rule's over
+    the batches. tv2's compacted topic (its own lag 0), from the log start (no checkpoint), with
+    a lag its last two closed segments are within: the cleaner stops at the first of them."""
+    from logscan.scan import pipeline
+    from logscan.state.retention import impact_rows
+
+    root = FIXTURES / "tv2"
+    as_of = _truth(root)["recorded_at_ms"]
+    tables = scan([root / "brokers"], as_of_ms=as_of, keep_batches=True).tables
+    newest: dict[str, int] = {}
+    for b in tables["batches"]:
+        newest[b["file"]] = max(newest.get(b["file"], -1), b["max_timestamp"])
+    segments = [f for f in tables["files"] if f["kind"] == "log_segment"]
+    assert segments and all(f["max_timestamp"] == newest.get(f["file"], -1) for f in segments)
+    mine = sorted((f["file"], f["max_timestamp"]) for f in segments if (f["broker"], f["topic"]) == (0, "compacted"))
+    assert len(mine) == 4 and mine[0][1] == -1   # emptied by the cleaner; the last is the active one
+    lag = as_of - mine[2][1] + 1
+    configs = [{"topic": "compacted", "name": "min.compaction.lag.ms", "value": str(lag)},
+               {"topic": "compacted", "name": "cleanup.policy", "value": "compact"}]
+    got = pipeline.impact(tables["partition_state"], tables["files"], {}, configs, as_of)
+    want = impact_rows(tables["partition_state"], tables["files"], cleaner_checkpoints={},
+                       configs={"compacted": {c["name"]: c["value"] for c in configs}}, remote_storage=False,
+                       batches=[{**f, "max_timestamp": newest.get(f["file"], -1)} for f in segments], as_of_ms=as_of)
+    key = lambda r: (r["topic"], r["partition"], r["broker"])   # noqa: E731
+    assert sorted(got, key=key) == sorted(want, key=key)
+    base = int(mine[2][0].rsplit("/", 1)[-1].split(".")[0])
+    assert {r["cleaner_first_uncleanable_offset"] for r in got if r["topic"] == "compacted"} == {base}
