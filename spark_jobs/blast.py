@@ -10,9 +10,9 @@ has written its tables (run: scan.run calls it before the commits), out of:
   partition step wrote (a row per replica, per candidate);
 - the topics' configs (the metadata step's "config" rows) and the cleaner's checkpoints (the
   listing's rows), on the driver already;
-- out of the decode's blobs (no second read of the copy): the log segments' files rows, the
-  served replicas' spans (:func:`span_rows`: pipeline.HISTORY_SPAN_COLUMNS and
-  OPEN_SPAN_COLUMNS) and the coordinator's records (tasks.coordinator_records, as the
+- out of the decode's blobs (no second read of the copy): the log segments' files rows and the
+  served replicas' spans (pipeline.HISTORY_SPAN_COLUMNS and OPEN_SPAN_COLUMNS) in one job
+  (:func:`small_rows`), the coordinator's records in another (tasks.coordinator_records, as the
   coordinator step takes them);
 - the one part that grows with the copy's traffic, the served `__consumer_offsets` replicas'
   commit rows (decode's "offset_commit" rows, rows.OFFSET_COMMITS): loaded in tasks, a
@@ -40,8 +40,6 @@ from logscan.scan.pipeline import CONSUMER_OFFSETS_TOPIC
 
 #: What :func:`span_rows` gives of a served replica's txn_spans rows.
 SPAN_COLUMNS = tuple(dict.fromkeys((*pipeline.OPEN_SPAN_COLUMNS, *pipeline.HISTORY_SPAN_COLUMNS)))
-SPANS = pa.schema([R.TXN_SPANS.field(c) for c in SPAN_COLUMNS])
-SEGMENTS = pa.schema([R.FILES.field(c) for c in pipeline.SEGMENT_COLUMNS])
 #: What affected_groups reads of a hanging_candidates row.
 CANDIDATE_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_epoch", "start_offset",
                      "last_timestamp", "hanging", "reason", "transactional_id")
@@ -69,26 +67,36 @@ def _of_replicas(rows: pa.RecordBatch, keys: set[tuple[int, str, int]], broker: 
     return rows.filter(pa.array([k in keys for k in zip(brokers, topics, partitions)], pa.bool_()))
 
 
-def span_rows(served: set[tuple[int, str, int]], kept: frozenset):
+#: What :func:`small_rows` gives: a served replica's span (``record_type`` "span": SPAN_COLUMNS)
+#: or a log segment's files row ("segment": pipeline.SEGMENT_COLUMNS), in one flat schema (no
+#: list column: nothing for Spark's Arrow writer to fill row by row) so that one job brings both.
+SMALL = pa.schema([pa.field("record_type", pa.string()),
+                   *(R.TXN_SPANS.field(c) for c in SPAN_COLUMNS),
+                   *(R.FILES.field(c) for c in pipeline.SEGMENT_COLUMNS if c not in SPAN_COLUMNS)])
+
+
+def _flat(rows: pa.RecordBatch, kind: str) -> pa.RecordBatch:
+    """``rows`` (some of SMALL's columns) as SMALL rows of ``kind``, the other columns null."""
+    n = rows.num_rows
+    names = set(rows.schema.names)
+    return pa.RecordBatch.from_arrays(
+        [pa.array([kind] * n, pa.string()), *(rows.column(f.name).cast(f.type) if f.name in names
+                                             else pa.nulls(n, f.type) for f in list(SMALL)[1:])], schema=SMALL)
+
+
+def small_rows(served: set[tuple[int, str, int]], kept: frozenset):
     """mapInArrow body over blob rows: the txn_spans rows of the served replicas (``served``:
-    pipeline.served_keys), SPAN_COLUMNS only."""
+    pipeline.served_keys) and the files rows of log segments, as SMALL rows."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for rows in _blobs(batch, "txn_spans", kept):
                 rows = _of_replicas(rows, served)
                 if rows.num_rows:
-                    yield rows.select(list(SPAN_COLUMNS))
-    return run
-
-
-def segment_rows(kept: frozenset):
-    """mapInArrow body over blob rows: the files rows of log segments, SEGMENT_COLUMNS only."""
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
+                    yield _flat(rows.select(list(SPAN_COLUMNS)), "span")
             for rows in _blobs(batch, "files", kept):
                 rows = rows.filter(pc.equal(rows.column("kind"), "log_segment"))
                 if rows.num_rows:
-                    yield rows.select(list(pipeline.SEGMENT_COLUMNS))
+                    yield _flat(rows.select([c for c in pipeline.SEGMENT_COLUMNS if c != "kind"]), "segment")
     return run
 
 
@@ -173,8 +181,12 @@ def tables(spark, blobs, *, output: str, parts: dict[str, list[R.Row]], kept: fr
                    .mapInArrow(offsets_stream(offsets_served, as_of_ms), S.spark_schema(R.COMMITTED_OFFSETS))
                    .toArrow().to_pylist())
         offsets.sort(key=itemgetter("offsets_partition"))   # as the local executor makes them
-    spans = of("txn_spans").mapInArrow(span_rows(keys, kept), S.spark_schema(SPANS)).toArrow().to_pylist()
-    segments = [*of("files").mapInArrow(segment_rows(kept), S.spark_schema(SEGMENTS)).toArrow().to_pylist(),
+    small = (blobs.where(F.col("blob.table").isin("txn_spans", "files"))
+             .mapInArrow(small_rows(keys, kept), S.spark_schema(SMALL)).toArrow())
+    kinds = small.column("record_type")
+    spans = small.filter(pc.equal(kinds, "span")).select(list(SPAN_COLUMNS)).to_pylist()
+    segments = [*({**r, "kind": "log_segment"} for r in small.filter(pc.equal(kinds, "segment")).select(
+                    [c for c in pipeline.SEGMENT_COLUMNS if c != "kind"]).to_pylist()),
                 *({c: f.get(c) for c in pipeline.SEGMENT_COLUMNS} for f in listing_files
                   if f["kind"] == "log_segment")]
     records = (of("txn_log").mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))

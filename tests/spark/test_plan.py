@@ -141,7 +141,8 @@ def test_tables_default_to_all_but_batches_and_refuse_unknown_names(capsys):
     assert scan.parse_tables("all") == scan.TABLES and "batches" in scan.TABLES
     # the summary's tables are always written, in the tables' order
     assert scan.parse_tables(" batches,txn_log ") == ("files", "batches", "corruptions", "txn_log",
-                                                      "partition_state", "hanging_candidates")
+                                                      "partition_state", "hanging_candidates", "affected_groups",
+                                                      "partition_impact")
     assert scan.parse_args(["in", "--output", "out"]).tables == scan.DEFAULT_TABLES
     assert scan.parse_args(["in", "--output", "out", "--tables", "all"]).tables == scan.TABLES
     for bad in ("batch", "all,batches", ","):

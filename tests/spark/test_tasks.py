@@ -128,7 +128,7 @@ def _routed(pairs, keys=_WHOLE) -> dict[str, list[str]]:
             if kind == "span" and row["end_marker_offset"] is not None:
                 put("span", tasks.CLOSED_SPAN, row)
             table = pipeline.TABLE_OF[kind]
-            put("table:" + table, R.TABLES[table], row)
+            put("table:" + table, R.row_schema(table), row)
     return {name: sorted(repr((keys, x)) for x in pa.Table.from_pylist(rows, schema=schema).to_pylist())
             for name, (schema, rows) in by.items()}
 
