@@ -150,7 +150,7 @@ def read_written(output: str, table: str, written: Iterable[R.Row], columns: Ite
     return rows
 
 
-def tables(spark, blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset, as_of_ms: int,
+def tables(blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset, as_of_ms: int,
            chosen: dict[int, int], listing_files: list[R.Row], cleaner_checkpoints: dict, configs: list[R.Row]
            ) -> dict[str, list[R.Row]]:
     """The four tables' rows (by name), made once the partition step's Parquet is written

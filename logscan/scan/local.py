@@ -16,6 +16,11 @@ log order, which is that order); the `__transaction_state` records are spooled p
 the coordinator step streams those of the replica it loads. What is held until the partition
 step: each replica's partition_state row and open transactions, the coordinator's last record
 per transactional id, the leaders; a replica's listing (its files) is let go once it is read.
+For the steps after assess (the blast radius of a hang: :class:`_After`) the `__consumer_offsets`
+replicas' commit rows are spooled per replica as decode reads them (the served replica's are
+loaded), the closed spans' spool serves them too, and what is held is small: a row per replica,
+per log segment, per open span and candidate, the topics' configs, and the records the
+coordinator step loads (per transactional id, its records in the copy).
 """
 
 from __future__ import annotations

@@ -503,7 +503,8 @@ def offsets(commits: Iterable[R.Row], state: R.Row, as_of_ms: int) -> list[R.Row
 def groups(offsets: Iterable[R.Row], states: Iterable[R.Row], candidates: Iterable[R.Row],
            open_spans: Iterable[R.Row], as_of_ms: int) -> list[R.Row]:
     """The affected_groups rows: the committed_offsets rows against the assessed partition_state
-    rows, the hanging_candidates rows and the open spans (OPEN_SPAN_COLUMNS), any order."""
+    rows, the hanging_candidates rows and the open spans (OPEN_SPAN_COLUMNS) of the served
+    replicas (served_keys), any order."""
     return affected(offsets, list(states), candidates, open_spans, as_of_ms)
 
 
