@@ -351,3 +351,20 @@ def test_a_margin_within_the_noise_is_no_figure_never_met():
     assert cpu.lstrip().startswith("[    n/a]") and "within the scans' spread" in cpu, cpu
     (wall,) = [t for t in out if "within 1.5x of the single-process scan" in t]
     assert wall.lstrip().startswith("[    n/a]") and "within the spread of the fixed cost's scans" in wall, wall
+
+
+def test_the_sampler_counts_its_own_cpu():
+    # child() takes the sampler thread's CPU out of the driver's figure: it grows with a scan's
+    # wall time and is the bench's, not the job's (it was a third of the driver's CPU per GB).
+    sampler = bench.WorkerSampler(os.getpid(), interval=0.001, discover_every=1)
+    t = time.process_time()
+    sampler.start()
+    try:
+        deadline = time.monotonic() + 30
+        while sampler.cpu_seconds() < 0.05:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        sampler.stopped.set()
+        sampler.join()
+    assert 0.05 <= sampler.cpu_seconds() <= time.process_time() - t

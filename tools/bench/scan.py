@@ -17,9 +17,10 @@ read from a warm page cache. Figures, each from the same run:
    copy: jobs and one Delta commit per table) and the scan of the bench copy on the warm JVM:
    bytes/s, files/s, peak memory of the Python workers, and where the CPU went
    (``cpu_by_group``: JIT compiler, task and GC threads of the JVM, its other threads, the
-   Python workers, the driver's Python). Throughput is the warm scan's time beyond the fixed
-   cost: what grows with the data once per-JVM costs are paid, as a copy of terabytes pays
-   them once; the first scan of the copy is printed beside it. The fixed cost, the warm scan
+   Python workers, the driver's Python less the bench's own sampler thread, WorkerSampler).
+   Throughput is the warm scan's time beyond the fixed cost: what grows with the data once
+   per-JVM costs are paid, as a copy of terabytes pays them once; the first scan of the copy
+   is printed beside it. The fixed cost, the warm scan
    and the single-process scan of the bench copy are each timed --repeats times (the Spark
    ones interleaved) and judged on their medians.
 2. Per-file overhead: the same bytes as few large segments and as many small ones; the
@@ -284,7 +285,14 @@ def cpu_by_group(root: int) -> dict[str, float]:
 
 class WorkerSampler(threading.Thread):
     """Peak memory of the pyspark Python processes (daemon and forked workers) under ``root``
-    and of the JVM, from /proc/<pid>/status."""
+    and of the JVM, from /proc/<pid>/status.
+
+    It runs as a thread of the driver's Python, so its own CPU (``cpu_seconds``) is in the
+    driver's figure of cpu_by_group: child() takes it out. It grows with a scan's wall time
+    (a walk of /proc every 0.2 s, reads of each worker's status every 20 ms): on this 2-core
+    machine about 0.02 to 0.03 CPU-s per second, which was a third or more of the driver's CPU
+    per GB at the margin (a scan of the bench copy lasts seconds longer than its tenth's) and
+    belongs to no process of the job (issue 30, 2026-12-07)."""
 
     def __init__(self, root: int, interval: float = 0.02, discover_every: int = 10):
         super().__init__(daemon=True)
@@ -293,7 +301,12 @@ class WorkerSampler(threading.Thread):
         self.jvms: set[int] = set()
         self.lock = threading.Lock()
         self.stopped = threading.Event()
+        self._cpu = 0.0   # this thread's CPU seconds so far (time.thread_time, set by the thread)
         self._reset()
+
+    def cpu_seconds(self) -> float:
+        """The sampler thread's CPU seconds so far (up to its last sample)."""
+        return self._cpu
 
     def _reset(self) -> None:
         self.peak_anon = self.peak_hwm = self.jvm_hwm = 0
@@ -306,6 +319,7 @@ class WorkerSampler(threading.Thread):
                 self._discover()
             self._sample()
             i += 1
+            self._cpu = time.thread_time()
             time.sleep(self.interval)
 
     def _discover(self) -> None:
@@ -410,6 +424,7 @@ def child(spec_path: str) -> int:
             warm(Path(item["path"]))
             sampler.start_window()
             cpu0 = cpu_by_group(os.getpid())
+            sampler0 = sampler.cpu_seconds()
             t1 = time.perf_counter()
             error = None
             try:
@@ -419,6 +434,7 @@ def child(spec_path: str) -> int:
             seconds = time.perf_counter() - t1
             mem = sampler.end_window()
             cpu = {k: v - cpu0[k] for k, v in cpu_by_group(os.getpid()).items()}
+            cpu["driver (Python)"] -= sampler.cpu_seconds() - sampler0   # the bench's thread, not the job's
             check = {"ok": False, "status": {}, "findings": []} if error else _check_output(
                 spark, output, item["files"])
             result["runs"].append({"label": item["label"], "seconds": seconds, "error": error, "cpu": cpu, **mem,
