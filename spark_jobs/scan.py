@@ -365,15 +365,18 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     tally.add(decoded)
     kept = tally.kept()
     # The steps' outputs (tasks.OUT): of the decode and, for the replicas no decode task
-    # replayed, of the per-replica step over their facts (kept byte ranges only).
-    outputs = [decoded]
+    # replayed, of the per-replica step over their facts (kept byte ranges only). Once cached,
+    # the later steps read each in one task per core (coalesced), not one per decode task:
+    # every task is a Python worker's round and the JVM's scheduling, serialization and the
+    # JIT's work on them, for a few MB of rows per GB of copy.
+    outputs = [decoded.coalesce(parallelism)]
     if shuffled:
-        facts = S.members(kept_rows(spark, decoded.where(F.col("record_type") == "fact"), kept), "fact")
+        facts = S.members(kept_rows(spark, outputs[0].where(F.col("record_type") == "fact"), kept), "fact")
         stepped = (replica_stream_input(_frame(spark, shuffled, tasks.REPLICA_INFO), facts)
                    .mapInArrow(tasks.replica_stream, S.spark_schema(tasks.OUT))).persist()
         persisted.append(stepped)
         tally.add(stepped)
-        outputs.append(stepped)
+        outputs.append(stepped.coalesce(parallelism))
     blobs = reduce(DataFrame.unionByName, map(blob_rows, outputs))
 
     # The coordinator's view: per coordinator partition, the replica coordinator.choose_replicas
