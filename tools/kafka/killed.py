@@ -29,7 +29,7 @@ from pathlib import Path
 from tools.kafka.cluster import REPO
 from tools.kafka.hanging import (HANG_AGE_MS, PENDING_DONE_TOPIC, PENDING_TOPIC, create_pending_markers)
 from tools.kafka.scenarios import CLUSTERS, ClusterSpec, ScenarioContext, scenario
-from tools.kafka.trimmed import trim
+from tools.kafka.trimmed import build_trimmed
 
 if __name__ == "__main__":
     from tools.kafka import killed as _module
@@ -64,15 +64,7 @@ def killed_broker(ctx: ScenarioContext) -> None:
 
 
 def build(out_root: Path, work_root: Path, only: list[str] | None = None) -> dict[str, dict]:
-    from tools.kafka.fixtures import build_cluster
-
-    built = {}
-    for name in only or KILLED_CLUSTERS:
-        truth = build_cluster(name, out_root, work_root)
-        # after the dumps (kafka-dump-log read the real files), before anything is committed
-        manifest = trim(out_root / name)
-        built[name] = {"dumps": len(truth["dumps"]), "timings": truth["timings"],
-                       "trimmed": {k: v["size"] for k, v in manifest["files"].items()}}
+    built = build_trimmed(only or KILLED_CLUSTERS, out_root, work_root)
     write_readme(out_root)
     return built
 

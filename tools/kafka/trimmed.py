@@ -101,6 +101,22 @@ def restore(cluster_out: Path, work: Path) -> Path:
     return dest
 
 
+def build_trimmed(names, out_root: Path, work_root: Path) -> dict[str, dict]:
+    """Builds each named fixture cluster into ``out_root`` (tools.kafka.fixtures.build_cluster:
+    the brokers, then the truth from the release's own tools on the real files) and trims it
+    there; per cluster, its dump count, timings and the real sizes of the files trimmed."""
+    from tools.kafka.fixtures import build_cluster
+
+    built = {}
+    for name in names:
+        truth = build_cluster(name, out_root, work_root)
+        # after the dumps (kafka-dump-log read the real files), before anything is committed
+        manifest = trim(out_root / name)
+        built[name] = {"dumps": len(truth["dumps"]), "timings": truth["timings"],
+                       "trimmed": {k: v["size"] for k, v in manifest["files"].items()}}
+    return built
+
+
 def _stamp(cluster_out: Path, manifest_text: str) -> str:
     """What the restored copy was made from: the manifest and every stored file's size and
     modification time (a rebuilt fixture is copied again)."""

@@ -31,7 +31,7 @@ from pathlib import Path
 from tools.kafka import epochs, share
 from tools.kafka.cluster import REPO
 from tools.kafka.scenarios import CLUSTERS, SCENARIOS, ClusterSpec, scenario
-from tools.kafka.trimmed import trim
+from tools.kafka.trimmed import build_trimmed
 
 if __name__ == "__main__":
     from tools.kafka import trimmedclusters as _module
@@ -51,15 +51,7 @@ OUT = REPO / "fixtures" / "trimmed"
 
 
 def build(out_root: Path, work_root: Path, only: list[str] | None = None) -> dict[str, dict]:
-    from tools.kafka.fixtures import build_cluster
-
-    built = {}
-    for name in only or TRIMMED_CLUSTERS:
-        truth = build_cluster(name, out_root, work_root)
-        # after the dumps (kafka-dump-log read the real files), before anything is committed
-        manifest = trim(out_root / name)
-        built[name] = {"dumps": len(truth["dumps"]), "timings": truth["timings"],
-                       "trimmed": {k: v["size"] for k, v in manifest["files"].items()}}
+    built = build_trimmed(only or TRIMMED_CLUSTERS, out_root, work_root)
     write_readme(out_root)
     return built
 
