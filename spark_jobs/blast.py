@@ -37,25 +37,13 @@ from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan.output import is_remote, table_uri
 from logscan.scan.pipeline import CONSUMER_OFFSETS_TOPIC
+from spark_jobs.tasks import kept_blob_batches
 
 #: What :func:`span_rows` gives of a served replica's txn_spans rows.
 SPAN_COLUMNS = tuple(dict.fromkeys((*pipeline.OPEN_SPAN_COLUMNS, *pipeline.HISTORY_SPAN_COLUMNS)))
 #: What affected_groups reads of a hanging_candidates row.
 CANDIDATE_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_epoch", "start_offset",
                      "last_timestamp", "hanging", "reason", "transactional_id")
-
-
-def _blobs(batch: pa.RecordBatch, table: str, kept: frozenset) -> Iterator[pa.RecordBatch]:
-    """The rows of ``table``'s blobs in an OUT batch (blob and range-key columns), of files read
-    whole and kept byte ranges (as write_blobs takes them)."""
-    blob = batch.column("blob")
-    tables = pc.struct_field(blob, "table").to_pylist()
-    data = pc.struct_field(blob, "data")
-    for i, (name, segment, index, ranges) in enumerate(zip(tables, batch.column("segment").to_pylist(),
-                                                            batch.column("range_index").to_pylist(),
-                                                            batch.column("ranges").to_pylist())):
-        if name == table and (ranges == 1 or (segment, index) in kept):
-            yield from pa.ipc.open_stream(data[i].as_buffer())
 
 
 def _of_replicas(rows: pa.RecordBatch, keys: set[tuple[int, str, int]], broker: str = "broker",
@@ -89,11 +77,11 @@ def small_rows(served: set[tuple[int, str, int]], kept: frozenset):
     pipeline.served_keys) and the files rows of log segments, as SMALL rows."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for rows in _blobs(batch, "txn_spans", kept):
+            for rows in kept_blob_batches(batch, "txn_spans", kept):
                 rows = _of_replicas(rows, served)
                 if rows.num_rows:
                     yield _flat(rows.select(list(SPAN_COLUMNS)), "span")
-            for rows in _blobs(batch, "files", kept):
+            for rows in kept_blob_batches(batch, "files", kept):
                 rows = rows.filter(pc.equal(rows.column("kind"), "log_segment"))
                 if rows.num_rows:
                     yield _flat(rows.select([c for c in pipeline.SEGMENT_COLUMNS if c != "kind"]), "segment")
@@ -105,7 +93,7 @@ def commit_rows(served: set[tuple[int, str, int]], kept: frozenset):
     `__consumer_offsets` replicas."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for rows in _blobs(batch, "offset_commits", kept):
+            for rows in kept_blob_batches(batch, "offset_commits", kept):
                 rows = _of_replicas(rows, served, topic=None, partition="offsets_partition")
                 if rows.num_rows:
                     yield rows

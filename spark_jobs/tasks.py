@@ -500,15 +500,20 @@ def coordinator_records(chosen: dict[int, int], kept: frozenset):
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_heap()
         for batch in batches:
-            for table, data, segment, i, n in _blobs_of(batch):
-                if table != "txn_log" or (n > 1 and (segment, i) not in kept):
-                    continue
-                for records in blob_batches(data):
-                    mask = [chosen.get(p) == b for b, p in zip(records.column("broker").to_pylist(),
-                                                                records.column("partition").to_pylist())]
-                    if any(mask):
-                        yield records.filter(pa.array(mask))
+            for records in kept_blob_batches(batch, "txn_log", kept):
+                mask = [chosen.get(p) == b for b, p in zip(records.column("broker").to_pylist(),
+                                                            records.column("partition").to_pylist())]
+                if any(mask):
+                    yield records.filter(pa.array(mask))
     return run
+
+
+def kept_blob_batches(batch: pa.RecordBatch, table: str, kept: frozenset) -> Iterator[pa.RecordBatch]:
+    """The rows of ``table``'s blobs in an OUT batch (or in its blob and range-key columns), of
+    files read whole and kept byte ranges (``kept``: (segment, range_index) pairs)."""
+    for name, data, segment, i, n in _blobs_of(batch):
+        if name == table and (n <= 1 or (segment, i) in kept):
+            yield from blob_batches(data)
 
 
 def _blobs_of(batch: pa.RecordBatch) -> Iterator[tuple]:
