@@ -11,9 +11,10 @@ them. Path-based tables (``--output DIR``) stay the default.
 
 The tasks still write each table's rows as Parquet where they are made (logscan.scan.output.Parts),
 into a staging folder (``--staging DIR``, default: a folder under the session's warehouse),
-one fresh sub-folder per run, removed when the run ends. The driver then makes each table's
-commit in the catalog: Spark reads the files the tasks reported (never a listing of the
-folder) and writes them with ``mode("overwrite")``, ``replaceWhere scan_id = 'ID'`` and
+one fresh sub-folder per run, removed when the run ends, and by a later run when it could not
+(killed: spark_jobs.staging tells a run that is gone from one that lives). The driver then
+makes each table's commit in the catalog: Spark reads the files the tasks reported (never a
+listing of the folder) and writes them with ``mode("overwrite")``, ``replaceWhere scan_id = 'ID'`` and
 ``saveAsTable``: one Delta commit per table replacing this scan's rows, as the path-based
 commit (output.commit) does, each column with its comment of logscan.scan.rows. The order and
 the promises are logscan.scan.tables.commit_scan's, which calls :meth:`CatalogTables.commit`:
@@ -35,8 +36,6 @@ Readers: :class:`CatalogReader` reads the tables back through Spark SQL (the job
 from __future__ import annotations
 
 import re
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
@@ -179,22 +178,9 @@ def staging_root(spark, staging: Optional[str]) -> str:
         f"{spark.conf.get('spark.sql.warehouse.dir').rstrip('/')}/{STAGING_FOLDER}"
     local = local_folder(base)
     base = str(Path(local).resolve()) if local is not None else base
-    return f"{base.rstrip('/')}/run-{uuid.uuid4().hex}"
+    from .staging import new_root
 
-
-def remove_staging(root: str) -> None:
-    """Deletes a run's staging folder (its files are copied into the tables, or abandoned)."""
-    local = local_folder(root)
-    if local is not None:
-        shutil.rmtree(local, ignore_errors=True)
-        return
-    from logscan.logdir import store
-
-    st = store.store_with(root, getattr(root, "storage_options", None))
-    try:
-        st.fs.delete_dir(st.path(root))
-    except (OSError, FileNotFoundError):
-        pass
+    return new_root(base)
 
 
 def catalog_tables(spark, prefix: str) -> dict[str, str]:

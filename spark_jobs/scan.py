@@ -490,9 +490,10 @@ def run(spark: SparkSession, roots: list[Path], output: Optional[str], *, scan_i
         roots = [r if store.is_uri(str(r)) else os.path.abspath(r) for r in roots]
         if prefix is None and not is_remote(output):
             output = os.path.abspath(output)   # (catalog tables' staging_root is absolute already)
-    commit = None
+    commit = staged = None
     if prefix is not None:
         from spark_jobs import catalog
+        from spark_jobs.staging import StagingRun
 
         catalog.check_catalog(spark, prefix)
         output = catalog.staging_root(spark, staging)
@@ -500,12 +501,16 @@ def run(spark: SparkSession, roots: list[Path], output: Optional[str], *, scan_i
         in_catalog = catalog.CatalogTables(spark, prefix, output)
         in_catalog.create_namespace()
         commit = in_catalog.commit
+        # its folder and marker before any task stages a file; the folders of runs gone removed
+        staged = StagingRun(output, scan_id)
+        staged.start()
     else:
         check_output(roots, output)
     if is_remote(output) and not isinstance(output, Output):   # the tasks' writers get the storage options
         output = Output(output, store.options())
-    frames = build_tables(spark, roots, output, scan_id, **kw)
+    frames = None
     try:
+        frames = build_tables(spark, roots, output, scan_id, **kw)
         parts: dict[str, list[R.Row]] = defaultdict(list)
         for row in frames.writes.collect():
             parts[row["table"]].append(row.asDict())
@@ -516,12 +521,14 @@ def run(spark: SparkSession, roots: list[Path], output: Optional[str], *, scan_i
         commit_scan(output, scan_id, frames.as_of_ms, parts, kw.get("tables", DEFAULT_TABLES), roots,
                     before_commit=_fault_before_commit, commit=commit)
     finally:
-        for df in frames.persisted:
-            df.unpersist()
-        for b in frames.shared:
-            b.destroy()
-        if prefix is not None:   # copied into the tables, or abandoned: either way no longer read
-            catalog.remove_staging(output)
+        try:
+            for df in frames.persisted if frames else ():
+                df.unpersist()
+            for b in frames.shared if frames else ():
+                b.destroy()
+        finally:
+            if staged is not None:   # copied into the tables, or abandoned: either way no longer read
+                staged.end()
     return scan_id, frames.as_of_ms
 
 
@@ -568,7 +575,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "in DIR/metastore_db) and its tables; without it the session's configured catalog is used")
     p.add_argument("--staging", metavar="DIR",
                    help="with --database/--table-prefix: where the tasks stage their Parquet before the commits "
-                        "(a run's own sub-folder, removed at its end; default: under the session's warehouse)")
+                        "(a run's own sub-folder, removed at its end, or by the next run when it was killed; "
+                        "default: under the session's warehouse)")
     p.add_argument("--as-of", type=_as_of, help="the scan's 'now': ISO-8601 or epoch ms (default: newest timestamp)")
     p.add_argument("--max-transaction-timeout-ms", type=int, default=hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
                    help="transaction.max.timeout.ms for find-hanging's rule (default %(default)s)")

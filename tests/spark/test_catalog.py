@@ -12,8 +12,9 @@ catalog itself is read by `logscan sql --engine spark --database`, last). In ord
 2. scan ``b`` killed (SIGKILL, spark_jobs.faults) before partition_state's commit: the tables
    committed before it hold ``b`` whole, partition_state and the later ones are at their
    previous version, the scans table does not name ``b``;
-3. scan ``b`` run again: every table holds ``b``'s rows once, as ``a``'s.
-No run leaves a file in its working folder; a finished run leaves no staging folder.
+3. scan ``b`` run again: every table holds ``b``'s rows once, as ``a``'s, and the killed run's
+   staging folder, left by the kill, is gone (spark_jobs.staging: its process is gone).
+No run leaves a file in its working folder, nor a staging folder once a later run has run.
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ def runs(tmp_path_factory) -> dict:
     job = Job(work, "b-killed", copy, warehouse, "b", pause=f"write:{KILLED_AT}")
     job.kill_when_paused()
     out["killed"] = state()
+    out["staged_after_kill"] = staged(warehouse)
     job = Job(work, "b", copy, warehouse, "b")
     out["b_exit"] = job.wait()
     out["b_log"] = job.log.read_text()
@@ -212,11 +214,19 @@ def test_the_catalog_answers_logscan_sql_by_the_tables_short_names(runs):
     assert comments["hanging"] and comments["scan_id"]
 
 
-def test_the_runs_leave_nothing_in_their_folders_and_finished_runs_no_staging(runs):
+def staged(warehouse: Path) -> list[str]:
+    """The staging folders of runs under the warehouse's staging folder."""
+    base = warehouse / STAGING_FOLDER
+    return sorted(p.name for p in base.iterdir()) if base.is_dir() else []
+
+
+def test_the_runs_leave_nothing_in_their_folders_and_no_staging_even_when_killed(runs):
     for cwd in runs["work"].glob("cwd-*"):
         assert list(cwd.iterdir()) == [], cwd
-    staged = sorted((runs["warehouse"] / STAGING_FOLDER).iterdir())
-    assert len(staged) == 1, staged   # the killed run's alone: a kill cannot clean up
+    # the killed run could not clean up: its folder stayed, with the marker naming it ...
+    assert len(runs["staged_after_kill"]) == 1, runs["staged_after_kill"]
+    # ... until the next run, seeing that run gone, removed it (its own removed as it ended)
+    assert staged(runs["warehouse"]) == []
 
 
 def test_logscan_scan_writes_catalog_tables_and_prints_what_the_local_scan_prints(runs):

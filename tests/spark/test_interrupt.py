@@ -193,3 +193,30 @@ def test_ctrl_c_while_spark_starts_ends_the_jvm_it_was_starting(tmp_path):
 
     status = run.interrupt_when(jvm_started)
     _stopped_cleanly(run, status, "spark_jobs/scan.py")
+
+
+@pytest.mark.heavy
+def test_ctrl_c_in_a_catalog_run_removes_its_staging_folder(tmp_path):
+    """spark_jobs/scan.py --database stopped between staging txn_spans' files and committing
+    them: its staging folder (marker and staged Parquet) goes with it, as a failure's does, and
+    so does the folder a killed run had left there before it (a real process, SIGKILLed)."""
+    from tests.spark.test_staging import Holder
+
+    staging = tmp_path / "staging"
+    Holder(str(staging), "killed-before").kill()
+    run = Run(tmp_path, ["-m", "spark_jobs.scan", str(HANGING / "brokers"), "--database", "ls",
+                         "--warehouse", str(tmp_path / "warehouse"), "--staging", str(staging),
+                         "--scan-id", "s", "--as-of", _as_of(), "--master", "local[2]"], pause="write:txn_spans")
+    staged_then = []
+
+    def paused() -> bool:
+        if run.marker.exists():
+            staged_then.extend(str(p.relative_to(staging)) for p in staging.rglob("*.parquet"))
+            return True
+        return False
+
+    status = run.interrupt_when(paused)
+    _stopped_cleanly(run, status, "spark_jobs/scan.py")
+    assert any("/txn_spans/" in p for p in staged_then), staged_then   # it had staged files
+    assert not any(p.startswith("run-killed-before") for p in staged_then)   # swept as the run began
+    assert list(staging.iterdir()) == []
