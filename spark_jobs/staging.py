@@ -44,6 +44,8 @@ RUN_PREFIX = "run-"
 #: run counts as gone (many heartbeats: a slow store or a busy driver misses a few).
 HEARTBEAT_S = 60.0
 GONE_AFTER_S = 15 * 60.0
+#: How long a run's end waits for a marker write in flight (a store's PUT, with its retries).
+HEARTBEAT_JOIN_S = 30.0
 
 
 def _fs(location: str):
@@ -156,10 +158,9 @@ class StagingRun:
     def end(self) -> None:
         """Removes the folder (copied into the tables, or abandoned: no longer read)."""
         self._stop.set()
+        if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
+            self._heartbeat.join(HEARTBEAT_JOIN_S)   # a beat in flight would write the marker again
         remove(self.root)
-
-    def __hash__(self) -> int:
-        return id(self)
 
 
 def remove(location: str) -> None:
