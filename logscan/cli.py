@@ -710,9 +710,11 @@ Every table folder under DIR (the --output of `logscan scan` or spark_jobs/scan.
 view of the same name, at its newest Delta version: files, batches, corruptions, txn_log,
 coordinator_state, producer_state, txn_spans, partition_state, hanging_candidates, and the
 others the scan wrote. Each row carries scan_id and as_of; several scans into one DIR are
-told apart by scan_id. --database NAME (or --table-prefix CATALOG.SCHEMA.), with --engine
-spark, reads the catalog tables a scan wrote with the same option instead (--warehouse DIR:
-the local catalog the scan's --warehouse made), each a view of its short name.
+told apart by scan_id. --database NAME (or --table-prefix CATALOG.SCHEMA.) reads the catalog
+tables a scan wrote with the same option instead, each a view of its short name: with
+--engine spark through the session's catalog (--warehouse DIR: the local catalog the scan's
+--warehouse made); with the embedded engine where --warehouse DIR keeps them
+(DIR/<name>.db/<table>), without a JVM.
 
 \b
 Engines: embedded (default) is DuckDB over delta-rs, in this process: DuckDB's SQL dialect,
@@ -764,9 +766,14 @@ def sql_command(query, tables_dir, database, table_prefix, warehouse, fmt, limit
     todo = None if query is None else split(query)
     if todo == []:
         raise click.UsageError("QUERY holds no statement (only blanks or comments)")
-    prefix = _catalog_prefix(tables_dir, database, table_prefix, warehouse, engine)
-    if prefix is not None:
+    prefix = _catalog_prefix(tables_dir, database, table_prefix, warehouse)
+    if prefix is not None and engine == "spark":
         _catalog_sql(todo, prefix, warehouse, fmt, limit, allow_writes, master)
+    if prefix is not None:
+        from logscan.sql.embedded import EmbeddedEngine
+
+        runner = EmbeddedEngine(_embedded_catalog(prefix, warehouse))
+        _run_statements(runner, todo, lambda: _warn_unfinished(runner.paths), allow_writes, fmt, limit)
     from logscan.logdir.store import is_uri
 
     if engine == "spark" and is_uri(tables_dir) and tables_dir.partition("://")[0].lower() not in ("s3", "s3a"):
@@ -822,9 +829,9 @@ def _run_statements(runner, todo, warn, allow_writes, fmt, limit) -> None:
     sys.exit(1 if failed else 0)
 
 
-def _catalog_prefix(tables_dir, database, table_prefix, warehouse, engine):
+def _catalog_prefix(tables_dir, database, table_prefix, warehouse):
     """The catalog tables' prefix asked for (spark_jobs.catalog.table_prefix), None for --tables;
-    a usage error for a request that mixes them or lacks --engine spark."""
+    a usage error for a request that mixes them."""
     if tables_dir is not None and (database or table_prefix):
         raise click.UsageError("give --tables DIR or --database/--table-prefix, not both")
     if tables_dir is None and not (database or table_prefix):
@@ -833,8 +840,6 @@ def _catalog_prefix(tables_dir, database, table_prefix, warehouse, engine):
         if warehouse is not None:
             raise click.UsageError("--warehouse is for catalog tables (--database or --table-prefix)")
         return None
-    if engine != "spark":
-        raise click.UsageError("catalog tables (--database, --table-prefix) are read with --engine spark")
     from spark_jobs import catalog
 
     try:
@@ -842,6 +847,71 @@ def _catalog_prefix(tables_dir, database, table_prefix, warehouse, engine):
         return catalog.table_prefix(database, table_prefix)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+
+
+def _embedded_catalog(prefix, warehouse) -> dict:
+    """The catalog tables ``prefix<table>`` as the embedded readers (no JVM) find them: in the
+    local catalog of --warehouse DIR, at DIR/<database>.db/<table> (logscan.sql.delta.
+    warehouse_tables); a usage error, one line naming --engine spark, where only the catalog
+    knows where they are."""
+    from logscan.sql.delta import TablesError, warehouse_tables
+
+    if warehouse is None or prefix.count(".") != 1:
+        raise click.UsageError(f"the catalog tables {prefix}<table>: without a JVM logscan finds them only in the "
+                               "local catalog of a scan's --warehouse DIR (give it); for a cluster's catalog give "
+                               "--engine spark")
+    try:
+        return warehouse_tables(prefix[:-1], warehouse)
+    except TablesError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _catalog_locations(prefix, warehouse, engine, master) -> tuple[dict, str, list[str]]:
+    """What `logscan report` and `logscan diff` read for catalog tables (name -> folder or URI):
+    the embedded engine's (_embedded_catalog), or with --engine spark where the session's
+    catalog keeps each table (spark_jobs.catalog.table_locations; the rows are then read in
+    this process, as a folder's); with the words naming them and the `logscan sql` arguments
+    that read them without a JVM."""
+    where = f"the catalog tables {prefix}<table>" + (f" of {warehouse}" if warehouse else "")
+    if engine != "spark":
+        return _embedded_catalog(prefix, warehouse), where, ["--database", prefix[:-1], "--warehouse", warehouse]
+    paths = _spark_catalog_locations(prefix, warehouse, master)
+    parents = {str(p).rstrip("/").rsplit("/", 1)[0] for p in paths.values()}
+    sql_args = ["--tables", parents.pop()] if len(parents) == 1 else \
+        ["--engine", "spark", "--table-prefix", prefix] + (["--warehouse", warehouse] if warehouse else [])
+    return paths, where, sql_args
+
+
+def _spark_catalog_locations(prefix, warehouse, master) -> dict:
+    with _spark_errors():
+        from logscan.sql.delta import TablesError
+        from spark_jobs import catalog
+        from spark_jobs.sql import SparkEngine
+
+        try:
+            runner = SparkEngine(master=master, prefix=prefix, warehouse=warehouse)
+        except (catalog.CatalogRefused, TablesError) as e:
+            raise click.UsageError(str(e)) from None
+        try:
+            return catalog.table_locations(runner.spark, {n: f"{prefix}{n}" for n in runner.names})
+        finally:
+            runner.close()
+
+
+def _catalog_options(command):
+    """--database, --table-prefix, --warehouse, --engine and --master of `report` and `diff`."""
+    for option in reversed([
+            click.option("--database", metavar="NAME", default=None,
+                         help="Instead of --tables: the catalog tables NAME.<table> a scan's --database wrote."),
+            click.option("--table-prefix", metavar="CATALOG.SCHEMA.", default=None,
+                         help="Instead of --tables: the catalog tables CATALOG.SCHEMA.<table> (--engine spark)."),
+            click.option("--warehouse", metavar="DIR", default=None,
+                         help="With --database: the local catalog a scan's --warehouse DIR made (read without a JVM)."),
+            click.option("--engine", type=click.Choice(["embedded", "spark"]), default="embedded", show_default=True,
+                         help="With --database: spark asks a local Spark's catalog where the tables are."),
+            click.option("--master", default="local[1]", show_default=True, help="Spark master (--engine spark).")]):
+        command = option(command)
+    return command
 
 
 def _catalog_sql(todo, prefix, warehouse, fmt, limit, allow_writes, master) -> None:
@@ -859,11 +929,11 @@ def _catalog_sql(todo, prefix, warehouse, fmt, limit, allow_writes, master) -> N
 
 def _warn_unfinished(tables_dir) -> None:
     """A line on stderr for each scan a killed or failed Spark job left in part (it has no row in
-    the scans table): its rows answer queries, but the other tables may lack them."""
+    the scans table): its rows answer queries, but the other tables may lack them.
+    ``tables_dir``: a folder or URI, or its tables (name -> folder)."""
     from logscan.sql.delta import delta_tables, unfinished_scans
-    from logscan.text import printable
 
-    _say_unfinished(unfinished_scans(delta_tables(tables_dir)))
+    _say_unfinished(unfinished_scans(tables_dir if isinstance(tables_dir, dict) else delta_tables(tables_dir)))
 
 
 def _say_unfinished(unfinished: dict) -> None:
@@ -882,6 +952,7 @@ REPORT_HELP = """Write an HTML report of a scan's Delta tables (one file, no net
   logscan report --tables tables/ --out /tmp/incident.html
   logscan report --tables tables/ --format md --out -   Markdown on stdout, for a ticket
   logscan report --tables tables/ --scan-id demo        another scan written into tables/
+  logscan report --database NAME --warehouse WH         a scan's catalog tables (--database)
 
 \b
 The page shows the scan id, as-of time and input, the hanging transactions with their
@@ -892,7 +963,9 @@ them all; the scan's --bootstrap-server is in them) and the corruptions found. W
 only part (the 40 partitions with the largest LSO lag, the first 300 rows), it says so and
 gives the `logscan sql` command listing all. It reads well from 800 pixels wide up. It reads the newest scan in DIR unless --scan-id
 names another. Open the file in any browser: it fetches nothing. The tables are read in this
-process (delta-rs and DuckDB, as `logscan sql` does): no Spark, no JVM.
+process (delta-rs and DuckDB, as `logscan sql` does): no Spark, no JVM. Catalog tables
+(a scan's --database NAME) are read where a local catalog's --warehouse DIR keeps them; for
+another catalog, --engine spark asks a local Spark's catalog where they are first.
 
 \b
 --format md writes the same in Markdown (pipe tables, each abort command in a fenced block),
@@ -904,15 +977,16 @@ Exit status: 0 written, 2 bad command line, or no tables (or no such scan) in DI
 
 
 @main.command("report", help=REPORT_HELP, context_settings={"max_content_width": 100})
-@click.option("--tables", "tables_dir", metavar="DIR", required=True,
+@click.option("--tables", "tables_dir", metavar="DIR", default=None,
               help="Folder or URI (s3://, gs://, abfs://, file://) of the Delta tables.")
+@_catalog_options
 @_storage_option
 @click.option("--format", "fmt", type=click.Choice(["html", "md"]), default="html", show_default=True,
               help="html: one page for a browser; md: Markdown for a ticket.")
 @click.option("--out", "out_path", metavar="FILE", default=None,
               help="Where to write it, '-' for stdout [default: logscan-report.html, or .md with --format md].")
 @click.option("--scan-id", default=None, help="Scan to report (default: the newest in DIR).")
-def report_command(tables_dir, fmt, out_path, scan_id) -> None:
+def report_command(tables_dir, database, table_prefix, warehouse, engine, master, fmt, out_path, scan_id) -> None:
     from pathlib import Path
 
     from logscan.report import render
@@ -920,13 +994,17 @@ def report_command(tables_dir, fmt, out_path, scan_id) -> None:
     from logscan.report.markdown import render_markdown
     from logscan.sql.delta import TablesError
 
-    _check_stores([tables_dir])
+    prefix = _catalog_prefix(tables_dir, database, table_prefix, warehouse)
     out_path = out_path or f"logscan-report.{fmt}"
     if out_path != "-":
-        _check_writable(Path(out_path))   # before the tables are read, not after
+        _check_writable(Path(out_path))   # before the tables are read (or Spark asked where), not after
+    where = sql_args = None
+    if prefix is not None:
+        tables_dir, where, sql_args = _catalog_locations(prefix, warehouse, engine, master)
+    _check_stores(list(tables_dir.values()) if prefix is not None else [tables_dir])
     try:
         with _spark_errors():   # a store that refuses: one sentence, exit 3
-            data = load(tables_dir, scan_id)
+            data = load(tables_dir, scan_id, where=where, sql_args=sql_args)
     except (TablesError, NoScan) as e:
         raise click.UsageError(str(e)) from None
     document = render_markdown(data) if fmt == "md" else render(data)
@@ -961,6 +1039,7 @@ DIFF_HELP = """What changed between two scans of the same cluster written into o
   logscan scan COPY-tuesday --output tables/ --scan-id tuesday
   logscan diff --tables tables/ monday tuesday
   logscan diff --tables tables/ monday tuesday --format md > ticket.md
+  logscan diff --database NAME --warehouse WH monday tuesday     catalog tables (--database)
 
 \b
 SCAN_A is the earlier state, SCAN_B the later (scan ids: `logscan sql --tables DIR
@@ -985,19 +1064,24 @@ command line, no tables, an unknown or unfinished scan id.
 @main.command("diff", help=DIFF_HELP, context_settings={"max_content_width": 100})
 @click.argument("scan_a")
 @click.argument("scan_b")
-@click.option("--tables", "tables_dir", metavar="DIR", required=True,
+@click.option("--tables", "tables_dir", metavar="DIR", default=None,
               help="Folder or URI (s3://, gs://, abfs://, file://) of the Delta tables holding both scans.")
+@_catalog_options
 @_storage_option
 @click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text", show_default=True)
-def diff_command(scan_a, scan_b, tables_dir, fmt) -> None:
+def diff_command(scan_a, scan_b, tables_dir, database, table_prefix, warehouse, engine, master, fmt) -> None:
     from logscan.report import diff
     from logscan.scan.summary import EXIT_HANGING
     from logscan.sql.delta import TablesError
 
-    _check_stores([tables_dir])
+    prefix = _catalog_prefix(tables_dir, database, table_prefix, warehouse)
+    where = None
+    if prefix is not None:
+        tables_dir, where, _ = _catalog_locations(prefix, warehouse, engine, master)
+    _check_stores(list(tables_dir.values()) if prefix is not None else [tables_dir])
     try:
         with _spark_errors():   # a store that refuses: one sentence, exit 3
-            result = diff.load(tables_dir, scan_a, scan_b)
+            result = diff.load(tables_dir, scan_a, scan_b, where=where)
     except (TablesError, diff.DiffError) as e:
         raise click.UsageError(str(e)) from None
     render = {"text": diff.render_text, "md": diff.render_markdown, "json": diff.as_json}[fmt]

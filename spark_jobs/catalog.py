@@ -194,6 +194,17 @@ def catalog_tables(spark, prefix: str) -> dict[str, str]:
     return {t: f"{prefix}{t}" for t in SCAN_TABLES if t in found}
 
 
+def table_locations(spark, names: dict[str, str]) -> dict[str, str]:
+    """Short name -> where the catalog keeps each table's files (Delta's ``DESCRIBE DETAIL``
+    location; a local folder as a path): what delta-rs reads them at without Spark."""
+    out = {}
+    for short, qualified in names.items():
+        location = spark.sql(f"DESCRIBE DETAIL {qualified}").select("location").first()[0]
+        local = local_folder(location)
+        out[short] = local if local is not None else location
+    return out
+
+
 def register_views(spark, names: dict[str, str]) -> list[str]:
     """Each catalog table as a temporary view of its short name (queries need no prefix)."""
     for short, qualified in names.items():

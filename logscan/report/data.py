@@ -32,10 +32,15 @@ class NoScan(ValueError):
     """The tables hold no rows for the scan asked for (one sentence, with the fix)."""
 
 
-def load(tables_dir, scan_id: Optional[str] = None) -> dict[str, Any]:
+def load(tables_dir, scan_id: Optional[str] = None, *, where: Optional[str] = None,
+         sql_args: Optional[list[str]] = None) -> dict[str, Any]:
+    """What the page shows of ``scan_id`` (None: the newest) in the tables at ``tables_dir``
+    (a folder or URI, or the tables found: name -> folder, as a catalog's), named ``where`` in
+    messages and on the page (default: the folder), its `logscan sql` commands reading them with
+    ``sql_args`` (default: ``--tables DIR``)."""
     engine = EmbeddedEngine(tables_dir)
     try:
-        return _load(engine, tables_dir, scan_id)
+        return _load(engine, where or str(tables_dir), scan_id, sql_args)
     finally:
         engine.close()
 
@@ -62,7 +67,8 @@ def scan_figures(engine: EmbeddedEngine, scan_id: str, as_of_ms: int, tables: Op
                            impact=streamed("partition_impact", summary.IMPACT_COLUMNS))
 
 
-def _load(engine: EmbeddedEngine, tables_dir, scan_id: Optional[str]) -> dict[str, Any]:
+def _load(engine: EmbeddedEngine, tables_dir, scan_id: Optional[str], sql_args: Optional[list[str]] = None
+          ) -> dict[str, Any]:
     if "partition_state" not in engine.paths:
         raise TablesError(f"{tables_dir}: no partition_state table; give the --output folder of a scan")
     if scan_id is None:
@@ -126,12 +132,13 @@ def _load(engine: EmbeddedEngine, tables_dir, scan_id: Optional[str]) -> dict[st
             "corruptions": corruptions, "followers": fig.follower_rows,
             "groups": fig.group_rows, "held": fig.held_rows,
             "limits": {"partitions": MAX_PARTITIONS, "spans": MAX_SPANS, "rows": MAX_ROWS},
-            "queries": queries(str(tables_dir), scan_id)}
+            "queries": queries(str(tables_dir), scan_id, sql_args)}
 
 
-def queries(tables_dir: str, scan_id: str) -> dict[str, str]:
+def queries(tables_dir: str, scan_id: str, sql_args: Optional[list[str]] = None) -> dict[str, str]:
     """`logscan sql` commands that list everything the page shows only in part, shell-quoted
-    (the folder and the scan id are anybody's bytes; the id is also quoted as SQL)."""
+    (the folder and the scan id are anybody's bytes; the id is also quoted as SQL); they read
+    ``--tables tables_dir``, or the tables ``sql_args`` name (``--database NAME ...``)."""
     where = "scan_id = '" + scan_id.replace("'", "''") + "'"
     sql = {
         "partitions": f"SELECT topic, partition, broker, is_leader, high_watermark, last_stable_offset, lso_lag, "
@@ -154,8 +161,10 @@ def queries(tables_dir: str, scan_id: str) -> dict[str, str]:
     }
     from logscan.logdir.store import option_flags
 
-    flags = option_flags([tables_dir])   # a URI's --storage-option flags, never a secret's value
-    return {k: f"{shlex.join(['logscan', 'sql', '--tables', tables_dir])}{flags} {shlex.quote(q)}"
+    if sql_args is None:
+        sql_args = ["--tables", tables_dir]
+    flags = option_flags([a for a in sql_args if not a.startswith("--")])   # a URI's --storage-option flags,
+    return {k: f"{shlex.join(['logscan', 'sql', *sql_args])}{flags} {shlex.quote(q)}"   # never a secret's value
             for k, q in sql.items()}
 
 

@@ -191,11 +191,12 @@ def compare_partitions(a: Iterable[dict[str, Any]], b: Iterable[dict[str, Any]])
 
 # -- reading the tables ---------------------------------------------------------------------------
 
-def load(tables_dir, scan_a: str, scan_b: str) -> Diff:
-    """The diff of two scans written into the Delta tables at ``tables_dir``."""
+def load(tables_dir, scan_a: str, scan_b: str, *, where: Optional[str] = None) -> Diff:
+    """The diff of two scans written into the Delta tables at ``tables_dir`` (a folder or URI,
+    or the tables found: name -> folder, as a catalog's), named ``where`` in messages."""
     engine = EmbeddedEngine(tables_dir)
     try:
-        return _load(engine, tables_dir, scan_a, scan_b)
+        return _load(engine, where or str(tables_dir), scan_a, scan_b)
     finally:
         engine.close()
 

@@ -47,6 +47,23 @@ def delta_tables(tables_dir) -> dict[str, Any]:
     return found
 
 
+def warehouse_tables(database: str, warehouse) -> dict[str, Any]:
+    """delta_tables of the catalog tables ``DATABASE.<table>`` a local catalog keeps under
+    ``warehouse`` (a scan's ``--database NAME --warehouse DIR``): Spark's Hive catalog places a
+    database's managed tables at ``DIR/<database>.db/<table>`` (the metastore lower-cases
+    the name), the ``default`` database's at ``DIR/<table>``. Read there through their Delta
+    logs, as a folder's tables are, with no JVM. TablesError (one sentence naming ``--engine
+    spark``) when none are there (a database made with a LOCATION of its own)."""
+    where = Path(warehouse) if database.lower() == "default" else Path(warehouse) / f"{database.lower()}.db"
+    if where.is_dir():
+        found = {p.name: p for p in sorted(where.iterdir()) if (p / "_delta_log").is_dir()}
+        if found:
+            return found
+    raise TablesError(f"no catalog tables {database}.<table> at {where} (where the local catalog of --warehouse "
+                      f"{shlex.quote(str(warehouse))} keeps them); if the database has a location of its own, "
+                      "read them with --engine spark")
+
+
 def _stored_tables(uri: str) -> dict[str, str]:
     """delta_tables of a URI: one recursive-free listing of its children and their
     ``_delta_log`` folders (an object store lists ``prefix/*/_delta_log/`` keys as folders)."""

@@ -45,10 +45,11 @@ class EmbeddedEngine:
     """A DuckDB connection whose views are the Delta tables under ``tables_dir``."""
 
     def __init__(self, tables_dir):
-        """``tables_dir``: a local folder or a URI (logscan.sql.delta.delta_tables)."""
+        """``tables_dir``: a local folder or a URI (logscan.sql.delta.delta_tables), or the
+        tables already found (name -> folder or URI: delta.warehouse_tables, a catalog's)."""
         import duckdb
 
-        self.paths = delta_tables(tables_dir)
+        self.paths = dict(tables_dir) if isinstance(tables_dir, dict) else delta_tables(tables_dir)
         self._duckdb = duckdb
         self._con = duckdb.connect(":memory:", config=CONFIG)
         self._tables: dict[str, Any] = {}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -250,3 +251,65 @@ def test_logscan_scan_writes_catalog_tables_and_prints_what_the_local_scan_print
     assert _table(runs["warehouse"] / "by_cli.db" / "partition_state").to_pyarrow_table().num_rows \
         == len(runs["a"]["rows"]["partition_state"]["a"])
     assert list(cwd.iterdir()) == []
+
+
+def _logscan(runs, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "logscan.cli", *args], cwd=runs["work"] / "cwd-a", env=_env(),
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+
+
+def _report_data(data: dict) -> dict:
+    """A report's data but where it read the tables from (the page's header line, the commands)."""
+    return {k: v for k, v in data.items() if k not in ("tables", "queries")}
+
+
+def test_report_and_diff_read_the_catalog_tables_of_a_warehouse_without_a_jvm(runs):
+    from logscan.report import data, diff
+    from logscan.sql.delta import warehouse_tables
+
+    warehouse = str(runs["warehouse"])
+    at = ["--database", "ls", "--warehouse", warehouse]
+    # the page of scan a from the catalog is the one of the local executor's folder
+    assert _report_data(data.load(warehouse_tables("ls", warehouse), "a")) == _report_data(data.load(runs["local"], "a"))
+    res = _logscan(runs, "report", *at, "--scan-id", "a", "--format", "md", "--out", "-")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"the catalog tables ls.<table> of {warehouse}" in res.stdout
+    # where a page shows part of a list, its command lists all: as the CLI makes it, run as printed
+    page = data.load(warehouse_tables("ls", warehouse), "a", sql_args=["--database", "ls", "--warehouse", warehouse])
+    command = shlex.split(page["queries"]["plans"])
+    assert command[:6] == ["logscan", "sql", "--database", "ls", "--warehouse", warehouse]
+    res = _logscan(runs, *command[1:], "--format", "json")
+    assert res.returncode == 0 and len(res.stdout.splitlines()) == len(page["plans"]) > 0, res.stderr[-3000:]
+    # the diff of a and b (the same copy) from the catalog is the local folder's, given both scans
+    local_delta.write_tables([runs["work"] / "copy"], str(runs["local"]), scan_id="b", tables=DEFAULT_TABLES,
+                             as_of_ms=as_of())
+    res = _logscan(runs, "diff", "a", "b", *at, "--format", "json")
+    assert res.returncode == 4, res.stderr[-3000:]   # b hangs
+    assert json.loads(res.stdout) == json.loads(diff.as_json(diff.load(runs["local"], "a", "b")))
+    # logscan sql's embedded engine reads them there too
+    res = _logscan(runs, "sql", *at, "--format", "json",
+                   "SELECT scan_id, count(*) AS n FROM partition_state GROUP BY scan_id ORDER BY scan_id")
+    assert res.returncode == 0, res.stderr[-3000:]
+    n = len(runs["a"]["rows"]["partition_state"]["a"])
+    assert [json.loads(line) for line in res.stdout.splitlines()] == [{"scan_id": "a", "n": n}, {"scan_id": "b", "n": n}]
+
+
+def test_without_a_warehouse_the_embedded_readers_say_to_use_the_spark_engine(runs):
+    for args in (["report", "--database", "ls"], ["diff", "a", "b", "--database", "ls"],
+                 ["sql", "--table-prefix", "spark_catalog.ls.", "SELECT 1"]):
+        res = _logscan(runs, *args)
+        assert res.returncode == 2, res
+        assert "give --engine spark" in res.stderr and "Traceback" not in res.stderr, res.stderr
+        assert len([line for line in res.stderr.splitlines() if line.startswith("Error:")]) == 1
+
+
+def test_report_with_the_spark_engine_asks_the_catalog_where_the_tables_are(runs):
+    from logscan.report import data
+
+    warehouse = str(runs["warehouse"])
+    res = _logscan(runs, "report", "--database", "ls", "--warehouse", warehouse, "--engine", "spark",
+                   "--scan-id", "a", "--format", "md", "--out", "-")
+    assert res.returncode == 0, res.stderr[-3000:]
+    embedded = _logscan(runs, "report", "--database", "ls", "--warehouse", warehouse, "--scan-id", "a",
+                        "--format", "md", "--out", "-")
+    assert embedded.returncode == 0 and res.stdout == embedded.stdout   # the same page

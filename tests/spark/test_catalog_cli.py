@@ -74,6 +74,24 @@ def test_logscan_sql_refuses_a_catalog_request_it_cannot_answer(tmp_path, monkey
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [["report"], ["diff", "a", "b"]])
+@pytest.mark.parametrize("args, said", [
+    (["--database", "ls"], "give --engine spark"),                      # where: only a catalog knows
+    (["--table-prefix", "main.kafka.", "--warehouse", "wh"], "give --engine spark"),
+    (["--database", "ls", "--warehouse", "wh"], "no catalog tables ls.<table> at wh/ls.db"),
+    (["--database", "ls", "--tables", "x"], "not both"),
+    (["--database", "no good", "--warehouse", "wh"], "--database 'no good'"),
+])
+def test_report_and_diff_refuse_catalog_tables_they_cannot_find_in_one_line(tmp_path, monkeypatch, command, args,
+                                                                             said):
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, [*command, *args])
+    assert res.exit_code == 2, res.output
+    assert said in res.output and "Traceback" not in res.output, res.output
+    assert len([line for line in res.output.splitlines() if line.startswith("Error:")]) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_commit_scan_commits_through_the_given_commit_in_its_order(tmp_path):
     made = []
     commit_scan(str(tmp_path), "s", 1_000, {}, DEFAULT_TABLES, ["copy"],
