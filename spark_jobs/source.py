@@ -35,6 +35,11 @@ from spark_jobs import tasks
 
 NAME = "logscan_decode"
 _PLAN, _BATCHES = "plan", "batches"
+#: The storage options (logscan.logdir.store) the tasks read a copy in a store with: the
+#: client's --storage-option values, which a Spark Connect server's workers have no other way
+#: to get (its executors' environment is its own). Base64 of JSON, under a key Spark's
+#: redaction pattern (spark.redaction.regex: "secret") hides wherever it shows options.
+_STORAGE = "storage.secret"
 
 
 def encode_plan(groups: list[list[R.Row]]) -> str:
@@ -61,24 +66,33 @@ class DecodeSource(DataSource):
 
     def reader(self, schema: StructType) -> "DecodeReader":
         # Popped: Spark ships this source, as it is after reader(), to every task.
-        return DecodeReader(self.options.pop(_PLAN), batches=self.options.get(_BATCHES) == "true")
+        storage = self.options.pop(_STORAGE, "")
+        return DecodeReader(self.options.pop(_PLAN), batches=self.options.get(_BATCHES) == "true",
+                            storage=json.loads(base64.b64decode(storage)) if storage else {})
 
 
 class DecodeReader(DataSourceReader):
-    """One partition per planned group; read(partition) decodes that group."""
+    """One partition per planned group; read(partition) decodes that group (reading a store
+    with ``storage``, the client's storage options, when given)."""
 
-    def __init__(self, plan: str, *, batches: bool) -> None:
+    def __init__(self, plan: str, *, batches: bool, storage: dict[str, str] | None = None) -> None:
         self._plan = plan
         self.batches = batches
+        self.storage = storage or {}
 
     def __getstate__(self) -> dict:
         # What a task gets: the plan stays with the planner (partitions), each task has its group.
-        return {"_plan": None, "batches": self.batches}
+        return {"_plan": None, "batches": self.batches, "storage": self.storage}
 
     def partitions(self) -> list[InputPartition]:
         return [InputPartition(group) for group in decode_plan(self._plan)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if self.storage:
+            from logscan.logdir import store
+
+            if store.options() != self.storage:   # this worker's stores, made with the client's options
+                store.configure(self.storage)
         # No group: Spark plans one empty partition for a copy without segments.
         decode = faults.at_start("decode", partial(tasks.decode_units, batches=self.batches))
         return decode(partition.value or ())
@@ -104,7 +118,17 @@ def register(spark: SparkSession) -> None:
 
 def read(spark: SparkSession, groups: list[list[R.Row]], *, batches: bool) -> DataFrame:
     """The decode of the planned ``groups``: one Spark partition per group, tasks.OUT rows (with
-    the batches table's rows when ``batches``)."""
+    the batches table's rows when ``batches``), read with the storage options configured here."""
+    from logscan.logdir import store
+
     register(spark)
-    return (spark.read.format(NAME).option(_PLAN, encode_plan(groups))
-            .option(_BATCHES, str(batches).lower()).load())
+    reading = (spark.read.format(NAME).option(_PLAN, encode_plan(groups))
+               .option(_BATCHES, str(batches).lower()))
+    if store.options():
+        reading = reading.option(_STORAGE, encode_storage(store.options()))
+    return reading.load()
+
+
+def encode_storage(options: dict[str, str]) -> str:
+    """Storage options as the source's option value (base64 of JSON)."""
+    return base64.b64encode(json.dumps(options, sort_keys=True).encode()).decode("ascii")

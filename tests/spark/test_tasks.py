@@ -356,6 +356,40 @@ def test_the_source_plans_a_partition_per_group_and_ships_no_plan_to_tasks():
     assert list(task_reader.read(type(partitions[0])(None))) == []  # Spark's partition for no group
 
 
+def test_the_source_carries_the_clients_storage_options_to_its_tasks():
+    # A Spark Connect server's workers get no environment from the client: the options travel
+    # with the source (not as plain text) to each task, which reads its stores with them.
+    import pickle
+
+    from pyspark import cloudpickle
+
+    from logscan.logdir import store
+    from spark_jobs import source
+    from spark_jobs.scan import list_inputs, plan_tasks
+
+    listing = list_inputs([REPO / "fixtures" / "tv2" / "brokers"], split_bytes=1 << 30)
+    groups = plan_tasks(listing.units, 1, replicas=listing.replicas)
+    options = {"endpoint_override": "127.0.0.1:9", "scheme": "http", "secret_key": "not-in-plain-text"}
+    value = source.encode_storage(options)
+    assert "not-in-plain-text" not in value and source._STORAGE.endswith("secret")   # Spark redacts the key
+    data_source = source.DecodeSource({"plan": source.encode_plan(groups), "batches": "false",
+                                       source._STORAGE: value})
+    reader = data_source.reader(data_source.schema())
+    assert source._STORAGE not in data_source.options
+    (partition,) = reader.partitions()
+    task_reader = pickle.loads(cloudpickle.dumps(reader))
+    assert task_reader.storage == options
+    store.configure()
+    try:
+        assert _expand(task_reader.read(partition)) == _decoded(partition.value, batches=False)
+        assert store.options() == options   # the task's stores are made with them
+    finally:
+        store.configure()
+    # without options nothing is configured in the task (the worker's own stand)
+    plain = source.DecodeSource({"plan": source.encode_plan(groups), "batches": "false"})
+    assert pickle.loads(cloudpickle.dumps(plain.reader(plain.schema()))).storage == {}
+
+
 def tasks_schema():
     from spark_jobs.schemas import spark_schema
 
