@@ -214,7 +214,11 @@ def _frame(spark: SparkSession, rows: list[R.Row], schema: pa.Schema) -> DataFra
     through Arrow. From Python tuples, createDataFrame checks and converts every value in
     Python and ships pickled rows: 0.43 to 1.07 s for the 30,000-replica copy's 23,501
     coordinator_state rows, and about as much again when the write read them, against 0.12 to
-    0.38 s and 0.1 to 0.3 s through Arrow (2026-11-24). Same schema, same rows."""
+    0.38 s and 0.1 to 0.3 s through Arrow (2026-11-24). Same schema, same rows. No rows: the
+    schema given as Spark's (Spark Connect infers none from an empty Arrow table:
+    CANNOT_INFER_EMPTY_SCHEMA, e.g. the metadata replicas of a copy without __cluster_metadata)."""
+    if not rows:
+        return spark.createDataFrame([], S.spark_schema(schema))
     return spark.createDataFrame(pa.Table.from_pylist(rows, schema=S.plain(schema)))
 
 
