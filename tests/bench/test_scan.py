@@ -200,6 +200,30 @@ def test_issue_30s_targets_are_judged_on_the_warm_scans():
     assert "~56.2 s" in text, text   # start 9 + first-scan extra (30 - 2.8) + first scan of the copy 20
 
 
+def test_the_report_sets_the_connect_session_beside_the_classic_one():
+    # The bench copy scanned as a Spark Connect client (--remote local[2]) against the classic
+    # local[2] session: medians of the warm scans' wall and whole-tree CPU (made-up runs).
+    plan = _plan()
+    copies, local = _copies(plan)
+    scans = {bench.FIRST: (40, 12), bench.FIRST_OF_COPY: (18.0, 14), "4m-20p": (3.6, 1.4), "4m-20p#2": (3.8, 1.5),
+             "4m-20p#3": (3.7, 1.4), "1000m-1000p": (4.2, 3.0), "1000m-1000p#2": (4.6, 3.2),
+             "1000m-1000p#3": (4.4, 2.9)}
+    connect = bench.Session("local[2]", {}, 11.0, {k: _cpu_run(k, *v) for k, v in scans.items()})
+    out = bench.report(plan, copies, local, 0.2, _target_sessions(), None, 16384, 1 << 30, connect=connect)
+    (text,) = [t for t in out if "spark --remote local[2] (Spark Connect" in t]
+    assert "JVM + session start 11.0 s" in text and "fixed cost of a scan (tiny copy, warm) 3.70 s" in text, text
+    (text,) = [t for t in out if "spark --remote local[2], scan of the copy (warm)" in t]
+    assert "4.40 s (4.20-4.60, 3x)" in text and "CPU 3.00 s" in text, text
+    (text,) = [t for t in out if "against classic local[2]" in t]
+    # classic local[2]'s bench copy: 3.5, 3.6, 3.5 s (median 3.5), CPU 2.5 s
+    assert "wall 4.40 s vs 3.50 s (1.26x), CPU 3.00 s vs 2.50 s (1.20x)" in text, text
+    # a failed Connect run is said, not skipped
+    connect.runs["1000m-1000p#2"] = _run("1000m-1000p#2", 4.6, error="SparkConnectGrpcException: gone")
+    out = bench.report(plan, copies, local, 0.2, _target_sessions(), None, 16384, 1 << 30, connect=connect)
+    (text,) = [t for t in out if "spark --remote local[2], scan of the copy (warm)" in t]
+    assert "FAILED: SparkConnectGrpcException: gone" in text, text
+
+
 def test_memory_is_judged_only_on_sampled_workers():
     # A make bench run (2026-11-24) whose sampler missed the workers (their daemon had a new
     # module name) printed 0 MiB for both files and "met": a peak of no process is no figure.
@@ -330,6 +354,9 @@ def test_a_whole_run_on_tiny_copies(tmp_path, capsys):
         (line,) = [t for t in targets if name in t]
         assert re.match(r"\s+\[(    met|NOT met|    n/a)\]", line), line
     assert "[    n/a] cores: local[2] against local[2] on 8m-20p: one core count in this run" in out
+    # the same copy as a Spark Connect client (--remote local[2]), beside the classic session
+    assert re.search(r"spark --remote local\[2\], scan of the copy \(warm\) +[\d.]+ s .* CPU [\d.]+ s", out), out
+    assert re.search(r"against classic local\[2\]: wall [\d.]+ s vs [\d.]+ s \([\d.]+x\), CPU", out), out
     # The memory-limit run needs a file larger than the limit: not at this size, and it says so.
     assert "limit run skipped" in out
 

@@ -3,7 +3,7 @@
     python -m tools.bench.scan [--quick] [--cores 1,2] [--bench 1000:1000] [--sizes-mb 100,1000,10000]
         [--partitions-at 100] [--partition-counts 100,1000,10000] [--size-at-mb 1000]
         [--files-mb 256] [--memory-mb 1024,3072] [--memory-limit 1g] [--repeats 3] [--work DIR]
-        [--tables all|NAME,...]
+        [--tables all|NAME,...] [--no-connect]
 
 Every copy is written once by tools/bench/gen_cluster.py (cached under .work/bench/scan/) and
 read from a warm page cache. Figures, each from the same run:
@@ -22,7 +22,11 @@ read from a warm page cache. Figures, each from the same run:
    per-JVM costs are paid, as a copy of terabytes pays them once; the first scan of the copy
    is printed beside it. The fixed cost, the warm scan
    and the single-process scan of the bench copy are each timed --repeats times (the Spark
-   ones interleaved) and judged on their medians.
+   ones interleaved) and judged on their medians. Beside them, the same scans (the tiny copy's
+   fixed cost and the bench copy, --repeats times) as a Spark Connect client of a
+   ``local[N]`` server pyspark starts in the child (``--remote local[N]``, N the highest core
+   count; --no-connect skips it): wall and CPU of every process under the client against the
+   classic ``local[N]`` session's.
 2. Per-file overhead: the same bytes as few large segments and as many small ones; the
    extra time over the extra files.
 3. Scaling: time against the copy's size (three sizes 10x apart, fixed partition count) and
@@ -389,14 +393,18 @@ class WorkerSampler(threading.Thread):
 
 
 def _check_output(spark, output: Path, expect_files: int) -> dict:
-    """Did the scan read every segment? (files table, outside the timing)."""
-    from pyspark.sql import functions as F
+    """Did the scan read every segment? (files table, outside the timing; read with delta-rs,
+    as the job commits them, so a Spark Connect session needs no Delta on its server)."""
+    from deltalake import DeltaTable
 
-    files = (spark.read.format("delta").load(str(output / "files"))
-             .where(F.col("kind") == "log_segment"))
-    status = {r["status"]: r["n"] for r in files.groupBy("status").agg(F.countDistinct("file").alias("n")).collect()}
-    bad = (spark.read.format("delta").load(str(output / "corruptions"))
-           .select("file", "position", "reason", "message").limit(3).collect())
+    files = DeltaTable(str(output / "files")).to_pyarrow_table(columns=["kind", "status", "file"]).to_pylist()
+    by_status: dict[str, set] = {}
+    for r in files:
+        if r["kind"] == "log_segment":
+            by_status.setdefault(r["status"], set()).add(r["file"])
+    status = {k: len(v) for k, v in by_status.items()}
+    bad = DeltaTable(str(output / "corruptions")).to_pyarrow_table(
+        columns=["file", "position", "reason", "message"]).to_pylist()[:3]
     ok = status.get("ok", 0) == expect_files and sum(status.values()) == expect_files and not bad
     return {"ok": ok, "status": status,
             "findings": [f"{r['file']}: byte {r['position']}: {r['reason']}: {r['message']}" for r in bad]}
@@ -413,9 +421,10 @@ def child(spec_path: str) -> int:
 
     tables = parse_tables(spec["tables"]) if spec.get("tables") else DEFAULT_TABLES
 
-    spark = build_session("logscan-bench", master=spec["master"], conf={
+    spark = build_session("logscan-bench", master=spec["master"], remote=spec.get("remote"), conf={
         "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **spec["conf"]})
-    spark.sparkContext.setLogLevel("ERROR")
+    if not spec.get("remote"):   # (a Connect session has no SparkContext; build_session quiets its server)
+        spark.sparkContext.setLogLevel("ERROR")
     result = {"session_start": time.perf_counter() - t0, "runs": []}
     output = Path(spec["output"])
     try:
@@ -494,18 +503,19 @@ def repeat_label(label: str, i: int) -> str:
 
 
 def spark_session(work: Path, name: str, master: str, conf: dict, runs: list[tuple[str, Copy]],
-                  tables: str | None = None) -> Session:
+                  tables: str | None = None, remote: str | None = None) -> Session:
     """Run a child process with one Spark session over ``runs`` (the job's --tables: ``tables``,
-    None for its default); its figures."""
+    None for its default; ``remote``: a Spark Connect client's --remote instead of ``master``);
+    its figures."""
     work.mkdir(parents=True, exist_ok=True)
-    spec = {"master": master, "conf": conf, "output": str(work / f"out-{name}"), "tables": tables,
+    spec = {"master": master, "remote": remote, "conf": conf, "output": str(work / f"out-{name}"), "tables": tables,
             "result": str(work / f"result-{name}.json"),
             "runs": [{"label": label, "path": str(c.path), "files": c.files} for label, c in runs]}
     spec_path = work / f"spec-{name}.json"
     spec_path.write_text(json.dumps(spec))
     Path(spec["result"]).unlink(missing_ok=True)
     log = work / f"spark-{name}.log"
-    print(f"  spark {master} {' '.join(f'{k}={v}' for k, v in conf.items())}: "
+    print(f"  spark {f'--remote {remote}' if remote else master} {' '.join(f'{k}={v}' for k, v in conf.items())}: "
           f"{len(runs)} scans (log: {log.relative_to(ROOT) if log.is_relative_to(ROOT) else log})",
           file=sys.stderr, flush=True)
     with open(log, "w") as out:
@@ -703,10 +713,22 @@ def main_bench(args) -> int:
     if mem_big.bytes > limit:
         limited = spark_session(work, "limited", "local[1]", {"spark.executor.pyspark.memory": plan.memory_limit},
                                 [(mem_big.ds.name, mem_big)], tables=args.tables)
+    connect = None
+    if args.connect:
+        # The same scans of the bench copy (and the tiny copy's fixed cost) as a Spark Connect
+        # client of a local[high] server pyspark starts in the child (--remote 'local[N]'):
+        # the job's Connect path (no broadcast: spark_jobs.shared; the plan over gRPC)
+        # against the classic session of the same core count.
+        runs = {FIRST: tiny, FIRST_OF_COPY: bench}
+        for i in range(1, plan.repeats + 1):
+            for ds in (plan.tiny, plan.bench):
+                runs.setdefault(repeat_label(ds.name, i), c(ds.name))
+        connect = spark_session(work, f"connect{high}", f"local[{high}]", {}, list(runs.items()), tables=args.tables,
+                                remote=f"local[{high}]")
     mem_batch, _ = largest_batch(mem_big.path)
 
     lines = report(plan, copies, local, decode_only, sessions, limited, mem_batch, limit, rows_local=rows_local,
-                   local_cpu=local_cpu)
+                   local_cpu=local_cpu, connect=connect)
     lines.insert(1, f"(the Spark job's tables: {args.tables or 'its default, every table but batches'})")
     lines.append(f"\n(total {time.perf_counter() - started:.0f} s; Spark logs under {work})")
     print("\n".join(lines))
@@ -715,10 +737,12 @@ def main_bench(args) -> int:
 
 def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], decode_only: float,
            sessions: dict[int, Session], limited: Session | None, mem_batch: int, limit: int,
-           rows_local: list[float] | None = None, local_cpu: dict[str, list[float]] | None = None) -> list[str]:
+           rows_local: list[float] | None = None, local_cpu: dict[str, list[float]] | None = None,
+           connect: Session | None = None) -> list[str]:
     """The printed figures. ``local``: the single process's scans of each copy (wall seconds),
     ``local_cpu`` their CPU seconds; ``rows_local``: its scans of the bench copy that also
-    build every table's rows (local_scan(rows=True))."""
+    build every table's rows (local_scan(rows=True)); ``connect``: the Spark Connect session's
+    (--remote local[N], N the highest core count)."""
     c = copies.__getitem__
     bench = c(plan.bench.name)
     low, high = min(plan.cores), max(plan.cores)
@@ -800,6 +824,9 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
                 out.append(f"    the tiny copy:   {cpu_text(tiny_run.cpu, tiny_run.seconds)}")
                 beyond = {k: run.cpu[k] - tiny_run.cpu.get(k, 0.0) for k in run.cpu}
                 out.append(f"    the difference:  {cpu_text(beyond, run.seconds - tiny_run.seconds)}")
+
+    if connect is not None:
+        out += connect_lines(connect, sessions.get(high), high, bench, plan.tiny.name, rate, shown)
 
     # 2. Per-file overhead
     few, many = c(plan.files_few.name), c(plan.files_many.name)
@@ -993,6 +1020,45 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
     return out
 
 
+def connect_lines(connect: Session, classic: Session | None, cores: int, bench: Copy, tiny: str, rate,
+                  shown) -> list[str]:
+    """The Spark Connect client's scans of the bench copy beside the classic session's of the
+    same core count: wall (median of the warm scans) and CPU of every process under the
+    client (its Connect server's JVM and Python workers are its children)."""
+    name = f"spark --remote local[{cores}]"
+    if connect.failed and not connect.runs:
+        return [f"  !! {name}: {connect.failed}"]
+
+    def figures(s: Session | None) -> tuple[list[float] | None, list[float] | None, list[float] | None]:
+        rs = s.samples(bench.ds.name) if s else []
+        if not rs or any(r.error or not r.ok for r in rs):
+            return None, None, None
+        fixed = [r.seconds for r in s.samples(tiny) if not r.error] if s else []
+        cpu = [sum(r.cpu.values()) for r in rs] if all(r.cpu for r in rs) else None
+        return [r.seconds for r in rs], cpu, fixed or None
+
+    out = [f"  {name} (Spark Connect, server in the client's process): JVM + session start "
+           f"{connect.session_start:.1f} s; fixed cost of a scan (tiny copy, warm) {shown(figures(connect)[2]).strip()}"]
+    wall, cpu, _ = figures(connect)
+    run = connect.run(bench.ds.name)
+    if wall is None:
+        bad = next((r for r in connect.samples(bench.ds.name) if r.error or not r.ok), None)
+        problem = (f"FAILED: {bad.error}" if bad and bad.error else
+                   f"INVALID: segments {bad.status}" if bad else "no figure: the run did not happen")
+        return out + [f"  {name}, scan of the copy (warm)  {problem}"]
+    out.append(f"  {name}, scan of the copy (warm)  {shown(wall)}  {rate(bench, median(wall))}"
+               + (f"  CPU {median(cpu):.2f} s" if cpu else ""))
+    c_wall, c_cpu, _ = figures(classic)
+    if c_wall:
+        out.append(f"    against classic local[{cores}]: wall {median(wall):.2f} s vs {median(c_wall):.2f} s "
+                   f"({median(wall) / median(c_wall):.2f}x)"
+                   + (f", CPU {median(cpu):.2f} s vs {median(c_cpu):.2f} s ({median(cpu) / median(c_cpu):.2f}x)"
+                      if cpu and c_cpu else ""))
+    if run and run.cpu:
+        out.append(f"    the copy:        {cpu_text(run.cpu, run.seconds)}")
+    return out
+
+
 def _ints(text: str) -> list[int]:
     return [int(s) for s in text.split(",") if s.strip()]
 
@@ -1020,6 +1086,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=REPEATS,
                     help=f"scans of each smaller size of the size scaling, Spark and single process; the "
                          f"median is the figure, the spread its noise (default {REPEATS}; the largest size once)")
+    ap.add_argument("--no-connect", dest="connect", action="store_false",
+                    help="skip the Spark Connect session (--remote local[N]) beside the classic one")
     ap.add_argument("--work", default=str(WORK), help="where copies, logs and outputs go")
     ap.add_argument("--tables", help="the Spark job's --tables, e.g. all (default: the job's, every table but "
                                      "batches)")
