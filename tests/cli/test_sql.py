@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from logscan.cli import main
+from logscan.scan import rows as R
 from logscan.sql.embedded import EmbeddedEngine
 from logscan.sql.statements import check_read_only, is_query, split, statements
 
@@ -330,8 +331,8 @@ def test_readme_queries_give_spark_sqls_rows(spark_engine, tables, index):
     assert [_plain(r) for r in mine.rows] == [_plain(r) for r in theirs.rows] and mine.rows
 
 
-TABLES = ["abort_plans", "batches", "coordinator_state", "corruptions", "files", "hanging_candidates",
-          "partition_state", "producer_snapshots", "producer_state", "scans", "txn_log", "txn_spans"]
+#: Every table the fixture scan wrote (all of them, batches too) and the scans table.
+TABLES = sorted({*R.TABLES, R.SCANS_TABLE})
 
 
 @pytest.mark.spark
