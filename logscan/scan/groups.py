@@ -16,11 +16,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from logscan.logdir.segment import Finding
-from logscan.logdir.tree import ReplicaDir
 from logscan.state.offsets import CONSUMER_OFFSETS_TOPIC, affected_groups, committed_offsets, served_state
 
-from .consumer_offsets import replica_rows
 from .rows import Row
 
 
@@ -43,16 +40,3 @@ def groups(offsets: Iterable[Row], partition_states: Iterable[Row], candidates: 
     return affected_groups(offsets, partition_states, candidates, (s for s in spans if s["outcome"] == "OPEN"),
                            as_of_ms=as_of_ms)
 
-
-def scan_groups(replicas: Iterable[ReplicaDir], partition_states: list[Row], candidates: Iterable[Row],
-                spans: Iterable[Row], as_of_ms: int) -> tuple[list[Row], list[Row], list[Finding]]:
-    """Both tables for a copy in one process: the served replica of each ``__consumer_offsets``
-    partition read and loaded, then the groups held back; with the reading's findings."""
-    states = offsets_states(partition_states)
-    offsets: list[Row] = []
-    findings: list[Finding] = []
-    for r in replicas:
-        s = states.get(r.partition)
-        if r.topic == CONSUMER_OFFSETS_TOPIC and s is not None and s["broker"] == r.broker:
-            offsets.extend(partition_offsets(replica_rows(r, findings), s, as_of_ms))
-    return offsets, groups(offsets, partition_states, candidates, spans, as_of_ms), findings
