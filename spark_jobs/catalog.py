@@ -39,6 +39,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
+from logscan.logdir.store import local_folder
 from logscan.scan import output
 from logscan.scan import rows as R
 
@@ -113,17 +114,6 @@ def check_catalog(spark, prefix: str) -> None:
         raise CatalogRefused("the session's catalog is kept in memory (spark.sql.catalogImplementation=in-memory): "
                              "the tables would be gone when the job ends; give --warehouse DIR, or configure a "
                              "metastore (spark.sql.catalogImplementation=hive) or another catalog (--table-prefix)")
-
-
-def local_folder(location: str) -> Optional[str]:
-    """A warehouse or staging location as a local folder when it is one (``file:/x``, ``/x``)."""
-    from logscan.logdir.store import is_uri
-
-    if location.startswith("file:"):
-        from urllib.parse import unquote, urlparse
-
-        return unquote(urlparse(location).path)
-    return None if is_uri(location) else location
 
 
 class CatalogTables:

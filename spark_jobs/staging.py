@@ -52,7 +52,7 @@ def _fs(location: str):
     """(pyarrow filesystem, its path) of a staging location: a local folder, or a store's URI."""
     from pyarrow import fs as pafs
 
-    from .catalog import local_folder
+    from logscan.logdir.store import local_folder
 
     local = local_folder(location)
     if local is not None:

@@ -96,6 +96,16 @@ def is_uri(path) -> bool:
 OPTIONS_ENV = "LOGSCAN_STORAGE_OPTIONS"
 
 
+def local_folder(location: str) -> Optional[str]:
+    """The local folder a location names when it names one (``file:/x``, ``/x``, ``x``); None
+    for a store's URI."""
+    if location.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(location).path)
+    return None if is_uri(location) else location
+
+
 def _from_environment() -> tuple[dict[str, str], Optional[str]]:
     """The options OPTIONS_ENV holds, and the sentence saying why it is unusable (or None)."""
     text = os.environ.get(OPTIONS_ENV)
