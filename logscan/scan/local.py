@@ -136,7 +136,9 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     with_batches = out.wants("batches")
     states: dict[tuple[str, int], list[R.Row]] = defaultdict(list)     # per partition, its replicas'
     open_txns: list[R.Row] = []
-    after = _After()   # what the steps after assess read: small rows, per replica or segment
+    # what the steps after assess read: small rows, per replica or segment; the coordinator's
+    # records only for a history asked for (they grow with the transactions)
+    after = _After(history=out.wants("transactional_id_history"))
     with SpoolFolder(spool_dir) as folder:
         closed = folder.spool("closed_spans", CLOSED_SPANS, order=itemgetter(*pipeline.CLOSED_SPAN_ORDER))
         txn_log = folder.spool("txn_log", R.TXN_LOG.names, order=itemgetter(*pipeline.TXN_LOG_ORDER))
@@ -196,7 +198,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
         commits.close()
 
         chosen, coordinator = coordinator_copy(_internal(states, TRANSACTION_STATE_TOPIC))
-        coordinator_rows, newest_record = _coordinator(chosen, txn_log, after.records)
+        coordinator_rows, newest_record = _coordinator(chosen, txn_log, after.records if after.history else None)
         for row in coordinator_rows:
             out.add("coordinator_state", row)
         if as_of_ms is None:
@@ -238,6 +240,7 @@ class _After:
     cleaner_checkpoints: dict[tuple[int, str, int], int] = field(default_factory=dict)
     configs: list[R.Row] = field(default_factory=list)
     records: list[R.Row] = field(default_factory=list)
+    history: bool = True   # transactional_id_history asked for: the records are kept for it
 
     def assessed(self, table: str, row: R.Row) -> None:
         if table == "partition_state":
@@ -268,7 +271,8 @@ class _After:
                     yield {**r, "topic": topic, "partition": partition}
             yield from open_spans
 
-        yield from (("transactional_id_history", r) for r in pipeline.history(self.records, spans()))
+        if self.history:
+            yield from (("transactional_id_history", r) for r in pipeline.history(self.records, spans()))
 
 
 def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[ReplicaEnd]:
@@ -277,11 +281,12 @@ def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[Re
     return [pipeline.replica_end(s) for (t, _), ss in sorted(states.items()) if t == topic for s in ss]
 
 
-def _coordinator(chosen: dict[int, int], txn_log: Spool, records: list[R.Row]) -> tuple[list[R.Row], Optional[int]]:
+def _coordinator(chosen: dict[int, int], txn_log: Spool, records: Optional[list[R.Row]]
+                 ) -> tuple[list[R.Row], Optional[int]]:
     """The coordinator_state rows (of each coordinator partition, the records of the replica
     ``chosen`` by coordinator_copy, streamed from the spool through pipeline.coordinator) and
     the newest lastUpdateTimestamp of those records not past the scan's clock (pipeline.as_of);
-    the records go to ``records`` too (the history step's)."""
+    the records go to ``records`` too when given (the history step's)."""
     ceiling = pipeline.timestamp_ceiling()
     newest: list[int] = []
 
@@ -290,7 +295,8 @@ def _coordinator(chosen: dict[int, int], txn_log: Spool, records: list[R.Row]) -
             t = r["last_update_timestamp_ms"]
             if t <= ceiling and (not newest or t > newest[0]):
                 newest[:] = [t]
-            records.append(r)
+            if records is not None:
+                records.append(r)
             yield r
 
     rows = pipeline.merge_coordinator(row for p in sorted(chosen) for row in pipeline.coordinator(loaded(p)))
