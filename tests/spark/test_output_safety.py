@@ -230,7 +230,10 @@ def test_a_scan_killed_inside_a_table_write_leaves_that_table_at_its_previous_ve
     # The write had begun: its data files are in the table's folder, yet no reader sees them.
     assert orphans
     # The readers can tell: scan b has no row in the scans table, and the tables holding it are named.
-    assert reference["unfinished"] == {} and after["unfinished"] == {"b": sorted(t for t in TABLES if t != "batches")}
+    # (a table the scan gave no row, e.g. committed_offsets of a copy without consumer groups,
+    # holds no scan_id=b partition to name)
+    holding = sorted(t for t in TABLES if t != "batches" and reference["a"][t])
+    assert reference["unfinished"] == {} and after["unfinished"] == {"b": holding}
     assert after["versions"]["batches"] == reference["versions"]["batches"]
     assert after["b"]["batches"] == []
     assert after["a"] == reference["a"]
