@@ -93,16 +93,8 @@ def tv2_refused_marker(ctx: ScenarioContext) -> None:
     transaction's start. find-hanging (the notes' ``find_hanging``) lists nothing there: the
     coordinator's PrepareCommit lists the partition."""
     cluster = ctx.cluster
-    ctx.create_topic(REFUSED_TOPIC, 1)
-    old = int(time.time() * 1000) - HANG_AGE_MS
     tid = "tv2-refused"
-    with RawClient(cluster.bootstrap) as client:
-        producer = client.init_producer_id(tid, MAX_TRANSACTION_TIMEOUT_MS)
-        client.add_partitions_to_txn(tid, producer, [(REFUSED_TOPIC, 0)])
-        data = client.produce_transactional(tid, producer, REFUSED_TOPIC, 0, [b"tv2-refused-0", b"tv2-refused-1"], old)
-        ahead = ProducerIdAndEpoch(producer.producer_id, producer.producer_epoch + 2)
-        buggy = client.produce_transactional(tid, ahead, REFUSED_TOPIC, 0, [b"tv2-refused-ahead"], old)
-        bumped = client.end_txn(tid, producer, committed=True, version=END_TXN_TV2_VERSION)
+    producer, data, buggy, bumped = _commit_after_a_batch_ahead(ctx, REFUSED_TOPIC, tid, 2)
     want = {tid: ("PrepareCommit", f"{REFUSED_TOPIC}-0")}
     described = wait_transaction_states(cluster, want)
     time.sleep(REFUSED_WATCH_S)
@@ -121,6 +113,22 @@ def tv2_refused_marker(ctx: ScenarioContext) -> None:
              marker_epoch=producer.producer_epoch + 1, end_offsets=offsets,
              describe=described[tid]["row"], describe_later=later[tid]["row"], find_hanging=found,
              coordinator_log=refusals)
+
+
+def _commit_after_a_batch_ahead(ctx: ScenarioContext, topic: str, tid: str, ahead_by: int):
+    """``topic`` (1 partition) made; ``tid``'s transaction there, two records at its epoch e
+    (CreateTime an hour back), then a buggy client's batch inside it at e + ``ahead_by``, then
+    a TV2 EndTxn(commit): (producer, data, buggy batch, bumped producer)."""
+    ctx.create_topic(topic, 1)
+    old = int(time.time() * 1000) - HANG_AGE_MS
+    with RawClient(ctx.cluster.bootstrap) as client:
+        producer = client.init_producer_id(tid, MAX_TRANSACTION_TIMEOUT_MS)
+        client.add_partitions_to_txn(tid, producer, [(topic, 0)])
+        data = client.produce_transactional(tid, producer, topic, 0, [f"{tid}-0".encode(), f"{tid}-1".encode()], old)
+        ahead = ProducerIdAndEpoch(producer.producer_id, producer.producer_epoch + ahead_by)
+        buggy = client.produce_transactional(tid, ahead, topic, 0, [f"{tid}-ahead".encode()], old)
+        bumped = client.end_txn(tid, producer, committed=True, version=END_TXN_TV2_VERSION)
+    return producer, data, buggy, bumped
 
 
 def _broker_log_lines(cluster, needle: str) -> list[str]:
@@ -144,16 +152,8 @@ def tv2_equal_marker(ctx: ScenarioContext) -> None:
     accepted), the LSO and HW of ``tv2-equal``/0 (``end_offsets``), find-hanging of every
     broker and every coordinator log line about the marker (``coordinator_log``)."""
     cluster = ctx.cluster
-    ctx.create_topic(EQUAL_TOPIC, 1)
-    old = int(time.time() * 1000) - HANG_AGE_MS
     tid = "tv2-equal"
-    with RawClient(cluster.bootstrap) as client:
-        producer = client.init_producer_id(tid, MAX_TRANSACTION_TIMEOUT_MS)
-        client.add_partitions_to_txn(tid, producer, [(EQUAL_TOPIC, 0)])
-        data = client.produce_transactional(tid, producer, EQUAL_TOPIC, 0, [b"tv2-equal-0", b"tv2-equal-1"], old)
-        ahead = ProducerIdAndEpoch(producer.producer_id, producer.producer_epoch + 1)
-        buggy = client.produce_transactional(tid, ahead, EQUAL_TOPIC, 0, [b"tv2-equal-ahead"], old)
-        bumped = client.end_txn(tid, producer, committed=True, version=END_TXN_TV2_VERSION)
+    producer, data, buggy, bumped = _commit_after_a_batch_ahead(ctx, EQUAL_TOPIC, tid, 1)
     time.sleep(REFUSED_WATCH_S)
     described = describe_transactions(cluster, [tid])[tid]["row"]
     if (described["TransactionState"], described["TopicPartitions"]) not in (
