@@ -10,9 +10,8 @@ import sys
 
 import pytest
 
-from logscan.logdir import store
 from logscan.scan.local import scan
-from tests.objectstore.conftest import object_store, weed_binary  # noqa: F401 (the session's store)
+from tests.objectstore.conftest import configured, object_store, weed_binary  # noqa: F401 (the session's store)
 
 from .conftest import FIXTURES, local_form
 
@@ -24,11 +23,8 @@ HANGING = (FIXTURES / "hanging" / "brokers").resolve()
 @pytest.fixture
 def hanging_in_s3(object_store):  # noqa: F811
     uri = object_store.upload(HANGING, "io-hanging", "copy/brokers")
-    store.configure(object_store.storage_options)
-    try:
+    with configured(object_store):
         yield object_store, uri
-    finally:
-        store.configure()
 
 
 def test_a_copy_in_s3_gives_the_local_scans_rows(hanging_in_s3):

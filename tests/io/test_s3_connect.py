@@ -15,9 +15,8 @@ import sys
 
 import pytest
 
-from logscan.logdir import store
 from logscan.scan import rows as R
-from tests.objectstore.conftest import object_store, weed_binary  # noqa: F401 (the session's store)
+from tests.objectstore.conftest import configured, object_store, weed_binary  # noqa: F401 (the session's store)
 
 from .conftest import local_form
 from .test_s3_tables import AS_OF, HANGING, REPO, RUN_TIMEOUT_S, _env, _options, logscan, rows
@@ -32,11 +31,8 @@ pytestmark = [pytest.mark.objectstore, pytest.mark.spark, pytest.mark.heavy]
 def s3(object_store):  # noqa: F811
     object_store.create_bucket("logscan-tables")
     object_store.upload(HANGING / "brokers", "logscan-connect", "hanging/brokers")
-    store.configure(object_store.storage_options)
-    try:
+    with configured(object_store):
         yield object_store
-    finally:
-        store.configure()
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 
 from logscan.logdir import store
 from logscan.scan import rows as R
-from tests.objectstore.conftest import object_store, weed_binary  # noqa: F401 (the session's store)
+from tests.objectstore.conftest import configured, object_store, weed_binary  # noqa: F401 (the session's store)
 
 from .conftest import CLUSTERS, local_form
 from .test_s3_tables import AS_OF, HANGING, RUN_TIMEOUT_S, _env, _options, logscan, rows
@@ -34,11 +34,8 @@ def s3(object_store):  # noqa: F811
     object_store.create_bucket("logscan-tables")
     for cluster in CLUSTERS:
         object_store.upload(cluster, BUCKET, f"{cluster.parent.name}/brokers")
-    store.configure(object_store.storage_options)
-    try:
+    with configured(object_store):
         yield object_store
-    finally:
-        store.configure()
 
 
 def _copy_uri(s3, name: str) -> str:

@@ -10,7 +10,7 @@ from pyarrow import fs as pafs
 
 from logscan.logdir import store
 from spark_jobs.staging import MARKER, StagingRun
-from tests.objectstore.conftest import object_store, weed_binary  # noqa: F401 (the session's store)
+from tests.objectstore.conftest import configured, object_store, weed_binary  # noqa: F401 (the session's store)
 from tests.spark.test_staging import Holder
 
 pytestmark = pytest.mark.objectstore
@@ -19,11 +19,8 @@ pytestmark = pytest.mark.objectstore
 @pytest.fixture(scope="module")
 def s3(object_store):  # noqa: F811
     object_store.create_bucket("logscan-staging")
-    store.configure(object_store.storage_options)
-    try:
+    with configured(object_store):
         yield object_store
-    finally:
-        store.configure()
 
 
 def _runs(s3, prefix: str) -> list[str]:

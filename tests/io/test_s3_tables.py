@@ -25,7 +25,7 @@ from logscan.scan import delta
 from logscan.scan import rows as R
 from logscan.scan.output import table_schema
 from logscan.scan.tables import commit_order
-from tests.objectstore.conftest import object_store, weed_binary  # noqa: F401 (the session's store)
+from tests.objectstore.conftest import configured, object_store, weed_binary  # noqa: F401 (the session's store)
 
 from .conftest import FIXTURES
 
@@ -77,11 +77,8 @@ def versions(where: str, names) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def s3(object_store):  # noqa: F811
     object_store.create_bucket("logscan-tables")
-    store.configure(object_store.storage_options)
-    try:
+    with configured(object_store):
         yield object_store
-    finally:
-        store.configure()
 
 
 @pytest.fixture(scope="module")

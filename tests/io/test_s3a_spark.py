@@ -16,7 +16,7 @@ import pytest
 
 from logscan.logdir import store
 from logscan.scan import delta
-from tests.objectstore.conftest import object_store, weed_binary  # noqa: F401 (the session's store)
+from tests.objectstore.conftest import configured, object_store, weed_binary  # noqa: F401 (the session's store)
 
 from .test_s3_tables import ALL, AS_OF, HANGING, REPO, RUN_TIMEOUT_S, _env, _options, logscan
 
@@ -62,11 +62,8 @@ def tables(object_store):  # noqa: F811
     _s3a_jars_or_skip()
     object_store.create_bucket("logscan-s3a")
     uri = object_store.uri("logscan-s3a", "tables")
-    store.configure(object_store.storage_options)
-    try:
+    with configured(object_store):
         delta.write_tables([HANGING / "brokers"], uri, scan_id="hanging", tables=ALL, as_of_ms=AS_OF)
-    finally:
-        store.configure()
     return object_store, uri
 
 

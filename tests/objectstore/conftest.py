@@ -7,9 +7,13 @@ the tests never start one themselves).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
+
+from logscan.logdir import store as logdir_store
 
 from tools.objectstore import build
 from tools.objectstore.server import object_store as start_object_store
@@ -39,3 +43,14 @@ def object_store(weed_binary):
     """A running SeaweedFS S3 store (tools.objectstore.server.ObjectStore) for the session."""
     with start_object_store(weed=weed_binary) as store:
         yield store
+
+
+@contextmanager
+def configured(object_store) -> Iterator:
+    """logscan's stores (logscan.logdir.store) given the object store's options for the block:
+    its URIs read and written as a user's ``--storage-option`` values would make them."""
+    logdir_store.configure(object_store.storage_options)
+    try:
+        yield object_store
+    finally:
+        logdir_store.configure()
