@@ -15,18 +15,15 @@ import json
 import shutil
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 pytest.importorskip("pyspark")
 from pyspark.sql import functions as F  # noqa: E402
-from pyspark.testing import assertDataFrameEqual  # noqa: E402
 
 from logscan.scan import rows as R  # noqa: E402
 from logscan.scan.listing import DUPLICATE  # noqa: E402
 from logscan.scan.local import scan as local_scan  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
-from spark_jobs.schemas import plain  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 from tests.scan.copy_shapes import (HANGING_MOVED, add_compose_folders, copy_cluster,  # noqa: E402
                                     cut_after_first_batch, split_jbod)
@@ -39,7 +36,7 @@ from tests.scan.test_leader_absent import lone_follower_copy  # noqa: E402
 from tests.scan.test_stale_coordinator import AS_OF as STALE_AS_OF  # noqa: E402
 from tests.scan.test_stale_coordinator import LIVE  # noqa: E402
 from tests.scan.test_stale_coordinator import stale_copy as stale_coordinator_copy  # noqa: E402
-from tests.spark import local_session  # noqa: E402
+from tests.spark import assert_tables_equal, local_session, table  # noqa: E402
 
 HANGING = Path(__file__).resolve().parents[2] / "fixtures" / "hanging"
 #: Every table but batches (a row per batch: not one the listing shapes).
@@ -56,17 +53,6 @@ def spark():
         yield session
 
 
-def _rows(spark, output: str, name: str, scan_id: str):
-    return spark.read.format("delta").load(f"{output}/{name}").where(F.col("scan_id") == scan_id)
-
-
-def _expected(spark, rows, schema):
-    # through Arrow, as the job makes its driver's frames: a time column's value in a row is
-    # microseconds (rows.ms_time), which Spark's Python-side check refuses for a timestamp
-    return spark.createDataFrame(pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows],
-                                                      schema=plain(schema)))
-
-
 def test_a_jbod_broker_with_a_partition_in_both_dirs(spark, tmp_path):
     as_of = json.loads((HANGING / "truth" / "truth.json").read_text())["recorded_at_ms"]
     copy = copy_cluster(HANGING, tmp_path)
@@ -80,17 +66,14 @@ def test_a_jbod_broker_with_a_partition_in_both_dirs(spark, tmp_path):
 
     scan_id, _ = spark_scan.run(spark, [copy], output, scan_id="jbod", as_of_ms=as_of)
 
-    for name in COMPARED:
-        schema = R.TABLES[name]
-        assertDataFrameEqual(_rows(spark, output, name, scan_id).select(*schema.names),
-                             _expected(spark, want[name], schema))
-    states = _rows(spark, output, "partition_state", scan_id)
+    assert_tables_equal(spark, output, scan_id, want, COMPARED)
+    states = table(spark, output, "partition_state", scan_id)
     assert states.groupBy("broker", "topic", "partition").count().where("count > 1").count() == 0
     assert states.select("broker").distinct().count() == 3
-    (finding,) = _rows(spark, output, "corruptions", scan_id).where(F.col("reason") == DUPLICATE).collect()
+    (finding,) = table(spark, output, "corruptions", scan_id).where(F.col("reason") == DUPLICATE).collect()
     assert (finding.broker, finding.topic, finding.partition, finding.file) == (1, "hang", 0, str(stale))
     assert f"{second / 'hang-0'} and {stale}" in finding.message
-    skipped = _rows(spark, output, "files", scan_id).where(F.col("broker").isNull())
+    skipped = table(spark, output, "files", scan_id).where(F.col("broker").isNull())
     assert sorted((r.file, r.status) for r in skipped.collect()) == sorted((str(p), "skipped") for p in beside)
 
 
@@ -102,7 +85,7 @@ def test_a_forgotten_disk_withholds_the_abort(spark, tmp_path):
     for replay_in_decode in (True, False):
         output = str(tmp_path / f"tables-{replay_in_decode}")
         spark_scan.run(spark, [copy], output, scan_id="cut", replay_in_decode=replay_in_decode)
-        candidates, plans = ([r.asDict() for r in _rows(spark, output, t, "cut").collect()]
+        candidates, plans = ([r.asDict() for r in table(spark, output, t, "cut").collect()]
                              for t in ("hanging_candidates", "abort_plans"))
         assert_the_forgotten_disk_withholds_hang_2(candidates, plans)
 
@@ -116,14 +99,11 @@ def test_a_partition_without_its_last_leader_s_replica_gets_no_plan(spark, tmp_p
     want = local_scan([copy], as_of_ms=LEADERLESS_AS_OF).tables
     output = str(tmp_path / "tables")
     spark_scan.run(spark, [copy], output, scan_id="lone", as_of_ms=LEADERLESS_AS_OF)
-    for name in COMPARED:
-        schema = R.TABLES[name]
-        assertDataFrameEqual(_rows(spark, output, name, "lone").select(*schema.names),
-                             _expected(spark, want[name], schema))
-    reasons = {r.reason for r in _rows(spark, output, "hanging_candidates", "lone")
+    assert_tables_equal(spark, output, "lone", want, COMPARED)
+    reasons = {r.reason for r in table(spark, output, "hanging_candidates", "lone")
                .where((F.col("topic") == LEADERLESS[0]) & (F.col("partition") == LEADERLESS[1])).collect()}
     assert reasons == {"partition_not_in_copy"}
-    assert _rows(spark, output, "abort_plans", "lone").where(F.col("topic") == LEADERLESS[0]).count() == 0
+    assert table(spark, output, "abort_plans", "lone").where(F.col("topic") == LEADERLESS[0]).count() == 0
 
 
 def test_two_histories_withhold_the_partition_s_verdicts(spark, tmp_path):
@@ -135,13 +115,9 @@ def test_two_histories_withhold_the_partition_s_verdicts(spark, tmp_path):
     want = local_scan([copy], as_of_ms=DIVERGED_AS_OF).tables
     output = str(tmp_path / "tables")
     spark_scan.run(spark, [copy], output, scan_id="two", as_of_ms=DIVERGED_AS_OF)
-    got = {}
-    for name in COMPARED:
-        schema = R.TABLES[name]
-        frame = _rows(spark, output, name, "two").select(*schema.names)
-        assertDataFrameEqual(frame, _expected(spark, want[name], schema))
-        got[name] = [r.asDict(recursive=True) for r in frame.collect()]
-    assert_withheld(got, 1)
+    assert_tables_equal(spark, output, "two", want, COMPARED)
+    assert_withheld({name: [r.asDict(recursive=True) for r in table(spark, output, name, "two").collect()]
+                     for name in COMPARED}, 1)
 
 
 def test_a_former_coordinator_s_unreplicated_tail_is_not_read(spark, tmp_path):
@@ -153,11 +129,8 @@ def test_a_former_coordinator_s_unreplicated_tail_is_not_read(spark, tmp_path):
     want = local_scan([copy], as_of_ms=STALE_AS_OF).tables
     output = str(tmp_path / "tables")
     spark_scan.run(spark, [copy], output, scan_id="stale", as_of_ms=STALE_AS_OF)
-    for name in COMPARED:
-        schema = R.TABLES[name]
-        assertDataFrameEqual(_rows(spark, output, name, "stale").select(*schema.names),
-                             _expected(spark, want[name], schema))
+    assert_tables_equal(spark, output, "stale", want, COMPARED)
     on_live = (F.col("topic") == LIVE[0]) & (F.col("partition") == LIVE[1])
-    assert {r.reason for r in _rows(spark, output, "hanging_candidates", "stale").where(on_live).collect()} == \
+    assert {r.reason for r in table(spark, output, "hanging_candidates", "stale").where(on_live).collect()} == \
         {"coordinator_ongoing"}
-    assert _rows(spark, output, "abort_plans", "stale").where(on_live).count() == 0
+    assert table(spark, output, "abort_plans", "stale").where(on_live).count() == 0

@@ -13,22 +13,17 @@ import json
 import struct
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import functions as F  # noqa: E402
-from pyspark.testing import assertDataFrameEqual  # noqa: E402
-
 from logscan.scan import rows as R  # noqa: E402
 from logscan.scan.local import scan as local_scan  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
-from spark_jobs.schemas import plain  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 from tests.robust.harness import batch_spans  # noqa: E402
 from tests.scan.copy_shapes import copy_cluster  # noqa: E402
-from tests.spark import local_session  # noqa: E402
+from tests.spark import assert_tables_equal, local_session  # noqa: E402
 
 TV2 = Path(__file__).resolve().parents[2] / "fixtures" / "tv2"
 LAST_DELTA_AT = 23
@@ -66,14 +61,7 @@ def test_both_executors_make_it_a_finding_and_go_on(spark, tmp_path):
 
     scan_id, _ = spark_scan.run(spark, [copy], output, scan_id="overflow", as_of_ms=as_of)
 
-    for name in COMPARED:
-        schema = R.TABLES[name]
-        got = spark.read.format("delta").load(f"{output}/{name}").where(F.col("scan_id") == scan_id)
-        # through Arrow, as the job makes its driver's frames: a time column's value in a row is
-        # microseconds (rows.ms_time), which Spark's Python-side check refuses for a timestamp
-        expected = spark.createDataFrame(pa.Table.from_pylist([{n: r.get(n) for n in schema.names}
-                                                               for r in want[name]], schema=plain(schema)))
-        assertDataFrameEqual(got.select(*schema.names), expected)
+    assert_tables_equal(spark, output, scan_id, want, COMPARED)
     # the other batches of the file are read: its replica has producer state as on its peers
     states = [r for r in want["partition_state"] if r["topic"] == "txn-a" and r["partition"] == 0]
     assert len(states) == 3

@@ -20,7 +20,6 @@ import pytest
 
 pytest.importorskip("pyspark")
 from pyspark.sql import functions as F  # noqa: E402
-from pyspark.testing import assertDataFrameEqual  # noqa: E402
 
 from logscan.scan import rows as R  # noqa: E402
 from logscan.scan import summary as summary_text  # noqa: E402
@@ -28,10 +27,9 @@ from logscan.scan.local import scan as local_scan  # noqa: E402
 from spark_jobs import scan as spark_scan  # noqa: E402
 from spark_jobs import source, tasks  # noqa: E402
 from logscan.scan.output import TAGS  # noqa: E402
-from spark_jobs.schemas import plain  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
 from tests.killed_fixtures import KILLED_CLUSTERS  # noqa: E402
-from tests.spark import local_session  # noqa: E402
+from tests.spark import assert_tables_equal, local_session, table  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 # with the SIGKILLed-broker clusters of 3.9.2 and 4.4.0, restored (tests/killed_fixtures.py)
@@ -75,24 +73,6 @@ def cluster(request, spark, output):
     assert (scan_id, as_of_ms) == (root.name, as_of)
     result = local_scan([root / "brokers"], as_of_ms=as_of, keep_batches=True)
     return root.name, result, result.tables
-
-
-def table(spark, output, name, scan_id):
-    return spark.read.format("delta").load(f"{output}/{name}").where(F.col("scan_id") == scan_id)
-
-
-def expected(spark, rows, schema):
-    # through Arrow, as the job makes its driver's frames: a time column's value in a row is
-    # microseconds (rows.ms_time), which Spark's Python-side check refuses for a timestamp
-    return spark.createDataFrame(pa.Table.from_pylist([{n: r.get(n) for n in schema.names} for r in rows],
-                                                      schema=plain(schema)))
-
-
-def assert_tables_equal(spark, output, scan_id, want: dict, names=tuple(R.TABLES)):
-    for name in names:
-        schema = R.TABLES[name]
-        assertDataFrameEqual(table(spark, output, name, scan_id).select(*schema.names),
-                             expected(spark, want[name], schema))
 
 
 @pytest.mark.parametrize("name", list(R.TABLES))
