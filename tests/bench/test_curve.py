@@ -15,8 +15,16 @@ from logscan.format import compiled as compiled_steps
 from tools.bench import curve
 
 
+def test_sizes_take_kib_or_bytes():
+    assert curve._sizes("256B,1,16") == [0.25, 1, 16]
+    assert [curve._kib(k) for k in (0.25, 1, 1024)] == ["256 B", "1 KiB", "1 MiB"]
+    for bad in ("100B", "3", "x", ""):
+        with pytest.raises(Exception, match="sizes: a comma-separated subset"):
+            curve._sizes(bad)
+
+
 def test_segments_have_the_asked_batch_size(tmp_path):
-    for kib in (1, 16, 256):
+    for kib in (0.25, 1, 16, 256):
         seg = curve.curve_segment(kib, 2, tmp_path)
         manifest = json.loads((seg.parents[2] / "manifest.json").read_text())
         batches = curve.walk(seg)

@@ -1,6 +1,6 @@
 """`make bench` (curve): batch-level decode with CRC per batch size, next to the machine's limit.
 
-    python -m tools.bench.curve [--size-mb 256] [--sizes-kib 1,4,16,64,256,1024] [--runs 3] [--quick] [--work DIR]
+    python -m tools.bench.curve [--size-mb 256] [--sizes-kib 256B,1,4,16,64,256,1024] [--runs 3] [--quick] [--work DIR]
 
 For each batch size a segment of --size-mb is generated once (tools/bench/gen_cluster.py: one
 partition, one segment, uncompressed batches of that on-disk size from transactional and
@@ -61,7 +61,8 @@ from . import anchors, gen_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 CURVE_DIR = ROOT / ".work" / "bench" / "curve"
-SIZES_KIB = [1, 4, 16, 64, 256, 1024]
+#: Batch sizes in KiB; below 1 KiB the sizes gen_cluster's --batch-bytes writes (0.25: 256 B).
+SIZES_KIB = [0.25, 1, 4, 16, 64, 256, 1024]
 TARGET_KIB = 16
 TARGET_RATIO = 0.70
 MMAP_CHUNK = 8 << 20
@@ -72,12 +73,14 @@ LOG_OVERHEAD = 12  # base offset + length: a batch is 12 + length bytes
 CRC_START = PREFIX.size  # 21: the CRC covers the batch from its attributes to its end
 
 
-def curve_segment(kib: int, size_mb: int, base: Path = CURVE_DIR) -> Path:
+def curve_segment(kib: float, size_mb: int, base: Path = CURVE_DIR) -> Path:
     """The one data segment of a generated single-partition copy of ``kib`` KiB batches."""
-    out = base / f"{size_mb}m-{kib}k"
+    size, name = ((["--batch-kib", str(kib)], f"{kib}k") if kib >= 1
+                  else (["--batch-bytes", str(round(kib * 1024))], f"{round(kib * 1024)}b"))
+    out = base / f"{size_mb}m-{name}"
     gen_cluster.main(["--out", str(out), "--size-mb", str(size_mb), "--partitions", "1", "--brokers", "1",
                       "--replication", "1", "--segment-mb", str(2 * size_mb + 1), "--hanging", "0",
-                      "--batch-kib", str(kib), "--codecs", "none", "--reuse"])
+                      *size, "--codecs", "none", "--reuse"])
     (segment,) = (out / "broker-1" / "bench-000-0").glob("*.log")
     return segment
 
@@ -216,7 +219,7 @@ def scan_unit(path: Path) -> int:
 
 @dataclass
 class Point:
-    kib: int
+    kib: float
     nbytes: int
     batches: int
     t_read: float
@@ -280,7 +283,7 @@ def one_round(seg: Path) -> dict:
         return anchors.best_of_each(1, fns)
 
 
-def measure(sizes_kib: list[int], size_mb: int, runs: int, base: Path = CURVE_DIR) -> list[Point]:
+def measure(sizes_kib: list[float], size_mb: int, runs: int, base: Path = CURVE_DIR) -> list[Point]:
     """Every figure of every size, best of ``runs``, each segment freshly cached first. A
     round runs each figure of each size once, so a slow spell of the machine hits one round
     of every size, not every round of one: spells last long enough on this VM to cover all
@@ -290,7 +293,7 @@ def measure(sizes_kib: list[int], size_mb: int, runs: int, base: Path = CURVE_DI
     segs = {kib: curve_segment(kib, size_mb, base) for kib in sizes_kib}
     for seg in segs.values():
         anchors.recache(seg)
-    best: dict[int, dict] = {kib: {} for kib in sizes_kib}
+    best: dict[float, dict] = {kib: {} for kib in sizes_kib}
     for _ in range(runs):
         for kib, seg in segs.items():
             for name, (seconds, result) in one_round(seg).items():
@@ -299,7 +302,7 @@ def measure(sizes_kib: list[int], size_mb: int, runs: int, base: Path = CURVE_DI
     return [point(kib, segs[kib], best[kib]) for kib in sizes_kib]
 
 
-def point(kib: int, seg: Path, got: dict) -> Point:
+def point(kib: float, seg: Path, got: dict) -> Point:
     """One size's Point from its best {name: (seconds, result)}, every walk checked to have
     counted the same batches."""
     t = {name: seconds for name, (seconds, _) in got.items()}
@@ -403,15 +406,26 @@ def compiled_table(points: list[Point]) -> list[str]:
     return lines
 
 
-def _kib(kib: int) -> str:
-    return f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB"
+def _kib(kib: float) -> str:
+    return f"{kib // 1024} MiB" if kib >= 1024 else f"{kib} KiB" if kib >= 1 else f"{round(kib * 1024)} B"
 
 
-def _sizes(text: str) -> list[int]:
-    sizes = [int(s) for s in text.split(",") if s.strip()]
+def _size(text: str) -> float:
+    """A batch size in KiB: ``16``, or in bytes with a B (``256B``)."""
+    text = text.strip().upper()
+    kib = int(text[:-1]) / 1024 if text.endswith("B") else float(text)
+    return int(kib) if kib == int(kib) else kib
+
+
+def _sizes(text: str) -> list[float]:
+    try:
+        sizes = [_size(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        sizes = []
     allowed = set(SIZES_KIB)
     if not sizes or set(sizes) - allowed:
-        raise argparse.ArgumentTypeError(f"sizes: a comma-separated subset of {sorted(allowed)}")
+        raise argparse.ArgumentTypeError(f"sizes: a comma-separated subset of {', '.join(map(_kib, SIZES_KIB))} "
+                                         "(in KiB, or in bytes with a B: 256B)")
     return sizes
 
 
@@ -421,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK", "") not in ("", "0"),
                     help="32 MiB segments, one run each (also: BENCH_QUICK=1)")
     ap.add_argument("--size-mb", type=int, help="segment size per batch size (default 256, quick 32)")
-    ap.add_argument("--sizes-kib", type=_sizes, default=SIZES_KIB, help="batch sizes in KiB")
+    ap.add_argument("--sizes-kib", type=_sizes, default=SIZES_KIB, help="batch sizes in KiB, or in bytes with a B (256B)")
     ap.add_argument("--runs", type=int, help="best of this many (default 3, quick 1)")
     ap.add_argument("--work", type=Path, default=CURVE_DIR, help="where the segments are cached")
     args = ap.parse_args(argv)

@@ -2,7 +2,7 @@
 
     python -m tools.bench.gen_cluster --out DIR --size-mb 1024 [--brokers 3] [--partitions 1000]
         [--replication 3] [--segment-mb 64] [--hanging 4] [--seed 1]
-        [--batch-kib K] [--codecs none,lz4,...] [--reuse]
+        [--batch-kib K | --batch-bytes B] [--codecs none,lz4,...] [--reuse]
 
 What a busy cluster's copy looks like: one folder per broker (a ZooKeeper-mode meta.properties),
 topics of 10 partitions replicated on --replication brokers (the same bytes on every replica,
@@ -26,7 +26,8 @@ bytes are what logscan's test encoder writes (checked against kafka-dump-log in 
 The output is deterministic for a given seed and options.
 
 For the benchmarks' controlled inputs: ``--batch-kib`` writes every data batch at one on-disk
-size instead of the 1 KiB-1 MiB mix, ``--codecs`` narrows the producers' codecs (``none``
+size instead of the 1 KiB-1 MiB mix (``--batch-bytes``: a size below 1 KiB, such as the 200-400 B
+batches of producers sending a few records at a time), ``--codecs`` narrows the producers' codecs (``none``
 for batches whose bytes are all header and records), and ``--reuse`` keeps an output whose
 manifest records the same options instead of writing it again.
 """
@@ -65,6 +66,8 @@ LEADER_EPOCH = 2
 TIMEOUT_MS = 60_000
 
 # On-disk batch sizes and how often producers write them (most batches are small).
+#: The sizes --batch-bytes takes: the 200-400 B batches real clusters hold many of (issue 37).
+SMALL_BATCH_BYTES = [256, 512]
 SIZE_CLASSES = [(1024, 25), (4096, 25), (16 * 1024, 25), (64 * 1024, 15), (256 * 1024, 7), (MIB, 3)]
 CODEC_MIX = [(compression.NONE, 40), (compression.LZ4, 20), (compression.ZSTD, 20),
              (compression.SNAPPY, 10), (compression.GZIP, 10)]
@@ -215,12 +218,12 @@ class Generator:
     def __init__(self, args):
         self.args = args
         self.rng = random.Random(args.seed)
-        self.size_classes = [(args.batch_kib * 1024, 1)] if args.batch_kib else SIZE_CLASSES
+        exact = batch_bytes(args)
+        self.size_classes = [(exact, 1)] if exact else SIZE_CLASSES
         self.codec_mix = [(c, w) for c, w in CODEC_MIX if compression.codec_name(c) in args.codecs]
         # Planted batches are uncompressed, unless the codecs asked for exclude that.
         self.plain = compression.NONE if compression.NONE in dict(self.codec_mix) else self.codec_mix[0][0]
-        self.templates = build_templates(args.seed, self.size_classes, self.codec_mix,
-                                         exact=bool(args.batch_kib))
+        self.templates = build_templates(args.seed, self.size_classes, self.codec_mix, exact=bool(exact))
         self.next_pid = 1000
         self.manifest = {"options": manifest_options(args),
                          "hanging": [], "young_open": [], "partitions": {}}
@@ -414,9 +417,15 @@ class Generator:
             self.totals["log_files"] += len(w.files) * len(replicas)
 
 
+def batch_bytes(args: argparse.Namespace) -> int:
+    """The one on-disk size of every data batch (0: the 1 KiB-1 MiB mix)."""
+    return args.batch_bytes or (args.batch_kib or 0) * 1024
+
+
 def manifest_options(args: argparse.Namespace) -> dict:
-    """The options that decide the output's bytes, as the manifest records them."""
-    return {k: v for k, v in vars(args).items() if k not in ("out", "reuse")}
+    """The options that decide the output's bytes, as the manifest records them (an option
+    left unset is left out, so a copy written before it existed is still current)."""
+    return {k: v for k, v in vars(args).items() if k not in ("out", "reuse") and not (k == "batch_bytes" and v is None)}
 
 
 def is_current(out: Path, args: argparse.Namespace) -> bool:
@@ -447,8 +456,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--segment-mb", type=float, default=64, help="segment roll size (log.segment.bytes)")
     ap.add_argument("--hanging", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--batch-kib", type=int, choices=[s // 1024 for s, _ in SIZE_CLASSES],
-                    help="every data batch of this on-disk size (default: the 1 KiB-1 MiB mix)")
+    sizes = ap.add_mutually_exclusive_group()
+    sizes.add_argument("--batch-kib", type=int, choices=[s // 1024 for s, _ in SIZE_CLASSES],
+                       help="every data batch of this on-disk size (default: the 1 KiB-1 MiB mix)")
+    sizes.add_argument("--batch-bytes", type=int, choices=SMALL_BATCH_BYTES,
+                       help="every data batch of this on-disk size, below 1 KiB")
     ap.add_argument("--codecs", type=_codecs, default=_codecs("none,gzip,snappy,lz4,zstd"),
                     help="producers' codecs, comma-separated (default: all five)")
     ap.add_argument("--reuse", action="store_true",
