@@ -4,10 +4,12 @@ from native/ by cargo when logscan is installed.
 Each step does the common case of one decoder's loop and stops where that loop would do
 anything else, so every finding and error is still the Python code's: ``walk_v2`` for
 ``logfile.walk_batches`` (a run of whole, valid v2 batches), ``records_v2`` for
-``batch.iter_records`` (a run of well-formed records). Each is None where the module was not
-built or ``LOGSCAN_PURE_PYTHON`` is set, and the decoders then run in pure Python, which the
-compiled steps are held to (tests/format/test_native.py, tests/format/test_native_records.py
-and the fuzz target ``native``).
+``batch.iter_records`` (a run of well-formed records), ``facts_v2`` for the scan's per-batch
+facts (logscan.scan.replica.batch_fact over a run of whole, valid v2 batches, in bulk: a
+column per field, :func:`batch_facts`). Each is None where the module was not built or
+``LOGSCAN_PURE_PYTHON`` is set, and the decoders then run in pure Python, which the compiled
+steps are held to (tests/format/test_native.py, tests/format/test_native_records.py,
+tests/format/test_native_facts.py and the fuzz target ``native``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ _MODULE = _native()
 walk_v2 = _MODULE.walk_v2 if _MODULE is not None else None
 #: The record loop's common step, or None.
 records_v2 = _MODULE.records_v2 if _MODULE is not None else None
+#: The scan's per-batch facts of a run of batches, in bulk, or None (batch_facts reads it).
+facts_v2 = _MODULE.facts_v2 if _MODULE is not None else None
 #: Batches or records a call of a step takes at most: from 1, doubling, so a reader that stops
 #: after a few has not paid for many more, and a long read pays a call per 1024.
 MAX_CHUNK = 1024
@@ -41,10 +45,36 @@ MAX_CHUNK = 1024
 def pure_python() -> Iterator[None]:
     """Decodes that start inside run in pure Python (the bench's and the tests' comparison
     with the compiled steps)."""
-    global walk_v2, records_v2
-    saved = walk_v2, records_v2
-    walk_v2 = records_v2 = None
+    global walk_v2, records_v2, facts_v2
+    saved = walk_v2, records_v2, facts_v2
+    walk_v2 = records_v2 = facts_v2 = None
     try:
         yield
     finally:
-        walk_v2, records_v2 = saved
+        walk_v2, records_v2, facts_v2 = saved
+
+
+#: facts_v2's columns, in its order: a v2 batch's position in the log, its header's fields
+#: (its last offset and last sequence computed as Kafka computes them, its size with the log
+#: overhead), and for a COMMIT or ABORT batch its marker's type id (ControlRecordType: 0 ABORT,
+#: 1 COMMIT; -1 where a batch has no control record), coordinator epoch and timestamp (-1 when
+#: none). Arrow type names, of fixed width.
+FACT_COLUMNS = (("position", "int64"), ("base_offset", "int64"), ("last_offset", "int64"),
+                ("partition_leader_epoch", "int32"), ("attributes", "int16"), ("base_timestamp", "int64"),
+                ("max_timestamp", "int64"), ("producer_id", "int64"), ("producer_epoch", "int16"),
+                ("base_sequence", "int32"), ("last_sequence", "int32"), ("records_count", "int32"),
+                ("size_in_bytes", "int64"), ("control_type_id", "int16"), ("coordinator_epoch", "int32"),
+                ("marker_timestamp", "int64"))
+
+
+def batch_facts(buf, pos: int, end: int, base: int, limit: int):
+    """facts_v2 (which must be built) over ``buf[pos:end]``, a window of the log starting at
+    byte ``base``: (the columns of FACT_COLUMNS as Arrow arrays by name, how many batches, the
+    position in ``buf`` it stopped at). Each column is Arrow's view of the bytes facts_v2 wrote:
+    no copy, no Python object per batch."""
+    import pyarrow as pa
+
+    columns, count, stop = facts_v2(buf, pos, end, base, limit)
+    arrays = {name: pa.Array.from_buffers(getattr(pa, kind)(), count, [None, pa.py_buffer(data)])
+              for (name, kind), data in zip(FACT_COLUMNS, columns)}
+    return arrays, count, stop

@@ -35,7 +35,7 @@ from logscan.format.control import (CONTROL_TYPE_NAMES, MARKER_RECORD, decode_co
 from logscan.format.compression import DecompressionBudget
 from logscan.format.errors import DecodeError, DecompressionBudgetSpent
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
-from logscan.format.logfile import find_entry, walk_windows
+from logscan.format.logfile import WINDOW_BYTES, find_entry, walk_windows
 from logscan.format.metadata import decode_metadata_record
 from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decode_producer_snapshot
 from logscan.format.txnlog import TRANSACTION_STATES, decode_txnlog_entry
@@ -359,6 +359,14 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
     records = None
     if offsets:
         from .consumer_offsets import batch_rows as records   # (it imports this module)
+    return _opened(path, out, lambda log, budget: _walk_segment(log, path, partition, is_txn_log, out, headers,
+                                                                byte_range, window, budget, records))
+
+
+def _opened(path: str, out: ReplicaRead, walk: Callable) -> Iterator:
+    """``walk(log, budget)`` over the segment at ``path`` opened (LogWindows) with its
+    decompression budget; a failure to open it, or a failed read outside walk_windows, is a
+    finding in ``out``."""
     with ExitStack() as stack:
         try:
             log = stack.enter_context(LogWindows(path))
@@ -368,8 +376,7 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
         out.bytes_read += log.size
         budget = segment_budget(log.size)  # a segment of small decompression bombs stops here
         try:
-            yield from _walk_segment(log, path, partition, is_txn_log, out, headers, byte_range, window, budget,
-                                     records)
+            yield from walk(log, budget)
         except OSError as e:  # met by a byte range's own resync search (walk_windows' reads say theirs)
             out.findings.append(_read_failure(path, log, e))
 
@@ -386,11 +393,20 @@ def _walk_segment(log, path: str, partition: int, is_txn_log: bool, out: Replica
                   byte_range: Optional[ByteRange], window: Optional[int], budget: DecompressionBudget,
                   records: Optional[Callable] = None) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
     """iter_segment's walk of an opened segment."""
+    return _walk_entries(walk_range(log, byte_range, out.handoffs, window=window), path, partition, is_txn_log, out,
+                         headers, budget, records)
+
+
+def _walk_entries(items: Iterable[tuple[object, object]], path: str, partition: int, is_txn_log: bool,
+                  out: ReplicaRead, headers: bool, budget: DecompressionBudget, records: Optional[Callable] = None
+                  ) -> Iterator[tuple[BatchFact, RecordBatch | LegacyBatch]]:
+    """The facts of a walk's items (walk_windows' (item, window) pairs): the reference of
+    what the scan makes of each entry and finding of a segment."""
     findings = out.findings
     # The counts are kept in locals while the walk runs (this loop runs once per batch) and
     # stored in ``out`` before every yield, so a consumer sees them current.
     batches, max_timestamp = out.batches, out.max_timestamp
-    for entry, win in walk_range(log, byte_range, out.handoffs, window=window):
+    for entry, win in items:
         kind = type(entry)
         if kind is not RecordBatch and kind is not LegacyBatch:
             findings.append(Finding.from_error(path, entry))
@@ -426,6 +442,137 @@ def _walk_segment(log, path: str, partition: int, is_txn_log: bool, out: Replica
         elif records is not None:
             out.offset_commits.extend(records(win.buf, entry, fact if kind is RecordBatch else None, partition, path,
                                               findings, win.base, budget))
+
+
+#: The columns of a fact table (segment_fact_tables): the batch's byte position in its segment,
+#: then BatchFact's fields, with their Arrow types.
+FACT_TABLE_COLUMNS = (("position", "int64"), ("base_offset", "int64"), ("last_offset", "int64"),
+                      ("producer_id", "int64"), ("producer_epoch", "int16"), ("base_sequence", "int32"),
+                      ("last_sequence", "int32"), ("max_timestamp", "int64"), ("is_transactional", "bool_"),
+                      ("is_control", "bool_"), ("records_count", "int32"), ("size_in_bytes", "int64"),
+                      ("control_type", "string"), ("coordinator_epoch", "int32"), ("marker_timestamp", "int64"))
+#: Reference facts gathered before they are handed on as one table.
+FACT_TABLE_ROWS = 4096
+#: The smallest offset a fact table holds (Long.MIN_VALUE): a batch's last offset below it
+#: (a negative base offset and a negative lastOffsetDelta, which Kafka's sum wraps) is held as
+#: this; the replay refuses the batch for its negative base offset all the same (check_order).
+INT64_MIN = -(1 << 63)
+
+
+def fact_schema():
+    """The Arrow schema of a fact table (FACT_TABLE_COLUMNS)."""
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind in FACT_TABLE_COLUMNS])
+
+
+def facts_to_table(facts: list[BatchFact], positions: list[int]):
+    """A fact table of the reference's facts (``positions``: each batch's byte position)."""
+    import pyarrow as pa
+
+    rows = list(zip(*facts)) if facts else [()] * len(BatchFact._fields)
+    lasts = [max(last, INT64_MIN) for last in rows[1]]
+    return pa.RecordBatch.from_arrays([pa.array(column, type=field.type) for column, field in
+                                       zip((positions, rows[0], lasts, *rows[2:]), fact_schema())],
+                                      schema=fact_schema())
+
+
+def _compiled_table(arrays: dict, count: int):
+    """A fact table of compiled.batch_facts' columns: the flags from the attributes, the
+    marker's type name from its id (a data batch, or an emptied control batch, has none)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    attributes = arrays["attributes"]
+    type_id = arrays["control_type_id"]
+    names = pa.array([CONTROL_TYPE_NAMES[0], CONTROL_TYPE_NAMES[1]])
+    control_type = pc.take(names, pc.if_else(pc.less(type_id, 0), pa.scalar(None, pa.int16()), type_id))
+    flags = {"is_transactional": pc.not_equal(pc.bit_wise_and(attributes, TRANSACTIONAL_FLAG_MASK), 0),
+             "is_control": pc.not_equal(pc.bit_wise_and(attributes, CONTROL_FLAG_MASK), 0),
+             "control_type": control_type}
+    return pa.RecordBatch.from_arrays([flags[name] if name in flags else arrays[name]
+                                       for name, _ in FACT_TABLE_COLUMNS], schema=fact_schema())
+
+
+def segment_fact_tables(path: str, partition: int, *, out: ReplicaRead,
+                        window: Optional[int] = None) -> Iterator:
+    """The facts of a whole segment (not `__transaction_state`, not `__consumer_offsets`: their
+    records are decoded per batch by iter_segment) as Arrow record batches of FACT_TABLE_COLUMNS,
+    in log order: the rows are exactly iter_segment's facts, and ``out`` gets what iter_segment
+    gives it (findings, counts, the first offset, the largest timestamp). The runs of whole,
+    valid v2 batches come from the compiled step in bulk (compiled.batch_facts: no Python object
+    per batch); everything else, and everything in pure Python, through the reference
+    (_walk_entries), whose facts are handed on in tables of up to FACT_TABLE_ROWS."""
+    return _opened(path, out, lambda log, budget: _fact_tables(log, path, partition, out, window, budget))
+
+
+def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optional[int],
+                 budget: DecompressionBudget) -> Iterator:
+    """segment_fact_tables' walk of an opened segment: the compiled runs, and the reference's
+    walk from where a run stops to the next valid v2 batch (where the next run starts)."""
+    from logscan.format import compiled
+
+    size, window = log.size, window or getattr(log, "window_bytes", WINDOW_BYTES)
+    pending: tuple[list[BatchFact], list[int]] = ([], [])
+    pos, needed = 0, 0
+    while pos < size:
+        if compiled.facts_v2 is not None:
+            win = log.map(pos, min(size, pos + max(window, needed)))
+            try:
+                arrays, count, stop = compiled.batch_facts(win.buf, pos - win.base, len(win.buf), win.base, 1 << 62)
+                needed = _crossing(win.buf, stop, size - win.base)
+            finally:
+                win.close()
+            if count:
+                if pending[0]:
+                    yield facts_to_table(*pending)
+                    pending = ([], [])
+                table = _compiled_table(arrays, count)
+                _count(out, table)
+                yield table
+            pos = stop + win.base
+            if needed is not None and pos < size:
+                continue  # the next batch crosses the window's end: a window from it
+        walk = _walk_entries(walk_windows(log, pos, window=window), path, partition, False, out, False, budget)
+        pos = size
+        try:
+            for fact, entry in walk:
+                pending[0].append(fact)
+                pending[1].append(entry.position)
+                if len(pending[0]) >= FACT_TABLE_ROWS:
+                    yield facts_to_table(*pending)
+                    pending = ([], [])
+                if compiled.facts_v2 is not None and type(entry) is RecordBatch:
+                    pos = entry.position + entry.size_in_bytes  # a valid v2 batch: a run may start after it
+                    break
+        finally:
+            walk.close()
+        needed = 0
+    if pending[0]:
+        yield facts_to_table(*pending)
+
+
+def _crossing(buf, stop: int, left: int) -> Optional[int]:
+    """The bytes a window from ``stop`` needs when a compiled run stopped there because the
+    v2 batch at ``stop`` (or its header) runs past the window ``buf`` and fits in the ``left``
+    bytes of the log from the window's start; None when the run stopped for anything else."""
+    if stop + RECORD_BATCH_OVERHEAD > len(buf):
+        return 0 if stop + RECORD_BATCH_OVERHEAD <= left and len(buf) < left else None
+    length = int.from_bytes(buf[stop + 8:stop + 12], "big", signed=True)
+    total = LOG_OVERHEAD + length
+    if buf[stop + 16] == 2 and length >= RECORD_BATCH_OVERHEAD - LOG_OVERHEAD and len(buf) < stop + total <= left:
+        return total
+    return None
+
+
+def _count(out: ReplicaRead, table) -> None:
+    """What iter_segment's walk counts in ``out`` for each fact, for a compiled run of them."""
+    import pyarrow.compute as pc
+
+    if out.first_offset is None:
+        out.first_offset = table.column(1)[0].as_py()
+    out.max_timestamp = max(out.max_timestamp, pc.max(table.column("max_timestamp")).as_py())
+    out.batches += table.num_rows
 
 
 def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,

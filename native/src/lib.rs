@@ -318,9 +318,159 @@ fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit:
     Ok((out, pos))
 }
 
+/// The Length of a COMMIT or ABORT batch as a broker writes it: a header and its one record
+/// (logscan.format.control.MARKER_RECORD, 17 bytes).
+const MARKER_BATCH_LENGTH: i64 = MIN_V2_SIZE + 17;
+/// Attributes: the control flag, the timestamp type (LogAppendTime) and the codec bits.
+const CONTROL_FLAG: i64 = 0x20;
+const LOG_APPEND_TIME: i64 = 0x08;
+const CODEC_BITS: i64 = 0x07;
+const NO_SEQUENCE: i64 = -1;
+/// control_type_id where a batch has no control record type: not a control batch, or one the
+/// cleaner emptied (count 0).
+const NO_CONTROL_TYPE: i16 = -1;
+
+/// DefaultRecordBatch.incrementSequence as logscan.format.batch.increment_sequence reads it
+/// (sequences wrap from INT32_MAX to 0), with NO_SEQUENCE kept: a batch's last sequence.
+fn last_sequence(sequence: i64, delta: i64) -> i64 {
+    let max = i32::MAX as i64;
+    if 0 <= sequence && sequence <= max - delta {
+        sequence + delta
+    } else if sequence == NO_SEQUENCE {
+        NO_SEQUENCE
+    } else if sequence > max - delta {
+        (delta - (max - sequence) - 1) as i32 as i64
+    } else {
+        (sequence + delta) as i32 as i64
+    }
+}
+
+/// ``(type id, coordinator epoch, timestamp delta)`` of a marker record laid out as a broker
+/// writes it, read_marker_record's rule (logscan.format.control): None for any other bytes.
+fn marker_record(r: &[u8]) -> Option<(i16, i32, i64)> {
+    let (length, ts_delta, offset_delta, key_length) = (r[0], r[2], r[3], r[4]);
+    let key_version = i16::from_be_bytes(be(r, 5));
+    let type_id = i16::from_be_bytes(be(r, 7));
+    let (value_length, value_version) = (r[9], i16::from_be_bytes(be(r, 10)));
+    let coordinator_epoch = i32::from_be_bytes(be(r, 12));
+    if length != 0x20 || ts_delta >= 0x80 || offset_delta >= 0x80 || key_length != 0x08 || value_length != 0x0C
+        || r[16] != 0 || key_version < 0 || value_version < 0 || (type_id != 0 && type_id != 1) {
+        return None;
+    }
+    let ts_delta = ts_delta as i64;
+    Some((type_id, coordinator_epoch, (ts_delta >> 1) ^ -(ts_delta & 1)))
+}
+
+/// The per-batch facts of a run of batches, a column per field (FACT_COLUMNS' order).
+#[derive(Default)]
+struct FactColumns {
+    position: Vec<i64>,
+    base_offset: Vec<i64>,
+    last_offset: Vec<i64>,
+    partition_leader_epoch: Vec<i32>,
+    attributes: Vec<i16>,
+    base_timestamp: Vec<i64>,
+    max_timestamp: Vec<i64>,
+    producer_id: Vec<i64>,
+    producer_epoch: Vec<i16>,
+    base_sequence: Vec<i32>,
+    last_sequence: Vec<i32>,
+    records_count: Vec<i32>,
+    size_in_bytes: Vec<i64>,
+    control_type_id: Vec<i16>,
+    coordinator_epoch: Vec<i32>,
+    marker_timestamp: Vec<i64>,
+}
+
+/// A column's values as native-endian bytes (Arrow's layout of a fixed-width column).
+fn column<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyBytes> {
+    // SAFETY: T is a plain integer type: its values are their bytes, with no padding.
+    let raw = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
+    PyBytes::new(py, raw)
+}
+
+/// The facts the scan's replay needs of whole, valid v2 batches of ``buf[pos:end]``, in bulk:
+/// the columns (FACT_COLUMNS of logscan.format.compiled, each as native-endian bytes), how
+/// many batches, and the position the run stopped at. It walks as walk_v2 does with every
+/// CRC checked (stopping where that walk stops), and stops too before a batch whose fact the
+/// reference (logscan.scan.replica.batch_fact and the offset check before it) makes some
+/// other way: a last offset past 64 bits, a control batch with records other than one COMMIT
+/// or ABORT record laid out as a broker writes it, a marker timestamp past 64 bits.
+#[pyfunction]
+#[pyo3(signature = (buf, pos, end, base, limit))]
+fn facts_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, base: i64, limit: usize)
+                 -> PyResult<(Bound<'py, PyTuple>, usize, i64)> {
+    if pos < 0 {
+        return Err(PyValueError::new_err(format!("negative position {pos}")));
+    }
+    let view = PyBuffer::<u8>::get(buf)?;
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err("the buffer must be contiguous"));
+    }
+    let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
+    // SAFETY: ``view`` keeps the exporter's ``len`` bytes alive and in place until it is
+    // dropped at the end of this call, and no Python code runs while the slice is read.
+    let data = unsafe { std::slice::from_raw_parts(start, len) };
+    let end = end.min(len as i64);
+    let mut c = FactColumns::default();
+    let mut pos = pos;
+    let mut count = 0;
+    while count < limit && pos + HEADER as i64 <= end {
+        let at = pos as usize;
+        let f = header_fields(&data[at..at + HEADER]);
+        let (base_offset, length, leader_epoch, magic, crc, attributes, last_delta) =
+            (f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
+        let (base_timestamp, max_timestamp, producer_id, epoch, base_sequence, records) =
+            (f[7], f[8], f[9], f[10], f[11], f[12]);
+        let next = pos + LOG_OVERHEAD + length;
+        if magic != 2 || length < MIN_V2_SIZE || next > end || crc_32c(&data[at + CRC_START..next as usize]) != crc {
+            break;
+        }
+        let Some(last_offset) = base_offset.checked_add(last_delta) else { break };
+        let (mut control_type, mut coordinator_epoch, mut marker_ts) = (NO_CONTROL_TYPE, -1i32, -1i64);
+        if attributes & CONTROL_FLAG != 0 && records > 0 {
+            if records != 1 || length != MARKER_BATCH_LENGTH || attributes & CODEC_BITS != 0 {
+                break;
+            }
+            let Some((type_id, marker_epoch, ts_delta)) = marker_record(&data[at + HEADER..next as usize]) else { break };
+            let ts = if attributes & LOG_APPEND_TIME != 0 { Some(max_timestamp) } else { base_timestamp.checked_add(ts_delta) };
+            let Some(ts) = ts else { break };
+            (control_type, coordinator_epoch, marker_ts) = (type_id, marker_epoch, ts);
+        }
+        c.position.push(pos + base);
+        c.base_offset.push(base_offset);
+        c.last_offset.push(last_offset);
+        c.partition_leader_epoch.push(leader_epoch as i32);
+        c.attributes.push(attributes as i16);
+        c.base_timestamp.push(base_timestamp);
+        c.max_timestamp.push(max_timestamp);
+        c.producer_id.push(producer_id);
+        c.producer_epoch.push(epoch as i16);
+        c.base_sequence.push(base_sequence as i32);
+        c.last_sequence.push(last_sequence(base_sequence, last_delta) as i32);
+        c.records_count.push(records as i32);
+        c.size_in_bytes.push(length + LOG_OVERHEAD);
+        c.control_type_id.push(control_type);
+        c.coordinator_epoch.push(coordinator_epoch);
+        c.marker_timestamp.push(marker_ts);
+        count += 1;
+        pos = next;
+    }
+    let columns = PyTuple::new(py, [
+        column(py, &c.position), column(py, &c.base_offset), column(py, &c.last_offset),
+        column(py, &c.partition_leader_epoch), column(py, &c.attributes), column(py, &c.base_timestamp),
+        column(py, &c.max_timestamp), column(py, &c.producer_id), column(py, &c.producer_epoch),
+        column(py, &c.base_sequence), column(py, &c.last_sequence), column(py, &c.records_count),
+        column(py, &c.size_in_bytes), column(py, &c.control_type_id), column(py, &c.coordinator_epoch),
+        column(py, &c.marker_timestamp),
+    ])?;
+    Ok((columns, count, pos))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walk_v2, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(facts_v2, m)?)?;
     Ok(())
 }

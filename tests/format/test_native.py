@@ -32,12 +32,13 @@ T0 = 1_700_000_000_000
 def test_the_compiled_step_is_built_and_used():
     """make venv builds it (cargo, via setuptools-rust): a failed build must not pass unseen."""
     if os.environ.get("LOGSCAN_PURE_PYTHON"):
-        assert compiled.walk_v2 is None and compiled.records_v2 is None
+        assert compiled.walk_v2 is None and compiled.records_v2 is None and compiled.facts_v2 is None
         return
     assert importlib.util.find_spec("logscan._native") is not None, (
         "logscan._native is not built: install cargo (rustup), then reinstall (make venv)")
     from logscan import _native
     assert compiled.walk_v2 is _native.walk_v2 and compiled.records_v2 is _native.records_v2
+    assert compiled.facts_v2 is _native.facts_v2
 
 
 @pytest.fixture

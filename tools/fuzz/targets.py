@@ -166,10 +166,50 @@ def records_key(buf, batch, **kw) -> list:
     return out
 
 
+def compiled_facts_key(arrays: dict, count: int) -> list[tuple]:
+    """compiled.batch_facts' columns as rows, a tuple per batch (FACT_COLUMNS' order)."""
+    return list(zip(*(arrays[name].to_pylist() for name, _ in compiled.FACT_COLUMNS))) if count else []
+
+
+def reference_facts_key(buf, batches: list, base: int = 0) -> list[tuple]:
+    """The reference's facts of v2 ``batches`` read from ``buf`` (a window of the log from byte
+    ``base``), as compiled_facts_key gives the compiled rows: each header's fields and what
+    logscan.scan.replica.batch_fact makes of the batch."""
+    from logscan.scan.replica import batch_fact
+
+    rows = []
+    for b in batches:
+        f = batch_fact(buf, b, "", [], base)
+        type_id = {"ABORT": control.ABORT, "COMMIT": control.COMMIT, None: -1}.get(f.control_type, f.control_type)
+        rows.append((b.position, b.base_offset, f.last_offset, b.partition_leader_epoch, b.attributes,
+                     b.base_timestamp, f.max_timestamp, f.producer_id, f.producer_epoch, f.base_sequence,
+                     f.last_sequence, f.records_count, f.size_in_bytes, type_id, f.coordinator_epoch,
+                     f.marker_timestamp))
+    return rows
+
+
+def _check_facts(data: bytes, end: int, base: int) -> None:
+    """The compiled facts of the run from the start (compiled.batch_facts) are the reference's
+    facts of the Python walk's first entries, each a whole v2 batch with a valid CRC, and the
+    run stops where they end."""
+    arrays, count, stop = compiled.batch_facts(data, 0, end, base, 1 << 62)
+    with compiled.pure_python():
+        walk = walk_batches(data, 0, end, base=base)
+        entries = [item for item, _ in zip(walk, range(count))]
+        walk.close()
+    _check(all(type(b) is RecordBatch and b.crc_valid for b in entries) and len(entries) == count,
+           f"the compiled facts cover {count} batches, the walk's first entries are {entries[:count]}")
+    _check(stop == (entries[-1].position - base + entries[-1].size_in_bytes if entries else 0),
+           f"the compiled facts stop at {stop}")
+    _check_same(compiled_facts_key(arrays, count), reference_facts_key(data, entries, base),
+                "the compiled facts differ from the reference's")
+
+
 def native(data: bytes) -> None:
     """The compiled common steps (``logscan._native``) against pure Python: the walk's entries
-    and findings in the same order, field for field, and each v2 batch's records (or the error
-    they stop at) from the compiled record step and the Python loop. The first byte picks the
+    and findings in the same order, field for field, each v2 batch's records (or the error
+    they stop at) from the compiled record step and the Python loop, and the compiled facts
+    of the run of batches from the start against the reference's. The first byte picks the
     walk's options: no CRC checks, no resync, a cut, a window of a longer log (``more``, at a
     shifted ``base``), and how many bytes short of the end the walk stops."""
     if len(data) < 1 or compiled.walk_v2 is None:
@@ -191,6 +231,7 @@ def native(data: bytes) -> None:
                 python = records_key(data, item, **kw)
             _check_same(got, python, f"the compiled record step differs from the Python loop in the batch at "
                                      f"{item.position}")
+    _check_facts(data, end, options["base"])
 
 
 def control_record(data: bytes) -> None:

@@ -1,0 +1,157 @@
+"""logscan._native's facts_v2 (compiled.batch_facts): the scan's per-batch facts in bulk, a column
+per field, held to the reference (logscan.scan.replica.batch_fact over the Python walk) field for
+field; and segment_fact_tables, the segment read through it, held to iter_segment's facts and
+findings on every segment of the real-broker fixtures, through windows of any size, damaged,
+and in pure Python. The fuzz target ``native`` compares the columns with the reference too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logscan.format import compiled
+from logscan.format.batch import RecordBatch
+from logscan.format.control import COMMIT, LEADER_CHANGE, encode_control_key
+from logscan.format.logfile import walk_batches
+from logscan.scan.replica import (FACT_TABLE_COLUMNS, INT64_MIN, ReplicaRead, facts_to_table, iter_segment,
+                                  segment_fact_tables)
+from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, legacy_message
+from tools.fuzz.targets import compiled_facts_key, reference_facts_key
+
+from tests.format.test_native import REPO, T0, _batch
+
+
+@pytest.fixture
+def facts_v2():
+    if compiled.facts_v2 is None:
+        pytest.skip("logscan._native is not in use (LOGSCAN_PURE_PYTHON)")
+    return compiled.facts_v2
+
+
+def _parts() -> list[bytes]:
+    """Batches whose facts cover the edges: -1 ids, the int types' ends, a sequence that wraps
+    past INT32_MAX, markers (CreateTime and LogAppendTime), an emptied control batch."""
+    return [
+        _batch(0),
+        _batch(2**40, producer_id=2**62, producer_epoch=32767, base_sequence=2**31 - 2, transactional=True,
+               partition_leader_epoch=2**31 - 1),
+        end_txn_marker_batch(commit=False, coordinator_epoch=3, base_offset=2**40 + 3, producer_id=2**62,
+                             producer_epoch=32767, timestamp=T0),
+        _batch(2**40 + 4, n=40, codec=1, producer_id=7, producer_epoch=0, base_sequence=0),
+        end_txn_marker_batch(commit=True, coordinator_epoch=-5, base_offset=2**40 + 44, producer_id=7,
+                             producer_epoch=0, timestamp=T0 + 9, log_append_time=T0 + 99),
+        encode_batch([], base_offset=2**40 + 45, transactional=True, control=True, producer_id=7,
+                     producer_epoch=0),
+        *(_batch(2**40 + 46 + 5 * i, n=1 + i % 5, producer_id=9, producer_epoch=1, base_sequence=5 * i)
+          for i in range(20)),
+    ]
+
+
+def test_columns_are_the_reference_facts(facts_v2):
+    buf = b"".join(_parts())
+    for base in (0, 7, 2**40):
+        arrays, count, stop = compiled.batch_facts(buf, 0, len(buf), base, 1 << 62)
+        assert (count, stop) == (len(_parts()), len(buf))
+        assert compiled_facts_key(arrays, count) == _reference(buf, base)
+
+
+def _reference(buf, base: int = 0) -> list[tuple]:
+    """The reference's facts of every entry of ``buf`` (the walk in pure Python), as
+    compiled_facts_key gives the columns' rows."""
+    with compiled.pure_python():
+        entries = list(walk_batches(buf, base=base))
+    assert all(type(b) is RecordBatch and b.crc_valid for b in entries)
+    return reference_facts_key(buf, entries, base)
+
+
+def test_a_run_stops_where_the_reference_makes_the_fact_another_way(facts_v2):
+    """Before a batch the compiled step does not read as the reference does (a control batch
+    other than one marker record, a last offset past 64 bits, a legacy entry, a failed CRC,
+    the tail), with the facts before it."""
+    head = b"".join(_parts()[:3])
+    leader_change = encode_batch([Rec(b"\x00\x00\x00\x00", encode_control_key(LEADER_CHANGE), (), T0)],
+                                 base_offset=9, control=True)
+    two_markers = encode_batch([Rec(b"\x00\x00\x00\x00\x00\x05", encode_control_key(COMMIT), (), T0)] * 2,
+                               base_offset=9, control=True, transactional=True, producer_id=1, producer_epoch=0)
+    bad_crc = bytearray(_batch(9))
+    bad_crc[-1] ^= 1
+    for buf in (*(head + tail + _batch(99) for tail in (leader_change, two_markers, _batch(2**63 - 2, n=3),
+                                                         legacy_message(9, b"v", magic=1), bytes(bad_crc))),
+                head + _batch(9)[:-1]):
+        arrays, count, stop = compiled.batch_facts(buf, 0, len(buf), 0, 1 << 62)
+        assert (count, stop) == (3, len(head))
+        assert compiled_facts_key(arrays, count) == _reference(head)
+    arrays, count, stop = compiled.batch_facts(head, 0, len(head), 0, 2)
+    assert (count, stop) == (2, len(_parts()[0]) + len(_parts()[1]))
+
+
+def _rows(tables) -> list[tuple]:
+    out = []
+    for t in tables:
+        d = t.to_pydict()
+        out += [tuple(d[name][i] for name, _ in FACT_TABLE_COLUMNS) for i in range(t.num_rows)]
+    return out
+
+
+def _same_as_iter_segment(path: Path, window=None) -> int:
+    got, ref = ReplicaRead(), ReplicaRead()
+    rows = _rows(segment_fact_tables(str(path), 0, out=got, window=window))
+    # (a last offset below -2^63 is held as -2^63: INT64_MIN)
+    expected = [(entry.position, fact[0], max(fact[1], INT64_MIN), *fact[2:])
+                for fact, entry in iter_segment(str(path), 0, is_txn_log=False, out=ref)]
+    assert rows == expected, path
+    assert got.findings == ref.findings, path
+    assert (got.batches, got.first_offset, got.max_timestamp, got.bytes_read) == \
+        (ref.batches, ref.first_offset, ref.max_timestamp, ref.bytes_read), path
+    return len(rows)
+
+
+def _fixture_logs() -> list[Path]:
+    return sorted(p for p in (REPO / "fixtures").glob("*/brokers/*/*/*.log")
+                  if p.stat().st_size and "__transaction_state" not in str(p) and "__consumer_offsets" not in str(p))
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_every_real_segment_gives_iter_segments_facts(pure):
+    logs = _fixture_logs()
+    assert len(logs) > 100
+    if pure:
+        with compiled.pure_python():
+            assert sum(_same_as_iter_segment(p) for p in logs) > 1000
+    else:
+        assert sum(_same_as_iter_segment(p) for p in logs) > 1000
+
+
+@pytest.mark.parametrize("window", [64, 300, 5000])
+def test_windows_of_any_size_and_damage_give_iter_segments_facts(tmp_path, window):
+    """Window edges through headers and batches, a batch larger than a window, and damage:
+    a failed CRC, a size grown over the next batch, zero fill, a legacy entry, a cut tail,
+    a batch whose last offset passes 2^63-1 and one whose sum falls below -2^63."""
+    parts = _parts()
+    parts.insert(4, legacy_message(7, b"v", b"k", magic=0))
+    clean = b"".join(parts)
+    flipped = bytearray(clean)
+    flipped[len(parts[0]) + 30] ^= 4
+    grown = bytearray(clean)
+    at = len(parts[0]) + 8
+    grown[at:at + 4] = (int.from_bytes(grown[at:at + 4], "big") + 90).to_bytes(4, "big")
+    cases = [clean, clean[:-7], clean + bytes(300), clean[:400] + b"\xff" * 50 + clean[400:], bytes(flipped),
+             bytes(grown), clean + _batch(2**63 - 2) + _batch(5),
+             clean + _batch(-2**63, last_offset_delta=-3) + _batch(5)]
+    for i, buf in enumerate(cases):
+        path = tmp_path / f"{i:020d}.log"
+        path.write_bytes(buf)
+        assert _same_as_iter_segment(path, window) > 0
+
+
+def test_a_reference_table_holds_what_the_compiled_one_does(facts_v2, tmp_path):
+    """facts_to_table (the reference's facts as a table) and the compiled columns make equal
+    tables, schema included."""
+    path = tmp_path / "0.log"
+    path.write_bytes(b"".join(_parts()))
+    compiled_tables = list(segment_fact_tables(str(path), 0, out=ReplicaRead()))
+    pairs = [(f, e.position) for f, e in iter_segment(str(path), 0, is_txn_log=False, out=ReplicaRead())]
+    reference = facts_to_table([f for f, _ in pairs], [p for _, p in pairs])
+    assert len(compiled_tables) == 1 and compiled_tables[0].equals(reference)
