@@ -149,6 +149,129 @@ class ProducerStateManager:
         self._append_data(entry, batch)
         return None
 
+    def append_table(self, table) -> None:
+        """append() of every row of ``table`` (a fact table: an Arrow record batch or table with
+        BatchFact's columns, logscan.scan.replica.FACT_TABLE_COLUMNS), in order, in bulk: the
+        same producers, completed transactions and anomalies.
+
+        A producer's rows are applied over the columns at once where ProducerAppendInfo's rules
+        come to plain bookkeeping: its epochs and its markers' coordinator epochs never go down,
+        no non-transactional batch while its transaction is open, no control type but COMMIT
+        and ABORT (an emptied control batch changes nothing). A producer with anything else has
+        each of its rows taken by append(), the reference, in log order with the completed
+        transactions of the others (so the lists keep append()'s order)."""
+        import numpy as np
+
+        if table.num_rows == 0:
+            return
+        c = _Columns(table)
+        owned = np.flatnonzero(c.producer_id >= 0)
+        pids, first = np.unique(c.producer_id[owned], return_index=True)
+        for pid in pids[np.argsort(first)].tolist():  # created in the order append() creates them
+            if pid not in self.producers:
+                self.producers[pid] = ProducerStateEntry(pid)
+        rows = owned[~c.empty_control[owned]]  # an emptied control batch: nothing is read from it
+        if len(rows):
+            self._append_rows(c, rows[np.lexsort((rows, c.producer_id[rows]))])  # by producer, in log order
+        self.map_end_offset = int(c.last_offset[-1]) + 1
+
+    def _append_rows(self, c: "_Columns", rows) -> None:
+        """append_table's work over ``rows``: producer-owned data batches and control batches
+        with a record, grouped by producer, in log order within a group."""
+        import numpy as np
+
+        pid, epoch, marker = c.producer_id[rows], c.producer_epoch[rows], c.marker[rows]
+        start = np.r_[True, pid[1:] != pid[:-1]]
+        gid = np.cumsum(start) - 1
+        starts = np.flatnonzero(start)
+        entries = [self.producers[p] for p in pid[starts].tolist()]
+        entry_epoch = np.array([e.producer_epoch for e in entries])
+        entry_coordinator = np.array([e.coordinator_epoch for e in entries])
+        entry_open = np.array([e.current_txn_first_offset is not None for e in entries])
+        entry_first = np.array([e.current_txn_first_offset or 0 for e in entries])
+        # _check_epoch: an epoch below the one before it (the entry's, for a producer's first row).
+        prev_epoch = np.where(start, entry_epoch[gid], np.r_[0, epoch[:-1]])
+        unusual = (epoch < prev_epoch) | c.other_control[rows]
+        # _append_marker: a coordinator epoch below the producer's last marker's.
+        at = np.flatnonzero(marker)
+        m_gid, m_epoch = gid[at], c.coordinator_epoch[rows][at]
+        m_start = np.r_[True, m_gid[1:] != m_gid[:-1]] if len(at) else np.zeros(0, bool)
+        unusual[at] |= np.where(m_start, entry_coordinator[m_gid], np.r_[0, m_epoch[:-1]]) > m_epoch
+        # The transaction open before each row: a transactional data batch since the producer's
+        # last marker (a "span": the rows after a marker, or a producer's first rows), or the
+        # entry's own open transaction, before its first marker.
+        data = ~marker & ~c.other_control[rows]
+        txn_data = data & c.is_transactional[rows]
+        span_start = start | np.r_[False, marker[:-1]]
+        span = np.cumsum(span_start) - 1
+        before = np.cumsum(txn_data) - txn_data
+        entry_span = start[span_start] & entry_open[gid[span_start]]
+        open_before = (before - before[span_start][span] > 0) | entry_span[span]
+        unusual |= data & ~c.is_transactional[rows] & open_before  # non_transactional_in_txn
+        unusual_group = np.bincount(gid, weights=unusual, minlength=len(starts)) > 0
+        # Where each span's transaction starts: the entry's, or its first transactional data batch.
+        txn_at = np.flatnonzero(txn_data)
+        spans, first_in = np.unique(span[txn_at], return_index=True)
+        span_first = entry_first[gid[span_start]].copy()
+        span_first[spans] = np.where(entry_span[spans], span_first[spans], c.base_offset[rows][txn_at[first_in]])
+        span_open = entry_span.copy()
+        span_open[spans] = True
+        changed = np.flatnonzero((epoch != prev_epoch) & ~unusual_group[gid])
+        for g in np.flatnonzero(~unusual_group).tolist():
+            s, e = int(starts[g]), int(starts[g + 1]) if g + 1 < len(starts) else len(rows)
+            k = int(np.searchsorted(changed, e)) - 1
+            change = int(changed[k]) - s if k >= 0 and changed[k] >= s else -1
+            self._apply_common(entries[g], c, rows[s:e], marker[s:e], data[s:e], change,
+                               None if marker[e - 1] or not span_open[span[e - 1]] else int(span_first[span[e - 1]]))
+        # The transactions the common producers' markers complete, then the unusual producers'
+        # rows through append(), in log order.
+        done = np.flatnonzero(marker & open_before & ~unusual_group[gid])
+        completed = (rows[done], span_first[span[done]], c.base_offset[rows][done], c.aborted[rows][done])
+        self._keep_all(c, completed, rows[unusual_group[gid]])
+
+    def _apply_common(self, entry: ProducerStateEntry, c: "_Columns", rows, marker, data, change: int,
+                      open_from: Optional[int]) -> None:
+        """One common producer's rows applied to its entry: what append() of each leaves.
+        ``change``: the last row whose epoch differs from the one before it (-1: none);
+        ``open_from``: where the transaction open after the rows started (None: none)."""
+        if self._replayed is not None:
+            self._replayed.add(entry.producer_id)
+        # update_epoch: a change of epoch drops the batches kept before it.
+        if change >= 0:
+            entry.batches.clear()
+        for r in rows[max(change, 0):][data[max(change, 0):]][-NUM_BATCHES_TO_RETAIN:].tolist():
+            entry.batches.append(BatchMetadata(int(c.last_sequence[r]), int(c.last_offset[r]),
+                                               int(c.last_offset[r] - c.base_offset[r]), int(c.max_timestamp[r])))
+        last = int(rows[-1])
+        entry.producer_epoch = int(c.producer_epoch[last])
+        markers = rows[marker]
+        if len(markers):
+            entry.coordinator_epoch = int(c.coordinator_epoch[markers[-1]])
+        entry.last_timestamp = int(c.marker_timestamp[last] if marker[-1] else c.max_timestamp[last])
+        entry.current_txn_first_offset = open_from
+
+    def _keep_all(self, c: "_Columns", completed: tuple, reference_rows) -> None:
+        """The common producers' completed transactions ((rows, first offsets, marker offsets,
+        aborted)) kept, and ``reference_rows`` taken by append(), in log order. With a high
+        watermark floor _keep keeps the earliest transaction whatever the order: one is made."""
+        import numpy as np
+
+        rows, firsts, lasts, aborted = completed
+        if self._floor is not None:
+            kept = np.flatnonzero(lasts >= self._floor)
+            if len(kept):
+                i = kept[np.argmin(firsts[kept])]
+                pid = int(c.producer_id[rows[i]])
+                self._keep(CompletedTxn(pid, int(firsts[i]), int(lasts[i]), bool(aborted[i])))
+            rows = rows[:0]
+        events = sorted([*zip(rows.tolist(), [None] * len(rows), range(len(rows))),
+                         *((r, c.fact(r), -1) for r in reference_rows.tolist())])
+        for r, fact, i in events:
+            if fact is not None:
+                self.append(fact)
+            else:
+                self._keep(CompletedTxn(int(c.producer_id[r]), int(firsts[i]), int(lasts[i]), bool(aborted[i])))
+
     def _check_epoch(self, entry: ProducerStateEntry, epoch: int, offset: int) -> None:
         if epoch < entry.producer_epoch:
             self._note(offset, entry.producer_id, "epoch_regression",
@@ -212,6 +335,34 @@ class ProducerStateManager:
 
     def _note(self, offset: int, producer_id: int, kind: str, detail: str) -> None:
         self.anomalies.append(Anomaly(offset, producer_id, kind, detail))
+
+
+class _Columns:
+    """A fact table's columns as numpy arrays, for append_table (the flags and control types
+    it asks of each row, computed once for all)."""
+
+    def __init__(self, table) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def column(name):
+            return table.column(name).to_numpy(zero_copy_only=False)
+
+        self._table = table
+        for name in ("base_offset", "last_offset", "producer_id", "producer_epoch", "last_sequence",
+                     "max_timestamp", "is_transactional", "is_control", "coordinator_epoch", "marker_timestamp"):
+            setattr(self, name, column(name))
+        control_type = table.column("control_type")
+        is_marker = pc.is_in(control_type, value_set=pa.array(["COMMIT", "ABORT"])).to_numpy(zero_copy_only=False)
+        self.marker = self.is_control & is_marker
+        self.empty_control = self.is_control & control_type.is_null().to_numpy(zero_copy_only=False)
+        self.other_control = self.is_control & ~self.marker & ~self.empty_control
+        self.aborted = pc.fill_null(pc.equal(control_type, "ABORT"), False).to_numpy(zero_copy_only=False)
+
+    def fact(self, row: int) -> BatchFact:
+        """Row ``row`` as the BatchFact append() takes."""
+        values = {name: self._table.column(name)[row].as_py() for name in BatchFact._fields}
+        return BatchFact(**values)
 
 
 #: A producer snapshot as BrokerLoad takes it: (offset from the file name, a function giving

@@ -234,6 +234,97 @@ def native(data: bytes) -> None:
     _check_facts(data, end, options["base"])
 
 
+#: Control types a history's control batches take (history_from_bytes): markers, an emptied
+#: batch (None) and types the replay refuses.
+_HISTORY_CONTROL = ("COMMIT", "ABORT", None, "LEADER_CHANGE", "UNREADABLE")
+
+
+def history_from_bytes(data: bytes) -> list:
+    """A replica's batches (BatchFacts, offset order) spelled by ``data``, three bytes a batch:
+    the producer (one of three, or none), the kind (transactional or not, data or one of
+    _HISTORY_CONTROL), how the producer's epoch and the marker's coordinator epoch move (mostly
+    up or not at all, sometimes down), the records. Every unusual case of the replay is a byte
+    away from a common one."""
+    from logscan.state.facts import BatchFact
+
+    epochs, coordinators, offset, out = {}, {}, 0, []
+    for i in range(0, len(data) - 2, 3):
+        a, b, c = data[i:i + 3]
+        pid = (-1, 10, 11, 12)[a & 3]
+        kind = (a >> 2) & 7
+        epoch = epochs[pid] = epochs.get(pid, b & 3) + (0, 0, 0, 1, 1, 2, -1, 0)[b >> 5]
+        coordinator = coordinators[pid] = coordinators.get(pid, 0) + (0, 0, 1, -1)[c >> 6]
+        count = 1 + (c & 7)
+        control = kind >= 3
+        control_type = _HISTORY_CONTROL[kind - 3] if control else None
+        marker = control_type in ("COMMIT", "ABORT")
+        last = offset + (0 if control else count - 1)
+        out.append(BatchFact(offset, last, pid, epoch if pid >= 0 else -1, -1 if control else offset % 100,
+                             -1 if control else offset % 100 + count - 1, 1000 + offset, kind != 0 and pid >= 0,
+                             control, 0 if control and control_type is None else 1 if control else count,
+                             61 + count, control_type, coordinator if marker else -1,
+                             900 + offset if marker else -1))
+        offset = last + 1 + (b & 1)
+    return out
+
+
+def random_history(rng, n: int) -> list:
+    """history_from_bytes of ``n`` random batches."""
+    return history_from_bytes(rng.randbytes(3 * n))
+
+
+def seeded_manager(seed, floor=None):
+    """A ProducerStateManager with high-watermark floor ``floor``, seeded (seed is not None)
+    with snapshot entries drawn from ``seed``: producers 10-12 with epochs, coordinator epochs,
+    kept batches and open transactions of all kinds."""
+    import random
+
+    from logscan.state.producer_state import BatchMetadata, ProducerStateEntry, ProducerStateManager
+
+    psm = ProducerStateManager(floor)
+    if seed is None:
+        return psm
+    rng = random.Random(seed)
+    entries = []
+    for pid in rng.sample([10, 11, 12], rng.randrange(4)):
+        entry = ProducerStateEntry(pid, rng.randrange(-1, 4), rng.randrange(-1, 3), rng.randrange(500),
+                                   rng.choice([None, rng.randrange(10)]))
+        for _ in range(rng.randrange(7)):
+            entry.batches.append(BatchMetadata(rng.randrange(50), rng.randrange(50), 0, rng.randrange(500)))
+        entries.append(entry)
+    psm.seed(entries, 0)
+    return psm
+
+
+def replay_state(psm) -> tuple:
+    """All a ProducerStateManager holds after a replay, comparable: its producers in order
+    (every field, the kept batches), completed transactions, anomalies, map end offset and
+    the producers a batch changed."""
+    return ([(pid, e.producer_epoch, e.coordinator_epoch, e.last_timestamp, e.current_txn_first_offset,
+              list(e.batches)) for pid, e in psm.producers.items()],
+            psm.completed, psm.anomalies, psm.map_end_offset, psm._replayed)
+
+
+def replay(data: bytes) -> None:
+    """The replay over a fact table in bulk (ProducerStateManager.append_table) against append()
+    row by row (the reference), for the history the bytes spell (history_from_bytes): the first
+    byte picks the seed state, the high-watermark floor and where the table is cut in two."""
+    from logscan.scan.replica import facts_to_table
+
+    if len(data) < 1:
+        return
+    flags, facts = data[0], history_from_bytes(data[1:])
+    seed, floor = (flags & 3 or None), (None, 0, 7, 40)[(flags >> 2) & 3]
+    cut = min(len(facts), flags >> 4)
+    reference, bulk = seeded_manager(seed, floor), seeded_manager(seed, floor)
+    for fact in facts:
+        reference.append(fact)
+    for part in (facts[:cut], facts[cut:]):
+        bulk.append_table(facts_to_table(part, [0] * len(part)))
+    _check(replay_state(bulk) == replay_state(reference),
+           f"the bulk replay differs from append(): {replay_state(bulk)} against {replay_state(reference)}")
+
+
 def control_record(data: bytes) -> None:
     """A control record's key, and its value as an end-transaction marker or KRaft record."""
     key, value = _split(data)
@@ -358,6 +449,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "walk": walk,
     "windows": windows,
     "native": native,
+    "replay": replay,
     "control": control_record,
     "txnlog": txnlog,
     "offsets": offsets,

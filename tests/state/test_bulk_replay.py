@@ -1,0 +1,66 @@
+"""ProducerStateManager.append_table, the replay over a fact table in bulk, against append()
+(the reference: Kafka's ProducerAppendInfo rules) row by row: the same producers (entries,
+their order, their kept batches), completed transactions, anomalies and map end offset, on
+every replica of the real-broker fixtures and on generated histories full of what is unusual
+(epochs going down, coordinator epochs going down, non-transactional batches inside a
+transaction, control batches of other types, emptied ones), from empty and seeded states,
+cut into tables anywhere. The fuzz target ``replay`` does the same over arbitrary bytes."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from logscan.scan.replica import ReplicaRead, facts_to_table, iter_segment
+from logscan.state.facts import BatchFact
+from tools.fuzz.targets import random_history, replay_state, seeded_manager
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tables(facts: list[BatchFact], cuts: list[int]):
+    bounds = [0, *sorted(cuts), len(facts)]
+    return [facts_to_table(facts[a:b], [0] * (b - a)) for a, b in zip(bounds, bounds[1:])]
+
+
+def _both(facts: list[BatchFact], cuts: list[int], floor=None, seed=None) -> None:
+    reference, bulk = seeded_manager(seed, floor), seeded_manager(seed, floor)
+    for fact in facts:
+        reference.append(fact)
+    for table in _tables(facts, cuts):
+        bulk.append_table(table)
+    assert replay_state(bulk) == replay_state(reference)
+
+
+def _fixture_replicas() -> list[list[BatchFact]]:
+    """The facts of each partition folder of the fixtures, its segments in base-offset order."""
+    out = []
+    for folder in sorted({p.parent for p in (REPO / "fixtures").glob("*/brokers/*/*/*.log")}):
+        facts = [f for path in sorted(folder.glob("*.log"))
+                 for f, _ in iter_segment(str(path), 0, is_txn_log=False, out=ReplicaRead())]
+        if facts:
+            out.append(facts)
+    return out
+
+
+def test_every_fixture_replica_replays_the_same():
+    replicas = _fixture_replicas()
+    assert len(replicas) > 50
+    rng = random.Random(5)
+    owned = 0
+    for facts in replicas:
+        owned += sum(f.producer_id >= 0 for f in facts)
+        for cuts in ([], [rng.randrange(len(facts) + 1) for _ in range(3)], list(range(1, len(facts)))):
+            for floor in (None, facts[len(facts) // 2].base_offset):
+                _both(facts, cuts, floor)
+    assert owned > 1000
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_generated_histories_replay_the_same(seed):
+    rng = random.Random(seed)
+    facts = random_history(rng, rng.randrange(1, 60))
+    cuts = [rng.randrange(len(facts) + 1) for _ in range(rng.randrange(3))]
+    _both(facts, cuts, floor=rng.choice([None, 0, rng.randrange(200)]), seed=rng.randrange(1 << 30))
