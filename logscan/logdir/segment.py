@@ -273,16 +273,23 @@ def _read_window(fd: int, start: int, stop: int, size: int) -> bytearray:
     its end, or past about 2 GiB in one call: read on); FileShrank when the file ends first."""
     buf = bytearray(stop - start)
     view = memoryview(buf)
+    try:
+        _read_into(fd, view, start, size)
+    finally:
+        view.release()
+    return buf
+
+
+def _read_into(fd: int, view: memoryview, start: int, size: int) -> None:
+    """Fill ``view`` with the file's bytes from ``start`` (_read_window's reads)."""
     got = 0
-    while got < len(buf):
+    while got < len(view):
         n = os.preadv(fd, [view[got:]], start + got)
         if n == 0:
             break
         got += n
-    view.release()
-    if got < len(buf):  # as a mapping past the end fails: the file shrank under the copy
-        raise FileShrank(f"read {got} of {len(buf)} bytes at {start}: the file is shorter", start, size)
-    return buf
+    if got < len(view):  # as a mapping past the end fails: the file shrank under the copy
+        raise FileShrank(f"read {got} of {len(view)} bytes at {start}: the file is shorter", start, size)
 
 
 class _MappedWindow:
@@ -333,6 +340,7 @@ class LogWindows:
         self.follow_links = follow_links
         self.window_bytes = LOG_WINDOW_BYTES if copy else WINDOW_BYTES
         self._fd: int | None = None
+        self._buffer: bytearray | None = None  # reused_window's
         self.size = 0
 
     def __enter__(self) -> "LogWindows":
@@ -362,6 +370,25 @@ class LogWindows:
         except ValueError as e:  # e.g. the file shrank under the copy
             raise OSError(errno.EIO, str(e)) from e
         return _MappedWindow(mm, base)
+
+    def reused_window(self, start: int, stop: int):
+        """Bytes [start, stop) as ``map`` gives them, read into the one buffer this reader keeps
+        for it (a window up to COPY_WINDOW_BYTES; ``map`` for a larger one): for a reader that
+        closes each window before it reads the next and keeps nothing of its bytes (the scan's
+        bulk facts), a window costs no allocation and no page faults of fresh memory. The
+        window is valid until the next ``reused_window``."""
+        if not self.copy or stop - start > COPY_WINDOW_BYTES:
+            return self.map(start, stop)
+        if self._buffer is None or len(self._buffer) < stop - start:
+            self._buffer = bytearray(max(stop - start, self.window_bytes))
+        view = memoryview(self._buffer)[:stop - start]
+        try:
+            _read_into(self._fd, view, start, self.size)
+        except FileShrank as e:
+            view.release()
+            e.filename = self.path
+            raise
+        return BufferWindow(view, start)
 
     def current_size(self) -> int:
         """The file's size now (it may have changed since it was opened)."""

@@ -516,22 +516,18 @@ def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optio
     pending: tuple[list[BatchFact], list[int]] = ([], [])
     pos, needed = 0, 0
     while pos < size:
-        if compiled.facts_v2 is not None:
-            win = log.map(pos, min(size, pos + max(window, needed)))
-            try:
-                arrays, count, stop = compiled.batch_facts(win.buf, pos - win.base, len(win.buf), win.base, 1 << 62)
-                needed = _crossing(win.buf, stop, size - win.base)
-            finally:
-                win.close()
-            if count:
+        run = _compiled_run(log, pos, min(size, pos + max(window, needed))) if compiled.facts_v2 else None
+        if run is not None:
+            table, pos, needed = run
+            if table is not None:
                 if pending[0]:
                     yield facts_to_table(*pending)
                     pending = ([], [])
-                table = _compiled_table(arrays, count)
                 _count(out, table)
                 yield table
-            pos = stop + win.base
-            if needed is not None and pos < size:
+            if pos >= size:
+                break
+            if needed is not None:
                 continue  # the next batch crosses the window's end: a window from it
         walk = _walk_entries(walk_windows(log, pos, window=window), path, partition, False, out, False, budget)
         pos = size
@@ -552,12 +548,32 @@ def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optio
         yield facts_to_table(*pending)
 
 
+def _compiled_run(log, start: int, stop: int):
+    """The compiled facts of the run of batches from ``start`` in a window [start, stop) of
+    ``log``: (their table or None, where the run stopped, _crossing's bytes needed); None
+    where the window cannot be read (the reference walk from there says so, located)."""
+    from logscan.format import compiled
+
+    try:
+        # (one buffer reused from window to window, where the source has one)
+        win = getattr(log, "reused_window", log.map)(start, stop)
+    except OSError:
+        return None
+    try:
+        arrays, count, end = compiled.batch_facts(win.buf, start - win.base, len(win.buf), win.base, 1 << 62)
+        needed = _crossing(win.buf, end, log.size - win.base)
+        end += win.base
+    finally:
+        win.close()
+    return (_compiled_table(arrays, count) if count else None), end, needed
+
+
 def _crossing(buf, stop: int, left: int) -> Optional[int]:
     """The bytes a window from ``stop`` needs when a compiled run stopped there because the
     v2 batch at ``stop`` (or its header) runs past the window ``buf`` and fits in the ``left``
     bytes of the log from the window's start; None when the run stopped for anything else."""
     if stop + RECORD_BATCH_OVERHEAD > len(buf):
-        return 0 if stop + RECORD_BATCH_OVERHEAD <= left and len(buf) < left else None
+        return RECORD_BATCH_OVERHEAD if stop + RECORD_BATCH_OVERHEAD <= left and len(buf) < left else None
     length = int.from_bytes(buf[stop + 8:stop + 12], "big", signed=True)
     total = LOG_OVERHEAD + length
     if buf[stop + 16] == 2 and length >= RECORD_BATCH_OVERHEAD - LOG_OVERHEAD and len(buf) < stop + total <= left:

@@ -100,7 +100,7 @@ def _same_as_iter_segment(path: Path, window=None) -> int:
     rows = _rows(segment_fact_tables(str(path), 0, out=got, window=window))
     # (a last offset below -2^63 is held as -2^63: INT64_MIN)
     expected = [(entry.position, fact[0], max(fact[1], INT64_MIN), *fact[2:])
-                for fact, entry in iter_segment(str(path), 0, is_txn_log=False, out=ref)]
+                for fact, entry in iter_segment(str(path), 0, is_txn_log=False, out=ref, window=window)]
     assert rows == expected, path
     assert got.findings == ref.findings, path
     assert (got.batches, got.first_offset, got.max_timestamp, got.bytes_read) == \
@@ -155,3 +155,24 @@ def test_a_reference_table_holds_what_the_compiled_one_does(facts_v2, tmp_path):
     pairs = [(f, e.position) for f, e in iter_segment(str(path), 0, is_txn_log=False, out=ReplicaRead())]
     reference = facts_to_table([f for f, _ in pairs], [p for _, p in pairs])
     assert len(compiled_tables) == 1 and compiled_tables[0].equals(reference)
+
+
+def test_a_file_that_shrinks_under_the_read_gives_iter_segments_finding(tmp_path, monkeypatch):
+    """A window that cannot be read (the file shorter than when it was opened): the reference
+    walk from there reports it, located, as iter_segment does."""
+    from logscan.logdir import segment
+
+    path = tmp_path / "0.log"
+    path.write_bytes(b"".join(_parts() * 3))
+    cut = path.stat().st_size // 2
+    real = segment._read_into
+
+    def shrunk(fd, view, start, size):
+        if start + len(view) > cut:
+            raise segment.FileShrank(f"read 0 of {len(view)} bytes at {start}: the file is shorter", start, size)
+        real(fd, view, start, size)
+
+    monkeypatch.setattr(segment, "_read_into", shrunk)
+    for window in (300, 2000):  # (a window of the whole file: no row, and the same finding)
+        assert _same_as_iter_segment(path, window) > 0
+    assert _same_as_iter_segment(path) == 0

@@ -26,6 +26,11 @@ measures:
   hardware CRC32C in Rust, a RecordBatch per batch) and in pure Python (``compiled.pure_python``);
 - ``logscan.scan.replica.read_segment``: the scan's own unit of work (the same walk, plus one
   BatchFact per batch and the control records of markers), as a Spark task runs it;
+- the bulk path of the same facts (issue 37): ``segment_fact_tables`` (the facts as Arrow
+  columns, runs of batches from the compiled step, no Python object per batch), and the same
+  with the producer-state replay over them (``ProducerStateManager.append_table``) next to
+  read_segment's facts replayed by ``append`` one at a time (the reference), both with a
+  high-watermark floor as the scan sets one;
 - another compiled walker, as an anchor: aiokafka's Cython ``MemoryRecords`` over the
   segment's bytes, read before the clock starts (it takes bytes only), one batch object per
   batch: its walk alone, and its walk checking each batch with its own CRC32C in C
@@ -55,7 +60,8 @@ import crc32c
 
 from logscan.format.compiled import pure_python
 from logscan.format.logfile import walk_batches
-from logscan.scan.replica import read_segment
+from logscan.scan.replica import ReplicaRead, read_segment, segment_fact_tables
+from logscan.state.producer_state import ProducerStateManager
 
 from . import anchors, gen_cluster
 
@@ -217,6 +223,34 @@ def scan_unit(path: Path) -> int:
     return len(read.facts)
 
 
+def fact_tables(path: Path) -> int:
+    """The bulk path's facts of the segment (segment_fact_tables): the number of rows."""
+    read = ReplicaRead()
+    rows = sum(table.num_rows for table in segment_fact_tables(str(path), 0, out=read))
+    if read.findings:
+        raise SystemExit(f"{path}: the generated segment has findings: {read.findings[0].line()}")
+    return rows
+
+
+def bulk_replay(path: Path) -> int:
+    """The bulk path's facts replayed over the columns (append_table, floor 0): the rows."""
+    psm = ProducerStateManager(0)
+    rows = 0
+    for table in segment_fact_tables(str(path), 0, out=ReplicaRead()):
+        psm.append_table(table)
+        rows += table.num_rows
+    return rows
+
+
+def scan_unit_replay(path: Path) -> int:
+    """read_segment's facts replayed one at a time (append, floor 0): the facts."""
+    psm = ProducerStateManager(0)
+    facts = read_segment(str(path), 0, is_txn_log=False).facts
+    for fact in facts:
+        psm.append(fact)
+    return len(facts)
+
+
 @dataclass
 class Point:
     kib: float
@@ -231,6 +265,9 @@ class Point:
     t_walk: float  # walk_batches with logscan._native (pure Python if it is not built)
     t_walk_python: float  # walk_batches in pure Python
     t_scan: float
+    t_tables: Optional[float] = None  # segment_fact_tables, the bulk path's facts (None: not measured)
+    t_tables_replay: Optional[float] = None  # the same replayed over the columns (append_table)
+    t_scan_replay: Optional[float] = None  # read_segment's facts replayed one by one (append)
     t_compiled: Optional[float] = None  # aiokafka's walk, bytes in memory, no CRC (None: not installed)
     t_compiled_crc: Optional[float] = None  # the same, each batch checked with aiokafka's CRC32C
     limit_rate: float = 0.0  # bytes/s; report() sets the best limit of the run
@@ -276,6 +313,9 @@ def one_round(seg: Path) -> dict:
             "walk": lambda: walk(seg),
             "walk_python": lambda: walk(seg, compiled=False),
             "scan": lambda: scan_unit(seg),
+            "tables": lambda: fact_tables(seg),
+            "tables_replay": lambda: bulk_replay(seg),
+            "scan_replay": lambda: scan_unit_replay(seg),
         }
         if data is not None:
             fns["compiled"] = lambda: compiled_walk(data, check_crc=False)
@@ -308,14 +348,15 @@ def point(kib: float, seg: Path, got: dict) -> Point:
     t = {name: seconds for name, (seconds, _) in got.items()}
     batches = got["walk"][1]
     names = {"scan": "read_segment", "crc_batch": "the per-batch CRC32C pass", "bare": "the bare loop",
+             "tables": "segment_fact_tables", "tables_replay": "the bulk replay", "scan_replay": "read_segment+append",
              "walk_python": "walk_batches in pure Python", "compiled": "aiokafka's walk",
              "compiled_crc": "aiokafka's walk with its CRC"}
     for name, label in names.items():
         if name in got and got[name][1] != batches:
             raise SystemExit(f"{seg}: {label} saw {got[name][1]} batches, walk_batches {batches}")
     return Point(kib, got["read"][1], batches, t["read"], t["read_crc"], t["mmap_crc"], t["crc_batch"],
-                 t["crc_chunks"], t["bare"], t["walk"], t["walk_python"], t["scan"], t.get("compiled"),
-                 t.get("compiled_crc"))
+                 t["crc_chunks"], t["bare"], t["walk"], t["walk_python"], t["scan"], t.get("tables"), t.get("tables_replay"),
+                 t.get("scan_replay"), t.get("compiled"), t.get("compiled_crc"))
 
 
 def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
@@ -347,7 +388,7 @@ def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
             f"{p.ratio(p.t_walk_python):6.0%} | {p.gbs(p.t_walk):12.2f} {p.batches / p.t_walk / 1e6:6.3f} "
             f"{p.ratio(p.t_walk):6.0%} | {p.gbs(p.t_scan):12.2f} {p.batches / p.t_scan / 1e6:6.3f} "
             f"{p.ratio(p.t_scan):6.0%}")
-    lines += ["", *compiled_table(points), "", "Targets (issue 7):"]
+    lines += ["", *bulk_table(points), "", *compiled_table(points), "", "Targets (issue 7):"]
     at = [p for p in points if p.kib == TARGET_KIB]
     if not at:
         lines.append(f"  [    n/a] {TARGET_KIB} KiB batches not in this run")
@@ -360,6 +401,28 @@ def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
                          f"{TARGET_KIB} KiB batches >= {TARGET_RATIO:.0%} of the page-cache+CRC32C limit: "
                          f"{p.ratio(t):.0%} ({p.gbs(t):.2f} of {p.gbs(p.t_limit):.2f} GB/s)")
         lines += why(p)
+    return lines
+
+
+def bulk_table(points: list[Point]) -> list[str]:
+    """The bulk path's rows (issue 37): the facts as Arrow columns, and with the replay over
+    them, next to read_segment and read_segment's facts replayed one at a time."""
+    lines = ["Bulk path (issue 37): fact tables = segment_fact_tables (the facts as Arrow columns); +replay = "
+             "ProducerStateManager.append_table over them; read_segment+append = the reference, a fact at a time",
+             "",
+             f"  {'batch':>7} | {'read_segment':>12} {'M b/s':>6} | {'fact tables':>11} {'M b/s':>6} {'limit':>6} | "
+             f"{'read_segment+append':>19} {'M b/s':>6} | {'tables+replay':>13} {'M b/s':>6} {'limit':>6}",
+             f"  {'':>7} | {'GB/s':>12} {'':>6} | {'GB/s':>11} {'':>6} {'':>6} | {'GB/s':>19} {'':>6} | "
+             f"{'GB/s':>13} {'':>6} {'':>6}"]
+    for p in points:
+        if p.t_tables is None or p.t_tables_replay is None or p.t_scan_replay is None:
+            lines.append(f"  {_kib(p.kib):>7} | not measured")
+            continue
+        lines.append(f"  {_kib(p.kib):>7} | {p.gbs(p.t_scan):12.2f} {p.batches / p.t_scan / 1e6:6.3f} | "
+                     f"{p.gbs(p.t_tables):11.2f} {p.batches / p.t_tables / 1e6:6.3f} {p.ratio(p.t_tables):6.0%} | "
+                     f"{p.gbs(p.t_scan_replay):19.2f} {p.batches / p.t_scan_replay / 1e6:6.3f} | "
+                     f"{p.gbs(p.t_tables_replay):13.2f} {p.batches / p.t_tables_replay / 1e6:6.3f} "
+                     f"{p.ratio(p.t_tables_replay):6.0%}")
     return lines
 
 
