@@ -451,8 +451,12 @@ FACT_TABLE_COLUMNS = (("position", "int64"), ("base_offset", "int64"), ("last_of
                       ("last_sequence", "int32"), ("max_timestamp", "int64"), ("is_transactional", "bool_"),
                       ("is_control", "bool_"), ("records_count", "int32"), ("size_in_bytes", "int64"),
                       ("control_type", "string"), ("coordinator_epoch", "int32"), ("marker_timestamp", "int64"))
-#: Reference facts gathered before they are handed on as one table.
+#: Reference facts gathered before they are made a table.
 FACT_TABLE_ROWS = 4096
+#: The rows of a table segment_fact_tables hands on (its last may have fewer): each table
+#: costs its consumer a fixed amount (the bulk replay's array steps), which a window of
+#: 16 KiB batches (a few hundred) would not pay for; 65,536 rows are a few MB.
+FACT_TABLE_MIN_ROWS = 1 << 16
 #: The smallest offset a fact table holds (Long.MIN_VALUE): a batch's last offset below it
 #: (a negative base offset and a negative lastOffsetDelta, which Kafka's sum wraps) is held as
 #: this; the replay refuses the batch for its negative base offset all the same (check_order).
@@ -498,12 +502,29 @@ def segment_fact_tables(path: str, partition: int, *, out: ReplicaRead,
                         window: Optional[int] = None) -> Iterator:
     """The facts of a whole segment (not `__transaction_state`, not `__consumer_offsets`: their
     records are decoded per batch by iter_segment) as Arrow record batches of FACT_TABLE_COLUMNS,
-    in log order: the rows are exactly iter_segment's facts, and ``out`` gets what iter_segment
-    gives it (findings, counts, the first offset, the largest timestamp). The runs of whole,
-    valid v2 batches come from the compiled step in bulk (compiled.batch_facts: no Python object
-    per batch); everything else, and everything in pure Python, through the reference
-    (_walk_entries), whose facts are handed on in tables of up to FACT_TABLE_ROWS."""
-    return _opened(path, out, lambda log, budget: _fact_tables(log, path, partition, out, window, budget))
+    in log order, of FACT_TABLE_MIN_ROWS rows or more but the last: the rows are exactly
+    iter_segment's facts, and ``out`` gets what iter_segment gives it (findings, counts, the
+    first offset, the largest timestamp; while the walk goes on, they may count rows of the
+    table it has not handed on yet). The runs of whole, valid v2 batches come from the compiled
+    step in bulk (compiled.batch_facts: no Python object per batch); everything else, and
+    everything in pure Python, through the reference (_walk_entries)."""
+    return _opened(path, out, lambda log, budget: _coalesced(_fact_tables(log, path, partition, out, window,
+                                                                          budget)))
+
+
+def _coalesced(tables: Iterator) -> Iterator:
+    """``tables`` handed on joined, FACT_TABLE_MIN_ROWS rows or more a table (the last fewer)."""
+    import pyarrow as pa
+
+    held, rows = [], 0
+    for table in tables:
+        held.append(table)
+        rows += table.num_rows
+        if rows >= FACT_TABLE_MIN_ROWS:
+            yield held[0] if len(held) == 1 else pa.concat_batches(held)
+            held, rows = [], 0
+    if held:
+        yield held[0] if len(held) == 1 else pa.concat_batches(held)
 
 
 def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optional[int],
