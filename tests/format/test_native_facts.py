@@ -26,7 +26,7 @@ from tests.format.test_native import REPO, T0, _batch
 @pytest.fixture
 def facts_v2():
     if compiled.facts_v2 is None:
-        pytest.skip("logscan._native is not in use (LOGSCAN_PURE_PYTHON)")
+        pytest.skip("logscan._native's facts_v2 is not in use (LOGSCAN_PURE_PYTHON, or a build before it)")
     return compiled.facts_v2
 
 
