@@ -361,8 +361,12 @@ class _Columns:
 
     def fact(self, row: int) -> BatchFact:
         """Row ``row`` as the BatchFact append() takes."""
-        values = {name: self._table.column(name)[row].as_py() for name in BatchFact._fields}
-        return BatchFact(**values)
+        return _row(self._table, row)
+
+
+def _row(table, row: int) -> BatchFact:
+    """Row ``row`` of a fact table as a BatchFact."""
+    return BatchFact(**{name: table.column(name)[row].as_py() for name in BatchFact._fields})
 
 
 #: A producer snapshot as BrokerLoad takes it: (offset from the file name, a function giving
@@ -430,6 +434,26 @@ class BrokerLoad:
             del pending[:n]
         if self.psm is not None:
             self.psm.append(batch)
+
+    def feed_table(self, table) -> None:
+        """feed() of every row of ``table`` (a fact table, logscan.scan.replica's, of rows whose
+        last offset is at or past ``start_offset``), in order, the replay in bulk
+        (ProducerStateManager.append_table) between the rows where a snapshot is loaded."""
+        import numpy as np
+
+        last = table.column("last_offset").to_numpy(zero_copy_only=False)
+        at = 0
+        while at < len(last) and self._pending:
+            # the first row from ``at`` that reaches the next snapshot: feed() loads there
+            reach = at + int(np.searchsorted(np.maximum.accumulate(last[at:]), self._pending[0][0]))
+            if reach >= len(last):
+                break
+            if self.psm is not None and reach > at:
+                self.psm.append_table(table.slice(at, reach - at))
+            self.feed(_row(table, reach))
+            at = reach + 1
+        if self.psm is not None and at < len(last):
+            self.psm.append_table(table.slice(at))
 
     def finish(self, log_end_offset: int) -> Optional[ProducerStateManager]:
         """The broker's producers for a log ending at ``log_end_offset``: the newest snapshot

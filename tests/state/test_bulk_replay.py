@@ -15,6 +15,7 @@ import pytest
 
 from logscan.scan.replica import ReplicaRead, facts_to_table, iter_segment
 from logscan.state.facts import BatchFact
+from logscan.state.producer_state import BrokerLoad
 from tools.fuzz.targets import random_history, replay_state, seeded_manager
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,3 +65,31 @@ def test_generated_histories_replay_the_same(seed):
     facts = random_history(rng, rng.randrange(1, 60))
     cuts = [rng.randrange(len(facts) + 1) for _ in range(rng.randrange(3))]
     _both(facts, cuts, floor=rng.choice([None, 0, rng.randrange(200)]), seed=rng.randrange(1 << 30))
+
+
+def _broker_load(facts, snapshots, log_start, cuts=None):
+    """BrokerLoad fed as ReplicaAnalyser feeds it (the rows at or past its start offset): a
+    row at a time, or (``cuts``) in tables cut there; the producers it loads."""
+    load = BrokerLoad(snapshots, log_start)
+    rows = [f for f in facts if load.start_offset is not None and f.last_offset >= load.start_offset]
+    if cuts is None:
+        for fact in rows:
+            load.feed(fact)
+    else:
+        for table in _tables(rows, [c for c in cuts if c <= len(rows)]):
+            load.feed_table(table)
+    psm = load.finish(facts[-1].last_offset + 1 if facts else 0)
+    return None if psm is None else replay_state(psm)
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_a_broker_load_in_bulk_loads_what_feed_loads(seed):
+    rng = random.Random(seed)
+    facts = random_history(rng, rng.randrange(1, 60))
+    end = facts[-1].last_offset + 1
+    snapshots = sorted({rng.randrange(end + 5): rng.randrange(1, 1 << 30) for _ in range(rng.randrange(4))}.items())
+    # (a loader gives fresh entries each time, as decoding the file does)
+    sources = [(offset, (lambda s=s: list(seeded_manager(s).producers.values()))) for offset, s in snapshots]
+    cuts = [rng.randrange(len(facts) + 1) for _ in range(rng.randrange(3))]
+    log_start = rng.choice([0, rng.randrange(end)])
+    assert _broker_load(facts, sources, log_start, cuts) == _broker_load(facts, sources, log_start)
