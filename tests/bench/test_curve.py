@@ -105,8 +105,9 @@ def test_report_has_every_size_and_the_target(tmp_path, capsys):
     out = capsys.readouterr().out
     for label in ("1 KiB", "16 KiB", "1 MiB"):
         assert re.search(rf"^\s+{label}\s+\d+ \|", out, re.M), label
-    targets = [line for line in out.splitlines() if "16 KiB batches >= 70%" in line]
+    targets = [line for line in out.splitlines() if "16 KiB batches >= 70%" in line and "batch-level decode" in line]
     assert len(targets) == 3
+    assert len([line for line in out.splitlines() if re.match(r"\s+\[(    met|NOT met)\] .* at 1 KiB batches >= 5 M", line)]) == 2
     assert all(re.match(r"\s+\[(    met|NOT met)\]", line) for line in targets)
     assert re.search(r"^\s+16 KiB\s+\d+ \|(\s+\d+\.\d\d){3} \|\s+\d+\.\d\d\s+\d+% \|\s+\d+\.\d\d\s+\d+% \|", out, re.M)
     lines = out.splitlines()
@@ -194,3 +195,19 @@ def test_an_error_of_the_walk_is_the_error_raised(tmp_path, monkeypatch):
         curve.walk(seg)
     monkeypatch.undo()
     assert curve.walk(seg) == curve.scan_unit(seg)
+
+
+def test_issue_37s_targets_are_printed_for_the_scans_unit_and_the_bulk_path():
+    def point(kib, batches, t_scan, t_bulk):
+        return curve.Point(kib, 10**9, batches, 0.1, 0.2, 0.2, 0.1, 0.1, 0.2, 0.4, 0.45, t_scan,
+                           t_tables=t_bulk, t_tables_replay=t_bulk, t_scan_replay=t_scan)
+
+    lines = curve.bulk_targets([point(0.25, 10**6, 1.0, 0.1), point(1, 10**6, 0.1, 1.0), point(16, 1000, 0.5, 0.25)])
+    assert lines == [
+        "Targets (issue 37):",
+        "  [NOT met] read_segment, the scan's unit at 256 B batches >= 5 M batches/s: 1.00 M",
+        "  [    met] fact tables + replay, the bulk path at 256 B batches >= 5 M batches/s: 10.00 M",
+        "  [    met] read_segment, the scan's unit at 1 KiB batches >= 5 M batches/s: 10.00 M",
+        "  [NOT met] fact tables + replay, the bulk path at 1 KiB batches >= 5 M batches/s: 1.00 M",
+        "  [NOT met] read_segment, the scan's unit at 16 KiB batches >= 70% of the limit: 40% (2.00 of 5.00 GB/s)",
+        "  [    met] fact tables + replay, the bulk path at 16 KiB batches >= 70% of the limit: 80% (4.00 of 5.00 GB/s)"]

@@ -401,6 +401,33 @@ def report(points: list[Point], size_mb: int, runs: int) -> list[str]:
                          f"{TARGET_KIB} KiB batches >= {TARGET_RATIO:.0%} of the page-cache+CRC32C limit: "
                          f"{p.ratio(t):.0%} ({p.gbs(t):.2f} of {p.gbs(p.t_limit):.2f} GB/s)")
         lines += why(p)
+    return lines + ["", *bulk_targets(points)]
+
+
+#: Issue 37's targets: the scan's unit at SMALL_TARGET batches/s or more per core at 256 B and
+#: 1 KiB batches, and at TARGET_RATIO of the limit or more at 16 KiB.
+SMALL_TARGET = 5e6
+SMALL_TARGET_KIB = (0.25, 1)
+
+
+def bulk_targets(points: list[Point]) -> list[str]:
+    """Issue 37's targets, for read_segment (the scan's unit today) and for the bulk path
+    with its replay (fact tables + append_table: not yet the scan's path, see docs/benchmarks.md)."""
+    lines = ["Targets (issue 37):"]
+    for p in points:
+        if p.kib not in (*SMALL_TARGET_KIB, TARGET_KIB):
+            continue
+        for name, t in (("read_segment, the scan's unit", p.t_scan),
+                        ("fact tables + replay, the bulk path", p.t_tables_replay)):
+            if t is None:
+                continue
+            if p.kib == TARGET_KIB:
+                ok, what = p.ratio(t) >= TARGET_RATIO, (f">= {TARGET_RATIO:.0%} of the limit: {p.ratio(t):.0%} "
+                                                        f"({p.gbs(t):.2f} of {p.gbs(p.t_limit):.2f} GB/s)")
+            else:
+                rate = p.batches / t
+                ok, what = rate >= SMALL_TARGET, f">= {SMALL_TARGET / 1e6:.0f} M batches/s: {rate / 1e6:.2f} M"
+            lines.append(f"  [{'met' if ok else 'NOT met':>7}] {name} at {_kib(p.kib)} batches {what}")
     return lines
 
 
