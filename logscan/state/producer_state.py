@@ -166,13 +166,15 @@ class ProducerStateManager:
             return
         c = _Columns(table)
         owned = np.flatnonzero(c.producer_id >= 0)
-        pids, first = np.unique(c.producer_id[owned], return_index=True)
-        for pid in pids[np.argsort(first)].tolist():  # created in the order append() creates them
-            if pid not in self.producers:
-                self.producers[pid] = ProducerStateEntry(pid)
+        owned = owned[np.argsort(c.producer_id[owned], kind="stable")]  # by producer, in log order
+        pid = c.producer_id[owned]
+        starts = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]]) if len(owned) else owned
+        new = [(int(owned[s]), p) for s, p in zip(starts.tolist(), pid[starts].tolist()) if p not in self.producers]
+        for _, p in sorted(new):  # created in the order append() creates them: its first row's
+            self.producers[p] = ProducerStateEntry(p)
         rows = owned[~c.empty_control[owned]]  # an emptied control batch: nothing is read from it
         if len(rows):
-            self._append_rows(c, rows[np.lexsort((rows, c.producer_id[rows]))])  # by producer, in log order
+            self._append_rows(c, rows)
         self.map_end_offset = int(c.last_offset[-1]) + 1
 
     def _append_rows(self, c: "_Columns", rows) -> None:
