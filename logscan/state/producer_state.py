@@ -149,7 +149,7 @@ class ProducerStateManager:
         self._append_data(entry, batch)
         return None
 
-    def append_table(self, table) -> None:
+    def append_table(self, table):
         """append() of every row of ``table`` (a fact table: an Arrow record batch or table with
         BatchFact's columns, logscan.scan.replica.FACT_TABLE_COLUMNS), in order, in bulk: the
         same producers, completed transactions and anomalies.
@@ -159,11 +159,14 @@ class ProducerStateManager:
         no non-transactional batch while its transaction is open, no control type but COMMIT
         and ABORT (an emptied control batch changes nothing). A producer with anything else has
         each of its rows taken by append(), the reference, in log order with the completed
-        transactions of the others (so the lists keep append()'s order)."""
+        transactions of the others (so the lists keep append()'s order).
+
+        Returns the rows (ascending, a numpy array) whose marker completed a transaction: where
+        append() returns a CompletedTxn."""
         import numpy as np
 
         if table.num_rows == 0:
-            return
+            return np.zeros(0, np.int64)
         c = _Columns(table)
         owned = np.flatnonzero(c.producer_id >= 0)
         owned = owned[np.argsort(c.producer_id[owned], kind="stable")]  # by producer, in log order
@@ -173,13 +176,14 @@ class ProducerStateManager:
         for _, p in sorted(new):  # created in the order append() creates them: its first row's
             self.producers[p] = ProducerStateEntry(p)
         rows = owned[~c.empty_control[owned]]  # an emptied control batch: nothing is read from it
-        if len(rows):
-            self._append_rows(c, rows)
+        done = self._append_rows(c, rows) if len(rows) else np.zeros(0, np.int64)
         self.map_end_offset = int(c.last_offset[-1]) + 1
+        return done
 
-    def _append_rows(self, c: "_Columns", rows) -> None:
+    def _append_rows(self, c: "_Columns", rows):
         """append_table's work over ``rows``: producer-owned data batches and control batches
-        with a record, grouped by producer, in log order within a group."""
+        with a record, grouped by producer, in log order within a group; the rows whose marker
+        completed a transaction."""
         import numpy as np
 
         pid, epoch, marker = c.producer_id[rows], c.producer_epoch[rows], c.marker[rows]
@@ -229,7 +233,7 @@ class ProducerStateManager:
         # rows through append(), in log order.
         done = np.flatnonzero(marker & open_before & ~unusual_group[gid])
         completed = (rows[done], span_first[span[done]], c.base_offset[rows][done], c.aborted[rows][done])
-        self._keep_all(c, completed, rows[unusual_group[gid]])
+        return self._keep_all(c, completed, rows[unusual_group[gid]])
 
     def _apply_common(self, entry: ProducerStateEntry, c: "_Columns", rows, marker, data, change: int,
                       open_from: Optional[int]) -> None:
@@ -252,13 +256,15 @@ class ProducerStateManager:
         entry.last_timestamp = int(c.marker_timestamp[last] if marker[-1] else c.max_timestamp[last])
         entry.current_txn_first_offset = open_from
 
-    def _keep_all(self, c: "_Columns", completed: tuple, reference_rows) -> None:
+    def _keep_all(self, c: "_Columns", completed: tuple, reference_rows):
         """The common producers' completed transactions ((rows, first offsets, marker offsets,
         aborted)) kept, and ``reference_rows`` taken by append(), in log order. With a high
-        watermark floor _keep keeps the earliest transaction whatever the order: one is made."""
+        watermark floor _keep keeps the earliest transaction whatever the order: one is made.
+        Returns the rows of every completed transaction, ascending."""
         import numpy as np
 
         rows, firsts, lasts, aborted = completed
+        done = rows.tolist()
         if self._floor is not None:
             kept = np.flatnonzero(lasts >= self._floor)
             if len(kept):
@@ -269,10 +275,11 @@ class ProducerStateManager:
         events = sorted([*zip(rows.tolist(), [None] * len(rows), range(len(rows))),
                          *((r, c.fact(r), -1) for r in reference_rows.tolist())])
         for r, fact, i in events:
-            if fact is not None:
-                self.append(fact)
-            else:
+            if fact is None:
                 self._keep(CompletedTxn(int(c.producer_id[r]), int(firsts[i]), int(lasts[i]), bool(aborted[i])))
+            elif self.append(fact) is not None:
+                done.append(r)
+        return np.sort(np.array(done, np.int64))
 
     def _check_epoch(self, entry: ProducerStateEntry, epoch: int, offset: int) -> None:
         if epoch < entry.producer_epoch:

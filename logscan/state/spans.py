@@ -129,6 +129,84 @@ class Replay:
             if self._on_close is not None:
                 self._on_close(span)
 
+    def feed_table(self, table) -> None:
+        """feed() of every row of ``table`` (a fact table, logscan.scan.replica's), in order, in
+        bulk: the producers replayed by ProducerStateManager.append_table, and the spans made of
+        each producer's runs (its transactional data batches up to a marker that completes a
+        transaction): a span opens at a run's first data batch unless one is open already, takes
+        the run's batches, and closes at its marker; the spans are numbered in the order they
+        open and go to ``on_close`` in the order their markers come, as feed() does."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def column(name):
+            return table.column(name).to_numpy(zero_copy_only=False)
+
+        keep = column("last_offset") >= self._start  # (feed() skips what the seed holds)
+        if not keep.all():
+            table = table.filter(pa.array(keep))
+        done = self.producers.append_table(table)
+        pid = column("producer_id")
+        data = (pid >= 0) & ~column("is_control") & column("is_transactional")
+        marker = np.zeros(len(pid), bool)
+        marker[done] = True
+        rows = np.flatnonzero(data | marker)
+        rows = rows[np.argsort(pid[rows], kind="stable")]  # by producer, in log order
+        if not len(rows):
+            return
+        m = marker[rows]
+        start = np.r_[True, pid[rows][1:] != pid[rows][:-1]]
+        run_start = start | np.r_[False, m[:-1]]  # a run: data batches, up to a completing marker
+        run = np.cumsum(run_start) - 1
+        n = int(run[-1]) + 1
+        firsts = rows[run_start]
+        ends = np.r_[np.flatnonzero(run_start)[1:], len(rows)] - 1
+        closes = m[ends].tolist()
+        last_data = rows[np.where(m[ends], ends - 1, ends)]  # (where the run has data)
+        ends = rows[ends]
+        producers, first_run = pid[firsts].tolist(), start[run_start].tolist()
+        batches = np.bincount(run, weights=~m, minlength=n).astype(np.int64).tolist()
+        records = np.bincount(run, weights=np.where(m, 0, column("records_count")[rows]), minlength=n)
+        sizes = np.bincount(run, weights=np.where(m, 0, column("size_in_bytes")[rows]), minlength=n)
+        records, sizes = records.astype(np.int64).tolist(), sizes.astype(np.int64).tolist()
+        base, epoch, last, max_ts = (column(name) for name in ("base_offset", "producer_epoch", "last_offset",
+                                                                 "max_timestamp"))
+        current = self._current
+        spans = [current.get(producers[r]) if first_run[r] else None for r in range(n)]
+        opening = sorted((row, r) for r, row in enumerate(firsts.tolist()) if spans[r] is None and batches[r])
+        at = np.array([row for row, _ in opening], np.int64)
+        for (_, r), *fields in zip(opening, epoch[at].tolist(), base[at].tolist(), last[at].tolist(),
+                                   max_ts[at].tolist()):
+            epoch_, first, last_, ts = fields  # a span opens here (feed()'s _open, in log order)
+            spans[r] = span = TxnSpan(producers[r], epoch_, first, last_, ts, ts)
+            span.index = self._opened
+            self._opened += 1
+        for r, (span, data_last, data_ts) in enumerate(zip(spans, last[last_data].tolist(),
+                                                           max_ts[last_data].tolist())):
+            if span is not None and batches[r]:
+                span.last_data_offset, span.last_timestamp = data_last, data_ts
+                span.batches += batches[r]
+                span.records += records[r]
+                span.bytes += sizes[r]
+        aborted = pc.fill_null(pc.equal(table.column("control_type"), "ABORT"), False).to_numpy(zero_copy_only=False)
+        marker_fields = zip(ends.tolist(), base[ends].tolist(), epoch[ends].tolist(), aborted[ends].tolist(),
+                            column("coordinator_epoch")[ends].tolist(), column("marker_timestamp")[ends].tolist())
+        closing = sorted((row, r, fields) for r, (row, *fields) in enumerate(marker_fields)
+                         if closes[r] and spans[r] is not None)
+        for _, r, (offset, epoch_, is_abort, coordinator, ts) in closing:
+            span = spans[r]
+            current.pop(span.producer_id, None)
+            span.end_marker_offset, span.end_marker_epoch = offset, epoch_
+            span.outcome = "ABORT" if is_abort else "COMMIT"
+            span.coordinator_epoch, span.end_timestamp = coordinator, ts
+            spans[r] = None
+            if self._on_close is not None:
+                self._on_close(span)
+        for r, span in enumerate(spans):  # still open: a producer's last run's (the others closed)
+            if span is not None:
+                current[producers[r]] = span
+
     def result(self) -> ReplicaReplay:
         return ReplicaReplay(self.producers, self.open_spans)
 

@@ -16,7 +16,7 @@ import pytest
 from logscan.scan.replica import ReplicaRead, facts_to_table, iter_segment
 from logscan.state.facts import BatchFact
 from logscan.state.producer_state import BrokerLoad
-from tools.fuzz.targets import random_history, replay_state, seeded_manager
+from tools.fuzz.targets import random_history, replay_state, seeded_manager, spans_state
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,12 +27,16 @@ def _tables(facts: list[BatchFact], cuts: list[int]):
 
 
 def _both(facts: list[BatchFact], cuts: list[int], floor=None, seed=None) -> None:
+    """append_table over the facts cut into tables at ``cuts`` leaves what append() of each
+    leaves, and says which rows completed a transaction (where append() returns one)."""
     reference, bulk = seeded_manager(seed, floor), seeded_manager(seed, floor)
-    for fact in facts:
-        reference.append(fact)
+    completing = [i for i, fact in enumerate(facts) if reference.append(fact) is not None]
+    done, at = [], 0
     for table in _tables(facts, cuts):
-        bulk.append_table(table)
+        done += [at + r for r in bulk.append_table(table).tolist()]
+        at += table.num_rows
     assert replay_state(bulk) == replay_state(reference)
+    assert done == completing
 
 
 def _fixture_replicas() -> list[list[BatchFact]]:
@@ -93,3 +97,23 @@ def test_a_broker_load_in_bulk_loads_what_feed_loads(seed):
     cuts = [rng.randrange(len(facts) + 1) for _ in range(rng.randrange(3))]
     log_start = rng.choice([0, rng.randrange(end)])
     assert _broker_load(facts, sources, log_start, cuts) == _broker_load(facts, sources, log_start)
+
+
+def _spans(facts, cuts, seed, start, floor=None) -> tuple:
+    return spans_state(facts, None if cuts is None else _tables(facts, cuts), seed, start, floor)
+
+
+def test_every_fixture_replica_makes_the_same_spans():
+    for facts in _fixture_replicas():
+        for cuts in ([], [len(facts) // 3, 2 * len(facts) // 3]):
+            assert _spans(facts, cuts, None, 0, 0) == _spans(facts, None, None, 0, 0)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_generated_histories_make_the_same_spans(seed):
+    rng = random.Random(seed)
+    facts = random_history(rng, rng.randrange(1, 60))
+    cuts = [rng.randrange(len(facts) + 1) for _ in range(rng.randrange(3))]
+    state, start = rng.choice([None, rng.randrange(1 << 30)]), rng.choice([0, rng.randrange(40)])
+    floor = rng.choice([None, 0])
+    assert _spans(facts, cuts, state, start, floor) == _spans(facts, None, state, start, floor)

@@ -305,10 +305,29 @@ def replay_state(psm) -> tuple:
             psm.completed, psm.anomalies, psm.map_end_offset, psm._replayed)
 
 
+def spans_state(facts: list, tables, seed=None, start: int = 0, floor=None) -> tuple:
+    """A Replay (seeded at ``start`` with seeded_manager(seed)'s entries) fed ``facts`` a row at a
+    time (``tables`` None) or ``tables`` (fact tables) in bulk: the spans it closed, in order,
+    the spans still open, and its producers (replay_state)."""
+    from logscan.state.spans import Replay
+
+    closed = []
+    entries = None if seed is None else (list(seeded_manager(seed).producers.values()), start)
+    r = Replay(entries, closed.append, high_watermark_floor=floor)
+    if tables is None:
+        for fact in facts:
+            r.feed(fact)
+    else:
+        for table in tables:
+            r.feed_table(table)
+    return closed, r.open_spans, replay_state(r.producers)
+
+
 def replay(data: bytes) -> None:
-    """The replay over a fact table in bulk (ProducerStateManager.append_table) against append()
-    row by row (the reference), for the history the bytes spell (history_from_bytes): the first
-    byte picks the seed state, the high-watermark floor and where the table is cut in two."""
+    """The replay over a fact table in bulk (ProducerStateManager.append_table, and with the
+    spans, Replay.feed_table) against append() and feed() row by row (the reference), for the
+    history the bytes spell (history_from_bytes): the first byte picks the seed state, the
+    high-watermark floor, where the table is cut in two and where a seeded replay starts."""
     from logscan.scan.replica import facts_to_table
 
     if len(data) < 1:
@@ -323,6 +342,10 @@ def replay(data: bytes) -> None:
         bulk.append_table(facts_to_table(part, [0] * len(part)))
     _check(replay_state(bulk) == replay_state(reference),
            f"the bulk replay differs from append(): {replay_state(bulk)} against {replay_state(reference)}")
+    tables = [facts_to_table(part, [0] * len(part)) for part in (facts[:cut], facts[cut:])]
+    start = (flags >> 2) & 7
+    _check(spans_state(facts, tables, seed, start, floor) == spans_state(facts, None, seed, start, floor),
+           "the bulk replay's spans (Replay.feed_table) differ from feed()'s")
 
 
 def control_record(data: bytes) -> None:
