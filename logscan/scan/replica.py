@@ -1125,6 +1125,65 @@ class ReplicaAnalyser:
         if self._load_from is not None and fact.last_offset >= self._load_from:
             self._load.feed(fact)
 
+    def feed_table(self, table, segment: Optional[int] = None) -> None:
+        """feed() of every row of ``table`` (a fact table of the segment whose base offset is
+        ``segment``: segment_fact_tables'), in order, in bulk: the rows that keep Kafka's offset
+        order (feed()'s two chained comparisons, no producer-owned control batch of another
+        type than a marker) go to the replay and the broker's load as tables (Replay.feed_table,
+        BrokerLoad.feed_table); a row that does not, and the row where the newest snapshot's
+        rebuild is taken, go through feed() itself."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def column(name):
+            return table.column(name).to_numpy(zero_copy_only=False)
+
+        while table.num_rows:
+            base, last = column("base_offset"), column("last_offset")
+            if self.fault is not None:
+                self._copy_end = max(self._copy_end, int(last.max()) + 1)
+                return
+            if segment != self._segment:
+                self._enter_segment(segment)
+            control_type = table.column("control_type")  # _MARKER_TYPES: a marker's, or none
+            marker_or_none = pc.or_(pc.is_in(control_type, value_set=pa.array(["COMMIT", "ABORT"])),
+                                    pc.is_null(control_type))
+            other = (column("is_control") & (column("producer_id") >= 0)
+                     & ~marker_or_none.to_numpy(zero_copy_only=False))
+            keeps = ((np.r_[self._prev_last, last[:-1]] < base) & (base <= last) & (self._low <= last)
+                     & (last <= self._high) & ~other)
+            k = int(np.argmin(keeps)) if not keeps.all() else len(keeps)
+            if self._replay is None and k:
+                self._seed = snapshot_seed(self.snapshots, int(base[0]))
+                self._replay = Replay(self._seed, self._on_close, high_watermark_floor=self._hw_floor)
+            if self._newest_offset is not None and k:
+                k = min(k, int(np.argmax(base >= self._newest_offset)) if (base >= self._newest_offset).any() else k)
+            if k:
+                self._feed_in_order(table.slice(0, k), segment)
+            if k < table.num_rows:
+                self.feed(_fact_of(table, k), segment, int(column("position")[k]))  # (feed()'s own rules)
+                k += 1
+            table = table.slice(k)
+
+    def _feed_in_order(self, table, segment: Optional[int]) -> None:
+        """feed_table's rows that keep the offset order, all below the newest snapshot's offset
+        (the rebuild is taken at the first row at or past it, by feed()): what feed() does with
+        each, in bulk."""
+        last = table.column("last_offset").to_numpy(zero_copy_only=False)
+        self._prev_last = int(last[-1])
+        position = table.column("position")[-1].as_py()
+        self._prev_segment, self._prev_position = segment, position
+        self._batches_end = (segment, position + table.column("size_in_bytes")[-1].as_py())
+        self.max_timestamp = max(self.max_timestamp, int(table.column("max_timestamp").to_numpy().max()))
+        self._replay.feed_table(table)
+        if self._load_from is not None:
+            loaded = last >= self._load_from
+            if loaded.any():
+                import pyarrow as pa
+
+                self._load.feed_table(table if loaded.all() else table.filter(pa.array(loaded)))
+
     def coordinator_fault(self, finding: Finding) -> None:
         """A `__transaction_state` record of this replica the coordinator's load stops at (a
         'txn-state' finding, from the decode): it goes into the replica's copy_gap, which makes
@@ -1193,6 +1252,11 @@ class ReplicaAnalyser:
         check = check_newest_snapshot(self.snapshots, self._at_newest, self._seed)
         return ReplicaAnalysis(state, rep, self.max_timestamp, self.snapshots, check,
                                max((e.epoch for e in epochs), default=None), self.findings)
+
+
+def _fact_of(table, row: int) -> BatchFact:
+    """Row ``row`` of a fact table as the BatchFact feed() takes."""
+    return BatchFact(*(table.column(name)[row].as_py() for name in BatchFact._fields))
 
 
 def analyse_replica(replica: ReplicaDir, facts: Iterable[BatchFact], *, hw_checkpoint: Optional[int],

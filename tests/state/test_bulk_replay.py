@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from logscan.scan.replica import ReplicaRead, facts_to_table, iter_segment
+from logscan.logdir.tree import iter_brokers
+from logscan.scan.replica import ReplicaAnalyser, ReplicaRead, facts_to_table, iter_segment
 from logscan.state.facts import BatchFact
 from logscan.state.producer_state import BrokerLoad
 from tools.fuzz.targets import random_history, replay_state, seeded_manager, spans_state
@@ -21,9 +22,10 @@ from tools.fuzz.targets import random_history, replay_state, seeded_manager, spa
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _tables(facts: list[BatchFact], cuts: list[int]):
+def _tables(facts: list[BatchFact], cuts: list[int], positions=None):
     bounds = [0, *sorted(cuts), len(facts)]
-    return [facts_to_table(facts[a:b], [0] * (b - a)) for a, b in zip(bounds, bounds[1:])]
+    positions = [0] * len(facts) if positions is None else positions
+    return [facts_to_table(facts[a:b], positions[a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
 def _both(facts: list[BatchFact], cuts: list[int], floor=None, seed=None) -> None:
@@ -117,3 +119,93 @@ def test_generated_histories_make_the_same_spans(seed):
     state, start = rng.choice([None, rng.randrange(1 << 30)]), rng.choice([0, rng.randrange(40)])
     floor = rng.choice([None, 0])
     assert _spans(facts, cuts, state, start, floor) == _spans(facts, None, state, start, floor)
+
+
+def _analysis(replica, tables_of, facts_of) -> tuple:
+    """A replica analysed from its segments' facts: fed a row at a time (``tables_of`` None)
+    or a fact table at a time (ReplicaAnalyser.feed_table); what finish() gives and the spans
+    closed on the way, comparable."""
+    closed = []
+    analyser = ReplicaAnalyser(replica, closed.append, hw_checkpoint=None, log_start_checkpoint=None)
+    for base, path in replica.segments:
+        if tables_of is None:
+            for fact, entry in facts_of(path):
+                analyser.feed(fact, base, entry.position)
+        else:
+            for table in tables_of(path):
+                analyser.feed_table(table, base)
+    a = analyser.finish()
+    return (a.state, a.max_timestamp, a.snapshot_check, a.leader_epoch, a.findings, a.replay.open_spans,
+            replay_state(a.replay.producers), closed)
+
+
+def test_every_fixture_replica_analyses_the_same():
+    roots = sorted((REPO / "fixtures").glob("*/brokers"))
+    replicas = [r for root in roots for b in iter_brokers([root]) for r in b.replicas if r.segments]
+    assert len(replicas) > 50
+
+    def facts_of(path):
+        return list(iter_segment(str(path), 0, is_txn_log=False, out=ReplicaRead()))
+
+    def tables_of(path, cut=7):  # small tables: the order rules and snapshots fall inside them
+        facts = facts_of(path)
+        return _tables([f for f, _ in facts], list(range(cut, len(facts), cut)), [e.position for _, e in facts])
+
+    for replica in replicas:
+        assert _analysis(replica, tables_of, facts_of) == _analysis(replica, None, facts_of), replica.path
+
+
+def _write_replica(folder: Path, rng: random.Random) -> None:
+    """A partition folder of a generated history (history_from_bytes) written as batches in
+    one to three segments, some base offsets moved back (offset order broken: the replay
+    stops there), and a producer snapshot of some of its producers at a mid-log offset (the
+    newest snapshot's rebuild and its comparison, the broker's load)."""
+    from logscan.format.control import LEADER_CHANGE, encode_control_key
+    from logscan.format.snapshot import encode_producer_snapshot
+    from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, with_base_offset
+
+    folder.mkdir(parents=True)
+    facts = random_history(rng, rng.randrange(5, 80))
+    batches = []
+    for f in facts:
+        owner = dict(producer_id=f.producer_id, producer_epoch=f.producer_epoch)
+        if f.control_type in ("COMMIT", "ABORT"):
+            b = end_txn_marker_batch(commit=f.control_type == "COMMIT", coordinator_epoch=f.coordinator_epoch,
+                                     base_offset=f.base_offset, timestamp=f.max_timestamp, **owner)
+        elif f.is_control:
+            recs = [Rec(b"\0\0\0\0", encode_control_key(LEADER_CHANGE), (), f.max_timestamp)]
+            b = encode_batch([] if f.control_type is None else recs, base_offset=f.base_offset, control=True,
+                             transactional=f.is_transactional, **owner)
+        else:
+            b = encode_batch([Rec(b"v", b"k", (), f.max_timestamp)] * f.records_count, base_offset=f.base_offset,
+                             transactional=f.is_transactional, base_sequence=f.base_sequence, **owner)
+        if rng.random() < 0.03:
+            b = with_base_offset(b, max(0, f.base_offset - rng.randrange(1, 5)))
+        batches.append((f.base_offset, b))
+    cuts = sorted(rng.sample(range(1, len(batches)), min(len(batches) - 1, rng.randrange(3))))
+    for a, z in zip([0, *cuts], [*cuts, len(batches)]):
+        (folder / f"{batches[a][0]:020d}.log").write_bytes(b"".join(b for _, b in batches[a:z]))
+    # (producer id, epoch, last sequence, last offset, offset delta, timestamp, coordinator epoch,
+    # current transaction's first offset)
+    entries = [(pid, rng.randrange(4), rng.randrange(50), rng.randrange(50), 0, rng.randrange(2000), 0, -1)
+               for pid in rng.sample([10, 11, 12], rng.randrange(1, 4))]
+    (folder / f"{facts[len(facts) // 2].base_offset:020d}.snapshot").write_bytes(encode_producer_snapshot(entries))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_damaged_generated_replicas_analyse_the_same(tmp_path, seed):
+    rng = random.Random(seed)
+    (tmp_path / "broker-1").mkdir()
+    (tmp_path / "broker-1" / "meta.properties").write_text("broker.id=1\nversion=0\ncluster.id=x\n")
+    _write_replica(tmp_path / "broker-1" / "t-0", rng)
+    (replica,) = [r for b in iter_brokers([tmp_path]) for r in b.replicas]
+    assert replica.snapshots and replica.segments
+
+    def facts_of(path):
+        return list(iter_segment(str(path), 0, is_txn_log=False, out=ReplicaRead()))
+
+    def tables_of(path, cut=rng.randrange(1, 9)):
+        facts = facts_of(path)
+        return _tables([f for f, _ in facts], list(range(cut, len(facts), cut)), [e.position for _, e in facts])
+
+    assert _analysis(replica, tables_of, facts_of) == _analysis(replica, None, facts_of)
