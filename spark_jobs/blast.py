@@ -13,11 +13,16 @@ has written its tables (run: scan.run calls it before the commits), out of:
 - out of the decode's blobs (no second read of the copy): the log segments' files rows and the
   served replicas' spans (pipeline.HISTORY_SPAN_COLUMNS and OPEN_SPAN_COLUMNS) in one job
   (:func:`small_rows`), the coordinator's records in another (tasks.coordinator_records, as the
-  coordinator step takes them);
-- the one part that grows with the copy's traffic, the served `__consumer_offsets` replicas'
-  commit rows (decode's "offset_commit" rows, rows.OFFSET_COMMITS): loaded in tasks, a
-  partition's rows sorted by Spark in pipeline.OFFSETS_ORDER (:func:`offsets_stream`); only the
-  committed offsets reach the driver.
+  coordinator step takes them).
+
+What grows with the copy's traffic is never held whole on the driver: the spans and the
+coordinator's records are streamed to it a partition at a time (toLocalIterator), the spans
+spooled to its disk (logscan.scan.spool), and the history step sorts both there (SpoolFolder.sorted)
+as the local executor does; the served `__consumer_offsets` replicas' commit rows (decode's
+"offset_commit" rows, rows.OFFSET_COMMITS) are loaded in tasks, a partition's rows sorted by
+Spark in pipeline.OFFSETS_ORDER (:func:`offsets_stream`); only the committed offsets reach the
+driver. What the driver holds: a row per replica, per log segment, per open span and candidate,
+per group-partition.
 
 Nothing here knows a rule: which replica is served, how offsets load, what is held back, is
 pipeline's.
@@ -37,6 +42,7 @@ from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan.output import is_remote, table_uri
 from logscan.scan.pipeline import CONSUMER_OFFSETS_TOPIC
+from logscan.scan.spool import SpoolFolder
 from spark_jobs.tasks import kept_blob_batches
 
 #: What :func:`span_rows` gives of a served replica's txn_spans rows.
@@ -170,17 +176,33 @@ def tables(blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset
                    .toArrow().to_pylist())
         offsets.sort(key=itemgetter("offsets_partition"))   # as the local executor makes them
     small = (blobs.where(F.col("blob.table").isin("txn_spans", "files"))
-             .mapInArrow(small_rows(keys, kept), S.spark_schema(SMALL)).toArrow())
-    kinds = small.column("record_type")
-    spans = small.filter(pc.equal(kinds, "span")).select(list(SPAN_COLUMNS)).to_pylist()
-    segments = [*({**r, "kind": "log_segment"} for r in small.filter(pc.equal(kinds, "segment")).select(
-                    [c for c in pipeline.SEGMENT_COLUMNS if c != "kind"]).to_pylist()),
-                *({c: f.get(c) for c in pipeline.SEGMENT_COLUMNS} for f in listing_files
-                  if f["kind"] == "log_segment")]
+             .mapInArrow(small_rows(keys, kept), S.spark_schema(SMALL)))
     records = (of("txn_log").mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))
-               .toArrow().to_pylist() if chosen else [])
-    open_spans = [s for s in spans if s["outcome"] == "OPEN"]
+               .select(*pipeline.HISTORY_RECORD_COLUMNS) if chosen else None)
+    segments = [{c: f.get(c) for c in pipeline.SEGMENT_COLUMNS} for f in listing_files if f["kind"] == "log_segment"]
+    open_spans: list[R.Row] = []
+    with SpoolFolder() as folder:   # the served spans, on the driver's disk until the history step
+        spans = folder.spool("served_spans", SPAN_COLUMNS)
+        for row in _streamed(small):
+            if row["record_type"] == "segment":
+                segments.append({**{c: row[c] for c in pipeline.SEGMENT_COLUMNS if c != "kind"}, "kind": "log_segment"})
+                continue
+            span = {c: row[c] for c in SPAN_COLUMNS}
+            spans.add(0, span)
+            if span["outcome"] == "OPEN":
+                open_spans.append(span)
+        spans.close()
+        history = pipeline.history(_streamed(records) if records is not None else (), spans.rows(0),
+                                   order=folder.sorted)
     return {"committed_offsets": offsets,
             "affected_groups": pipeline.groups(offsets, states, candidates, open_spans, as_of_ms),
-            "partition_impact": pipeline.impact(states, segments, cleaner_checkpoints, configs, as_of_ms),
-            "transactional_id_history": pipeline.history(records, spans)}
+            "partition_impact": list(pipeline.impact(states, pipeline.by_replica(segments), cleaner_checkpoints,
+                                                     configs, as_of_ms)),
+            "transactional_id_history": history}
+
+
+def _streamed(frame) -> Iterator[R.Row]:
+    """A frame's rows as plain values, streamed to the driver a partition at a time
+    (toLocalIterator): what grows with the copy's traffic is never collected whole."""
+    for row in frame.toLocalIterator():
+        yield row.asDict(recursive=True)

@@ -13,14 +13,19 @@ its size: the rows a later step needs are spooled to a temporary folder (logscan
 rather than held. A replica's closed spans are spooled as its replay closes them, and read back
 per partition in pipeline.CLOSED_SPAN_ORDER by merging the partition's replicas' runs (each in
 log order, which is that order); the `__transaction_state` records are spooled per replica, and
-the coordinator step streams those of the replica it loads. What is held until the partition
-step: each replica's partition_state row and open transactions, the coordinator's last record
-per transactional id, the leaders; a replica's listing (its files) is let go once it is read.
+the coordinator step streams those of the replica it loads; each replica's state row and open
+transactions are spooled by partition, read back a partition at a time by the partition step.
+What is held until the partition step: the internal topics' replicas' state rows, the
+coordinator's last record per transactional id, the leaders, and per key of a spool where its
+runs are; a replica's listing (its files) is let go once it is read.
 For the steps after assess (the blast radius of a hang: :class:`_After`) the `__consumer_offsets`
-replicas' commit rows are spooled per replica as decode reads them (the served replica's are
-loaded), the closed spans' spool serves them too, and what is held is small: a row per replica,
-per log segment, per open span and candidate, the topics' configs, and the records the
-coordinator step loads (per transactional id, its records in the copy).
+replicas' commit rows and the log segments' files rows are spooled per replica as decode reads
+them (the served replica's commits are loaded; partition_impact takes a replica's segments at a
+time), the closed spans' spool and the `__transaction_state` records' serve them too (the
+history step reads the loaded records and the served spans again, and puts them in its order on
+disk: SpoolFolder.sorted), and what is held is small: a row per replica, per open span and
+candidate, the topics' configs; the history holds, per transactional id, its tallies and
+producer ids.
 """
 
 from __future__ import annotations
@@ -56,6 +61,9 @@ SUMMARY_TABLES = ("files", "corruptions", "partition_state", "hanging_candidates
 #: (rows.closed_from_row) and their order (pipeline.CLOSED_SPAN_ORDER), and what the history
 #: step reads of them (pipeline.HISTORY_SPAN_COLUMNS, with the replica's key).
 CLOSED_SPANS = ("broker", "span_index", "producer_id", "first_offset", "end_marker_offset", "outcome", "duration_ms")
+
+#: The tables assess_partitions reads of a scan (which then keeps its open transactions too).
+_REASSESSED = frozenset({"partition_state", "txn_spans", "coordinator_state"})
 
 #: Called once per segment file the scan has read: (path, size in bytes).
 OnFile = Callable[[str, int], None]
@@ -134,15 +142,21 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
     Python's cyclic collector is paused while it runs (collector.young_collections_only)."""
     out = _Tables([t for t in keep if t != "batches" or keep_batches], sink)
     with_batches = out.wants("batches")
-    states: dict[tuple[str, int], list[R.Row]] = defaultdict(list)     # per partition, its replicas'
-    open_txns: list[R.Row] = []
-    # what the steps after assess read: small rows, per replica or segment; the coordinator's
-    # records only for a history asked for (they grow with the transactions)
+    # of each internal topic's partition, its replicas' state rows (the coordinator and metadata
+    # steps pick a replica by them); every partition's go to a spool, as do the open transactions
+    internal: dict[tuple[str, int], list[R.Row]] = defaultdict(list)
+    newest_batch: list[int] = []
+    # assess_partitions judges the scan again from its tables and these (a scan keeping them)
+    open_txns: Optional[list[R.Row]] = [] if out.kept.keys() >= _REASSESSED else None
+    # what the steps after assess read: small rows, per replica or open span, and spools
     after = _After(history=out.wants("transactional_id_history"))
     with SpoolFolder(spool_dir) as folder:
         closed = folder.spool("closed_spans", CLOSED_SPANS, order=itemgetter(*pipeline.CLOSED_SPAN_ORDER))
         txn_log = folder.spool("txn_log", R.TXN_LOG.names, order=itemgetter(*pipeline.TXN_LOG_ORDER))
         commits = folder.spool("offset_commits", R.OFFSET_COMMITS.names, order=itemgetter(*pipeline.OFFSETS_ORDER))
+        segments = folder.spool("segments", pipeline.SEGMENT_COLUMNS)
+        states = folder.spool("states", R.PARTITION_STATE.names)     # by partition, its replicas' rows
+        txns = folder.spool("open_txns", R.OPEN_TXNS.names)          # by partition
 
         def route(kind: str, row: R.Row) -> None:
             if kind == "span":
@@ -154,14 +168,20 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
                 commits.add((row["broker"], CONSUMER_OFFSETS_TOPIC, row["offsets_partition"]), row)
                 return
             elif kind == "file" and row["kind"] == "log_segment":
-                after.segments.append({c: row[c] for c in pipeline.SEGMENT_COLUMNS})
+                segments.add(_replica(row), row)
             elif kind == "txn_log":
                 txn_log.add(_replica(row), row)
             elif kind == "state":
-                states[(row["topic"], row["partition"])].append(row)
+                states.add((row["topic"], row["partition"]), row)
+                if row["topic"] in (TRANSACTION_STATE_TOPIC, CLUSTER_METADATA_TOPIC):
+                    internal[(row["topic"], row["partition"])].append(row)
+                if not newest_batch or row["max_timestamp"] > newest_batch[0]:
+                    newest_batch[:] = [row["max_timestamp"]]
                 return
             elif kind == "open_txn":
-                open_txns.append(row)
+                txns.add((row["topic"], row["partition"]), row)
+                if open_txns is not None:
+                    open_txns.append(row)
                 return
             out.add(pipeline.TABLE_OF[kind], row)
 
@@ -193,18 +213,16 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
             for kind, item in replay.finish():
                 route(kind, item)
             collect_young()
-        closed.close()
-        txn_log.close()
-        commits.close()
+        for spool in (closed, txn_log, commits, segments, states, txns):
+            spool.close()
 
-        chosen, coordinator = coordinator_copy(_internal(states, TRANSACTION_STATE_TOPIC))
-        coordinator_rows, newest_record = _coordinator(chosen, txn_log, after.records if after.history else None)
+        chosen, coordinator = coordinator_copy(_internal(internal, TRANSACTION_STATE_TOPIC))
+        coordinator_rows, newest_record = _coordinator(chosen, txn_log)
         for row in coordinator_rows:
             out.add("coordinator_state", row)
         if as_of_ms is None:
-            as_of_ms = pipeline.as_of(max((s["max_timestamp"] for ss in states.values() for s in ss), default=None),
-                                      newest_record)
-        told = _metadata(states, infos, as_of_ms, out)
+            as_of_ms = pipeline.as_of(newest_batch[0] if newest_batch else None, newest_record)
+        told = _metadata(internal, infos, as_of_ms, out)
         coordinator = pipeline.told_coordinator(coordinator, told)
         leaders = {(row["topic"], row["partition"]): row for kind, row in told if kind == "leader"}
         after.configs = [row for kind, row in told if kind == "config"]
@@ -213,34 +231,30 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
             return heapq.merge(*(closed.rows((s["broker"], *key)) for s in replicas),
                                key=itemgetter(*pipeline.CLOSED_SPAN_ORDER))
 
-        txns: dict[tuple[str, int], list[R.Row]] = defaultdict(list)
-        for t in open_txns:
-            txns[(t["topic"], t["partition"])].append(t)
         index = pipeline.coordinator_index(coordinator_rows)
-        for table, row in _assess(states, txns, closed_spans, leaders, index=index,
+        for table, row in _assess(sorted(states.keys()), lambda key: list(states.rows(key)),
+                                  lambda key: list(txns.rows(key)), closed_spans, leaders, index=index,
                                   as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
                                   max_prepare_ms=max_prepare_ms, coordinator=coordinator, bootstrap=bootstrap):
             out.add(table, row)
             after.assessed(table, row)
-        for table, row in after.tables(commits, closed, as_of_ms):
+        for table, row in after.tables(commits, closed, segments, _loaded(chosen, txn_log), folder, as_of_ms):
             out.add(table, row)
-    return Scan(out.kept, as_of_ms, open_txns, leaders, coordinator)
+    return Scan(out.kept, as_of_ms, open_txns or [], leaders, coordinator)
 
 
 @dataclass(slots=True)
 class _After:
     """What the steps after assess (pipeline.served, offsets, groups, impact, history) read, as
-    the scan makes it: rows per replica, per segment, per open transaction, per candidate, per
-    topic config; and the coordinator's loaded records (per transactional id: its records)."""
+    the scan makes it, besides the spools: rows per replica, per open span, per candidate, per
+    topic config."""
 
     states: list[R.Row] = field(default_factory=list)
     candidates: list[R.Row] = field(default_factory=list)
     open_spans: list[R.Row] = field(default_factory=list)
-    segments: list[R.Row] = field(default_factory=list)
     cleaner_checkpoints: dict[tuple[int, str, int], int] = field(default_factory=dict)
     configs: list[R.Row] = field(default_factory=list)
-    records: list[R.Row] = field(default_factory=list)
-    history: bool = True   # transactional_id_history asked for: the records are kept for it
+    history: bool = True   # transactional_id_history asked for
 
     def assessed(self, table: str, row: R.Row) -> None:
         if table == "partition_state":
@@ -248,10 +262,14 @@ class _After:
         elif table == "hanging_candidates":
             self.candidates.append(row)
 
-    def tables(self, commits: Spool, closed: Spool, as_of_ms: int) -> Iterator[tuple[str, R.Row]]:
+    def tables(self, commits: Spool, closed: Spool, segments: Spool, records: Callable[[], Iterator[R.Row]],
+               folder: SpoolFolder, as_of_ms: int) -> Iterator[tuple[str, R.Row]]:
         """(table, row) of committed_offsets, affected_groups, partition_impact and
         transactional_id_history: the served replica of each __consumer_offsets partition
-        loaded from the commit rows decode spooled, and of each partition its spans."""
+        loaded from the commit rows decode spooled, each replica's impact from its spooled
+        segments, of each partition its served replica's spans, and the coordinator's
+        ``records()`` (read again from the spool), the history putting them in order on disk
+        (folder.sorted)."""
         served = pipeline.served(self.states)
         keys = pipeline.served_keys(self.states)
         open_spans = [s for s in self.open_spans if _replica(s) in keys]
@@ -262,7 +280,7 @@ class _After:
         yield from (("committed_offsets", r) for r in offsets)
         yield from (("affected_groups", r)
                     for r in pipeline.groups(offsets, self.states, self.candidates, open_spans, as_of_ms))
-        yield from (("partition_impact", r) for r in pipeline.impact(self.states, self.segments,
+        yield from (("partition_impact", r) for r in pipeline.impact(self.states, segments.rows,
                                                                      self.cleaner_checkpoints, self.configs, as_of_ms))
 
         def spans() -> Iterator[R.Row]:
@@ -272,7 +290,8 @@ class _After:
             yield from open_spans
 
         if self.history:
-            yield from (("transactional_id_history", r) for r in pipeline.history(self.records, spans()))
+            yield from (("transactional_id_history", r)
+                        for r in pipeline.history(records(), spans(), order=folder.sorted))
 
 
 def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[ReplicaEnd]:
@@ -281,12 +300,20 @@ def _internal(states: dict[tuple[str, int], list[R.Row]], topic: str) -> list[Re
     return [pipeline.replica_end(s) for (t, _), ss in sorted(states.items()) if t == topic for s in ss]
 
 
-def _coordinator(chosen: dict[int, int], txn_log: Spool, records: Optional[list[R.Row]]
-                 ) -> tuple[list[R.Row], Optional[int]]:
+def _loaded(chosen: dict[int, int], txn_log: Spool) -> Callable[[], Iterator[R.Row]]:
+    """The records the coordinator step loads: of each coordinator partition, ascending, the
+    txn_log rows of the replica ``chosen`` by coordinator_copy, in TXN_LOG_ORDER (a call reads
+    them from the spool)."""
+    def records() -> Iterator[R.Row]:
+        for partition in sorted(chosen):
+            yield from txn_log.rows((chosen[partition], TRANSACTION_STATE_TOPIC, partition))
+    return records
+
+
+def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], Optional[int]]:
     """The coordinator_state rows (of each coordinator partition, the records of the replica
     ``chosen`` by coordinator_copy, streamed from the spool through pipeline.coordinator) and
-    the newest lastUpdateTimestamp of those records not past the scan's clock (pipeline.as_of);
-    the records go to ``records`` too when given (the history step's)."""
+    the newest lastUpdateTimestamp of those records not past the scan's clock (pipeline.as_of)."""
     ceiling = pipeline.timestamp_ceiling()
     newest: list[int] = []
 
@@ -295,8 +322,6 @@ def _coordinator(chosen: dict[int, int], txn_log: Spool, records: Optional[list[
             t = r["last_update_timestamp_ms"]
             if t <= ceiling and (not newest or t > newest[0]):
                 newest[:] = [t]
-            if records is not None:
-                records.append(r)
             yield r
 
     rows = pipeline.merge_coordinator(row for p in sorted(chosen) for row in pipeline.coordinator(loaded(p)))
@@ -318,17 +343,19 @@ def _metadata(states: dict[tuple[str, int], list[R.Row]], infos: dict[tuple[int,
     return told
 
 
-def _assess(states: dict[tuple[str, int], list[R.Row]], txns: dict[tuple[str, int], list[R.Row]],
+def _assess(partitions: Iterable[tuple[str, int]], states: Callable[[tuple[str, int]], list[R.Row]],
+            txns: Callable[[tuple[str, int]], list[R.Row]],
             closed: Callable[[tuple[str, int], list[R.Row]], Iterable[R.Row]], leaders: dict[tuple[str, int], R.Row],
             **judged) -> Iterator[tuple[str, R.Row]]:
-    """The partition step over every partition, partitions ascending: (table, row) of its
-    partition_state, hanging_candidates and abort_plans rows. ``closed(partition, its state
-    rows)``: the partition's closed spans in CLOSED_SPAN_ORDER; ``leaders``: pipeline.metadata's
-    leader rows."""
+    """The partition step over ``partitions`` (ascending): (table, row) of its partition_state,
+    hanging_candidates and abort_plans rows. ``states(partition)``, ``txns(partition)``: its
+    replicas' state and open_txn rows; ``closed(partition, its state rows)``: its closed spans
+    in CLOSED_SPAN_ORDER; ``leaders``: pipeline.metadata's leader rows."""
     none: R.Row = {}
-    for key in sorted(states):
+    for key in partitions:
         told = leaders.get(key, none)
-        for kind, row in pipeline.assess(states[key], txns.get(key, []), closed(key, states[key]), told.get("leader"),
+        replicas = states(key)
+        for kind, row in pipeline.assess(replicas, txns(key), closed(key, replicas), told.get("leader"),
                                          last_leader=told.get("last_leader"), **judged):
             yield pipeline.ASSESSED[kind], row
         collect_young()
@@ -352,7 +379,7 @@ def assess_partitions(result: Scan, *, as_of_ms: int, max_timeout_ms: int,
         if s["end_marker_offset"] is not None:
             spans[(s["topic"], s["partition"])].append(s)
     out: dict[str, list[R.Row]] = {table: [] for table in pipeline.ASSESSED.values()}
-    for table, row in _assess(states, txns,
+    for table, row in _assess(sorted(states), states.__getitem__, lambda key: txns.get(key, []),
                               lambda key, _: sorted(spans.get(key, ()), key=itemgetter(*pipeline.CLOSED_SPAN_ORDER)),
                               result.leaders, index=pipeline.coordinator_index(tables["coordinator_state"]),
                               as_of_ms=as_of_ms, max_timeout_ms=max_timeout_ms, coordinator=result.coordinator,

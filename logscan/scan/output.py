@@ -58,10 +58,13 @@ WRITTEN = pa.schema([
     pa.field("rows", pa.int64()), pa.field("modification_time", pa.int64()),
 ])
 
-#: Rows a table's writer gathers before writing them as one Parquet row group: the rows come
+#: Rows a table's writer gathers before writing them as one Parquet row group, at most
+#: ROW_GROUP_ROWS of them or ROW_GROUP_BYTES of Arrow data, whichever comes first: the rows come
 #: in Arrow batches of a few thousand (tasks flush at 4096), and a row group per batch would
-#: make the batches table's files mostly row-group footers.
+#: make the batches table's files mostly row-group footers; the bytes keep what a writer holds
+#: the same whatever the table's size (65,536 txn_log rows were ~20 MiB held, issue 33).
 ROW_GROUP_ROWS = 1 << 16
+ROW_GROUP_BYTES = 2 << 20
 
 
 class TableError(Exception):
@@ -137,6 +140,7 @@ class _Open:
     writer: pq.ParquetWriter
     pending: list[pa.RecordBatch]
     pending_rows: int = 0
+    pending_bytes: int = 0
     rows: int = 0
     sink: object = None   # the store's output stream, for a URI output
 
@@ -168,7 +172,8 @@ class Parts:
             f = self._open[table] = self._start(table)
         f.pending.append(batch.append_column("as_of", pa.repeat(self._as_of, batch.num_rows)))
         f.pending_rows += batch.num_rows
-        if f.pending_rows >= ROW_GROUP_ROWS:
+        f.pending_bytes += batch.nbytes
+        if f.pending_rows >= ROW_GROUP_ROWS or f.pending_bytes >= ROW_GROUP_BYTES:
             self._write(f)
 
     def _start(self, table: str) -> _Open:
@@ -188,7 +193,7 @@ class Parts:
         if f.pending:
             f.writer.write_table(pa.Table.from_batches(f.pending), row_group_size=max(f.pending_rows, 1))
             f.rows += f.pending_rows
-            f.pending, f.pending_rows = [], 0
+            f.pending, f.pending_rows, f.pending_bytes = [], 0, 0
 
     def close(self) -> list[R.Row]:
         """Writes what is gathered, closes every file; a WRITTEN row per file."""

@@ -40,8 +40,9 @@ import re
 import time
 from datetime import datetime, timezone
 from itertools import chain, takewhile
+from operator import itemgetter
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from logscan.defaults import DEFAULT_BOOTSTRAP, DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from logscan.logdir.segment import Finding
@@ -469,6 +470,13 @@ def coordinator_index(coordinator_rows: Iterable[R.Row]) -> dict[int, list]:
 #: The order of one __consumer_offsets replica's commit rows (decode's "offset_commit"): log
 #: order (a marker's offset is its batch's, after the records it ends).
 OFFSETS_ORDER = ("offset",)
+#: The order the history step takes the coordinator's records in: each coordinator partition's
+#: log, partitions ascending.
+HISTORY_RECORD_ORDER = ("partition", "offset")
+#: What the history step reads of a txn_log row (rows.txn_record_from_row's columns).
+HISTORY_RECORD_COLUMNS = ("partition", "offset", "transactional_id", "state", "producer_id", "previous_producer_id",
+                          "next_producer_id", "producer_epoch", "transaction_timeout_ms", "partitions",
+                          "last_update_timestamp_ms", "start_timestamp_ms", "coordinator_epoch")
 #: What the history step reads of a txn_spans row.
 HISTORY_SPAN_COLUMNS = ("broker", "topic", "partition", "producer_id", "first_offset", "outcome", "duration_ms")
 #: What the groups step reads of an open span (txn_spans rows whose outcome is OPEN).
@@ -508,10 +516,21 @@ def groups(offsets: Iterable[R.Row], states: Iterable[R.Row], candidates: Iterab
     return affected(offsets, list(states), candidates, open_spans, as_of_ms)
 
 
-def impact(states: Iterable[R.Row], files: Iterable[R.Row], cleaner_checkpoints: dict[tuple[int, str, int], int],
-           configs: Iterable[R.Row], as_of_ms: int) -> list[R.Row]:
-    """The partition_impact rows, by replica: each replica's partition_state row against its
-    log segments' files rows (SEGMENT_COLUMNS, any order), its log dir's
+def by_replica(rows: Iterable[R.Row]) -> Callable[[tuple[int, str, int]], list[R.Row]]:
+    """Rows held in memory, as impact's ``segments_of`` takes them: (broker, topic, partition)
+    -> that replica's rows."""
+    grouped: dict[tuple[int, str, int], list[R.Row]] = {}
+    for r in rows:
+        grouped.setdefault((r["broker"], r["topic"], r["partition"]), []).append(r)
+    return lambda key: grouped.get(key, [])
+
+
+def impact(states: Iterable[R.Row], segments_of: Callable[[tuple[int, str, int]], Iterable[R.Row]],
+           cleaner_checkpoints: dict[tuple[int, str, int], int], configs: Iterable[R.Row], as_of_ms: int
+           ) -> Iterator[R.Row]:
+    """The partition_impact rows, a replica at a time, by (topic, partition, broker): each
+    replica's partition_state row against its log segments' files rows (``segments_of((broker,
+    topic, partition))``: SEGMENT_COLUMNS, any order, read once), its log dir's
     cleaner-offset-checkpoint entry (``cleaner_checkpoints``: by (broker, topic, partition),
     from the listing rows: replica_info's cleaner_checkpoint), the topics' configs (metadata's
     ("config", row) rows) and whether the copy shows remote storage in use."""
@@ -519,18 +538,27 @@ def impact(states: Iterable[R.Row], files: Iterable[R.Row], cleaner_checkpoints:
     by_topic: dict[str, dict[str, str]] = {}
     for c in configs:
         by_topic.setdefault(c["topic"], {})[c["name"]] = c["value"]
-    segments = [f for f in files if f["kind"] == "log_segment"]
-    return impact_rows(states, segments, cleaner_checkpoints=cleaner_checkpoints, configs=by_topic,
-                       remote_storage=remote_storage_in_copy(s["topic"] for s in states),
-                       batches=[{"broker": f["broker"], "topic": f["topic"], "partition": f["partition"],
-                                 "file": f["file"], "max_timestamp": f["max_timestamp"]}
-                                for f in segments if f.get("max_timestamp") is not None],
-                       as_of_ms=as_of_ms)
+    remote = remote_storage_in_copy(s["topic"] for s in states)
+    for state in states:
+        segments = [f for f in segments_of((state["broker"], state["topic"], state["partition"]))
+                    if f["kind"] == "log_segment"]
+        yield from impact_rows([state], segments, cleaner_checkpoints=cleaner_checkpoints, configs=by_topic,
+                               remote_storage=remote,
+                               batches=[{"broker": f["broker"], "topic": f["topic"], "partition": f["partition"],
+                                         "file": f["file"], "max_timestamp": f["max_timestamp"]}
+                                        for f in segments if f.get("max_timestamp") is not None],
+                               as_of_ms=as_of_ms)
 
 
-def history(records: Iterable[R.Row], spans: Iterable[R.Row]) -> list[R.Row]:
+def history(records: Iterable[R.Row], spans: Iterable[R.Row], order=sorted) -> list[R.Row]:
     """The transactional_id_history rows: the txn_log rows of the replica of each coordinator
-    partition that coordinator() loads (all of them, in any order), and the spans
-    (HISTORY_SPAN_COLUMNS) of each partition's served replica (served_keys): a partition's
-    transactions as consumers read them, each once."""
-    return history_rows(transactional_id_history((R.txn_record_from_row(r) for r in records), spans))
+    partition that coordinator() loads (all of them, HISTORY_RECORD_COLUMNS, in any order: put
+    in HISTORY_RECORD_ORDER here), and the spans (HISTORY_SPAN_COLUMNS) of each partition's served replica
+    (served_keys): a partition's transactions as consumers read them, each once. ``order``: a
+    stable sort with sorted()'s contract, of rows: sorted() holds them; the local executor's
+    spills them (spool.sorted_rows)."""
+    ordered = order(({c: r[c] for c in HISTORY_RECORD_COLUMNS} for r in records),
+                    key=itemgetter(*HISTORY_RECORD_ORDER))
+    return history_rows(transactional_id_history(
+        (R.txn_record_from_row(r) for r in ordered),
+        ({c: s.get(c) for c in HISTORY_SPAN_COLUMNS} for s in spans), order=order))

@@ -22,16 +22,25 @@ whose stacks count against a process's data limit (tests/robust/test_memory).
 
 from __future__ import annotations
 
+import heapq
 import marshal
 import os
 import struct
 import tempfile
-from typing import BinaryIO, Callable, Hashable, Iterator, Optional, Sequence
+from itertools import islice
+from typing import BinaryIO, Callable, Hashable, Iterable, Iterator, Optional, Sequence
 
 from . import rows as R
 
 #: Rows per chunk: a few hundred KiB in memory at a time.
 CHUNK_ROWS = 4096
+#: SpoolFolder.sorted: the rows sorted in memory at a time (a run), the runs merged at a time,
+#: and the rows per chunk of a run (what a merge holds of each run): at most SORT_RUN_ROWS rows
+#: held (SORT_FAN_IN * MERGE_CHUNK_ROWS while merging) whatever the number of rows; a pass over
+#: the rows on disk per SORT_FAN_IN-fold of runs.
+SORT_RUN_ROWS = CHUNK_ROWS
+SORT_FAN_IN = 16
+MERGE_CHUNK_ROWS = 256
 _LENGTH = struct.Struct("<Q")
 
 Key = Hashable
@@ -41,8 +50,10 @@ class Spool:
     """Rows with the columns ``names`` kept in the file ``path``, in runs by key. Add, then
     :meth:`close`, then read back with :meth:`rows`."""
 
-    def __init__(self, path: str, names: Sequence[str], order: Optional[Callable[[R.Row], tuple]] = None) -> None:
+    def __init__(self, path: str, names: Sequence[str], order: Optional[Callable[[R.Row], tuple]] = None,
+                 chunk_rows: int = CHUNK_ROWS) -> None:
         self.path = path
+        self._chunk_rows = chunk_rows
         self.names = tuple(names)
         self._order = order
         self._file: BinaryIO = open(path, "xb")
@@ -66,7 +77,7 @@ class Spool:
             self._last[key] = at
         self._pending.append(tuple(row.get(n) for n in self.names))
         self.rows_added += 1
-        if len(self._pending) >= CHUNK_ROWS:
+        if len(self._pending) >= self._chunk_rows:
             self._flush()
 
     def _flush(self) -> None:
@@ -133,11 +144,49 @@ class SpoolFolder:
     def __init__(self, dir: Optional[str] = None) -> None:
         self.path = tempfile.mkdtemp(prefix="logscan-spool-", dir=dir)
         self._spools: list[Spool] = []
+        self._sorts = 0
 
-    def spool(self, name: str, names: Sequence[str], order: Optional[Callable[[R.Row], tuple]] = None) -> Spool:
-        s = Spool(os.path.join(self.path, f"{name}.spool"), names, order)
+    def spool(self, name: str, names: Sequence[str], order: Optional[Callable[[R.Row], tuple]] = None,
+              chunk_rows: int = CHUNK_ROWS) -> Spool:
+        s = Spool(os.path.join(self.path, f"{name}.spool"), names, order, chunk_rows)
         self._spools.append(s)
         return s
+
+    def sorted(self, rows: Iterable[R.Row], key: Callable[[R.Row], tuple]) -> Iterator[R.Row]:
+        """``rows`` (dicts with the same keys) in ``key`` order, stable, as sorted() gives them,
+        holding SORT_RUN_ROWS rows at a time: runs of them sorted in memory and spooled, then
+        merged SORT_FAN_IN runs at a time (heapq.merge: among equal keys, the earlier run's
+        rows first), each run read MERGE_CHUNK_ROWS rows at a time."""
+        self._sorts += 1
+        name = f"sort-{self._sorts}"
+        rows = iter(rows)
+        run = list(islice(rows, SORT_RUN_ROWS))
+        if len(run) < SORT_RUN_ROWS:   # one run: nothing to spool
+            yield from sorted(run, key=key)
+            return
+        names = tuple(run[0])
+        spool = self.spool(f"{name}-0", names, chunk_rows=MERGE_CHUNK_ROWS)
+        count = 0
+        while run:
+            run.sort(key=key)
+            for row in run:
+                spool.add(count, row)
+            count += 1
+            run = list(islice(rows, SORT_RUN_ROWS))
+        spool.close()
+        runs = [(spool, i) for i in range(count)]
+        level = 0
+        while len(runs) > SORT_FAN_IN:   # a pass merging groups of runs into longer runs
+            level += 1
+            merged = self.spool(f"{name}-{level}", names, chunk_rows=MERGE_CHUNK_ROWS)
+            for i in range(0, len(runs), SORT_FAN_IN):
+                for row in heapq.merge(*(s.rows(k) for s, k in runs[i:i + SORT_FAN_IN]), key=key):
+                    merged.add(i, row)
+            merged.close()
+            spool.discard()
+            spool, runs = merged, [(merged, i) for i in range(0, len(runs), SORT_FAN_IN)]
+        yield from heapq.merge(*(s.rows(k) for s, k in runs), key=key)
+        spool.discard()
 
     def __enter__(self) -> "SpoolFolder":
         return self

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from itertools import chain, groupby
+from operator import itemgetter
+from typing import Callable, Iterable, Iterator, Optional
 
 from .coordinator import NO_PRODUCER_ID, TxnLogRecord
 
@@ -76,100 +78,169 @@ class IdHistory:
     last_state: Optional[str] = None   # the id's last record's state; None: a tombstone (expired)
 
 
+def _rank(n: int, p: float) -> int:
+    """The index, in ascending order, of the nearest-rank ``p`` percentile of ``n`` values."""
+    return max(0, math.ceil(p * n) - 1)
+
+
 def percentile(values: list[int], p: float) -> Optional[int]:
     """Nearest-rank percentile: the smallest value with at least ``p`` of the values at or
     below it (None for no values)."""
     if not values:
         return None
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+    return sorted(values)[_rank(len(values), p)]
 
 
-def durations(values: list[int]) -> Durations:
-    return Durations(len(values), percentile(values, 0.5), percentile(values, 0.99), max(values) if values else None)
+class _IdFold:
+    """One id's history, its records folded one at a time in log order."""
 
+    __slots__ = ("h", "_open", "_abort_began", "durations")
 
-def _producers(records: list[TxnLogRecord]) -> list[ProducerRun]:
-    runs: list[ProducerRun] = []
-    for r in records:
-        if r.state is None or r.producer_id == NO_PRODUCER_ID:
-            continue
-        if runs and runs[-1].producer_id == r.producer_id:
-            last = runs[-1]
-            runs[-1] = ProducerRun(last.producer_id, last.first_epoch, r.producer_epoch, last.first_ms,
-                                   r.last_update_timestamp_ms)
-        else:
-            runs.append(ProducerRun(r.producer_id, r.producer_epoch, r.producer_epoch, r.last_update_timestamp_ms,
-                                    r.last_update_timestamp_ms))
-    return runs
+    def __init__(self, transactional_id: str) -> None:
+        self.h = IdHistory(transactional_id)
+        # the transaction in progress: (producer id, start timestamp); and the PrepareAbort
+        # of each abort the coordinator began and has not completed yet
+        self._open: Optional[tuple[int, int]] = None
+        self._abort_began: dict[tuple[int, int], TxnLogRecord] = {}
+        self.durations = 0   # the durations add() gave
 
-
-def history_of(transactional_id: str, records: list[TxnLogRecord]) -> IdHistory:
-    """One id's history from its records in log order."""
-    h = IdHistory(transactional_id, records=len(records), producers=_producers(records))
-    h.last_state = records[-1].state if records else None
-    # a transaction: (producer id, start timestamp) -> its records' states in order
-    open_txn: Optional[tuple[int, int]] = None
-    abort_began: dict[tuple[int, int], TxnLogRecord] = {}
-    took: list[int] = []
-    for i, r in enumerate(records):
-        if r.state == "Empty" and i > 0:
+    def add(self, r: TxnLogRecord) -> Optional[int]:
+        """Takes the id's next record; gives the duration of the transaction it completes."""
+        h = self.h
+        if r.state == "Empty" and h.records > 0:
             h.fences += 1
-        if r.state in ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
-            open_txn = (r.producer_id, r.start_timestamp_ms)
-            if r.state == "PrepareAbort":
-                abort_began.setdefault(open_txn, r)
-        elif r.state in OUTCOMES:
-            key = (r.producer_id, r.start_timestamp_ms)
-            if OUTCOMES[r.state] == "COMMIT":
-                h.committed += 1
+        h.records += 1
+        h.last_state = r.state
+        if r.state is not None and r.producer_id != NO_PRODUCER_ID:
+            runs = h.producers
+            if runs and runs[-1].producer_id == r.producer_id:
+                last = runs[-1]
+                runs[-1] = ProducerRun(last.producer_id, last.first_epoch, r.producer_epoch, last.first_ms,
+                                       r.last_update_timestamp_ms)
             else:
-                h.aborted += 1
-                began = abort_began.get(key, r)
-                if began.last_update_timestamp_ms - r.start_timestamp_ms >= r.transaction_timeout_ms > 0:
-                    h.timeouts += 1
-            if r.start_timestamp_ms >= 0:
-                took.append(r.last_update_timestamp_ms - r.start_timestamp_ms)
-            open_txn = None
-        else:   # Empty, Dead, a tombstone: no transaction in progress
-            open_txn = None
-    h.open = 1 if open_txn is not None else 0
-    h.durations = durations(took)
-    return h
+                runs.append(ProducerRun(r.producer_id, r.producer_epoch, r.producer_epoch,
+                                        r.last_update_timestamp_ms, r.last_update_timestamp_ms))
+        if r.state in ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
+            self._open = (r.producer_id, r.start_timestamp_ms)
+            if r.state == "PrepareAbort":
+                self._abort_began.setdefault(self._open, r)
+            return None
+        self._open = None   # Empty, Dead, a tombstone: no transaction in progress; or its end
+        if r.state not in OUTCOMES:
+            return None
+        key = (r.producer_id, r.start_timestamp_ms)
+        began = self._abort_began.pop(key, r)
+        if OUTCOMES[r.state] == "COMMIT":
+            h.committed += 1
+        else:
+            h.aborted += 1
+            if began.last_update_timestamp_ms - r.start_timestamp_ms >= r.transaction_timeout_ms > 0:
+                h.timeouts += 1
+        if r.start_timestamp_ms < 0:
+            return None
+        self.durations += 1
+        return r.last_update_timestamp_ms - r.start_timestamp_ms
+
+    def finish(self) -> IdHistory:
+        self.h.open = 1 if self._open is not None else 0
+        return self.h
 
 
-def transactional_id_history(records: Iterable[TxnLogRecord], spans: Iterable[dict] = ()) -> dict[str, IdHistory]:
+#: A stable sort with sorted()'s contract (an iterable and key=, giving the items in order):
+#: how the history puts the spans and the durations in order. sorted() holds them all; an
+#: executor may pass one that spills to disk (logscan.scan.spool.sorted_rows).
+Order = Callable[..., Iterable[dict]]
+#: The ``kind`` of a duration row: a transaction's (its records') or a span's.
+_RECORDS, _SPANS = 0, 1
+
+
+def transactional_id_history(records: Iterable[TxnLogRecord], spans: Iterable[dict] = (), *,
+                             order: Order = sorted) -> dict[str, IdHistory]:
     """Transactional id -> its history. ``records``: every record of one replica per
-    coordinator partition (in any order: they are put in log order per partition);
-    ``spans``: txn_spans rows (every replica's; each partition's transaction counts once, its
-    closed span over an open one)."""
-    by_id: dict[str, list[TxnLogRecord]] = {}
-    for r in sorted(records, key=lambda r: (r.coordinator_partition, r.offset)):
-        by_id.setdefault(r.transactional_id, []).append(r)
-    out = {tid: history_of(tid, recs) for tid, recs in by_id.items()}
-    owner: dict[int, str] = {}
-    for tid, recs in by_id.items():
-        for r in recs:
+    coordinator partition, in (coordinator partition, offset) order (the log order of each
+    partition, partitions ascending); ``spans``: txn_spans rows (every replica's; each
+    partition's transaction counts once, its closed span over an open one), any order.
+    What is held: a fold per id and the owner of each producer id; the spans and the
+    durations go through ``order`` (by span, then by id: what the percentiles need)."""
+    folds: dict[str, _IdFold] = {}
+    owner: dict[int, tuple[int, str]] = {}   # producer id -> (first record's rank, id) of the first id naming it
+    rank: dict[str, int] = {}
+    took: list[dict] = []
+
+    def durations_of_records() -> Iterator[dict]:
+        for r in records:
+            tid = r.transactional_id
+            fold = folds.get(tid)
+            if fold is None:
+                fold = folds[tid] = _IdFold(tid)
+                rank[tid] = len(rank)
             for pid in (r.producer_id, r.previous_producer_id, r.next_producer_id):
-                if pid != NO_PRODUCER_ID:
-                    owner.setdefault(pid, tid)
-    unique: dict[tuple, dict] = {}
+                if pid != NO_PRODUCER_ID and (pid not in owner or owner[pid][0] > rank[tid]):
+                    owner[pid] = (rank[tid], tid)
+            ms = fold.add(r)
+            if ms is not None:
+                yield {"transactional_id": tid, "kind": _RECORDS, "ms": ms}
+
+    def durations_of_spans() -> Iterator[dict]:
+        spans_of: dict[str, int] = {}
+        for s in _each_transaction_once(order(spans, key=_SPAN_KEY)):
+            entry = owner.get(s["producer_id"])
+            if entry is None:
+                continue
+            tid = entry[1]
+            h = folds[tid].h
+            h.span_outcomes[s["outcome"]] = h.span_outcomes.get(s["outcome"], 0) + 1
+            if s.get("duration_ms") is not None:
+                spans_of[tid] = spans_of.get(tid, 0) + 1
+                yield {"transactional_id": tid, "kind": _SPANS, "ms": s["duration_ms"]}
+        counts.update(spans_of)
+
+    counts: dict[str, int] = {}
+    # the records first (they name the producer ids' owners), then the spans
+    values = order(chain(durations_of_records(), durations_of_spans()),
+                   key=itemgetter("transactional_id", "kind", "ms"))
+    for (tid, kind), rows in groupby(values, key=itemgetter("transactional_id", "kind")):
+        n = folds[tid].durations if kind == _RECORDS else counts[tid]
+        d = _durations_in_order((r["ms"] for r in rows), n)
+        if kind == _RECORDS:
+            folds[tid].h.durations = d
+        else:
+            folds[tid].h.span_durations = d
+    return {tid: fold.finish() for tid, fold in folds.items()}
+
+
+#: A partition's transaction, in any replica: what the spans are put in order by.
+_SPAN_KEY = itemgetter("topic", "partition", "producer_id", "first_offset")
+
+
+def _each_transaction_once(spans: Iterable[dict]) -> Iterator[dict]:
+    """Spans in _SPAN_KEY order, a transaction once: the first of its spans, or its first
+    closed one when the first is open."""
+    kept: Optional[dict] = None
     for s in spans:
-        key = (s["topic"], s["partition"], s["producer_id"], s["first_offset"])
-        if key not in unique or (unique[key]["outcome"] == "OPEN" and s["outcome"] != "OPEN"):
-            unique[key] = s
-    took: dict[str, list[int]] = {}
-    for s in unique.values():
-        tid = owner.get(s["producer_id"])
-        if tid is None:
+        if kept is not None and _SPAN_KEY(s) == _SPAN_KEY(kept):
+            if kept["outcome"] == "OPEN" and s["outcome"] != "OPEN":
+                kept = s
             continue
-        h = out[tid]
-        h.span_outcomes[s["outcome"]] = h.span_outcomes.get(s["outcome"], 0) + 1
-        if s.get("duration_ms") is not None:
-            took.setdefault(tid, []).append(s["duration_ms"])
-    for tid, values in took.items():
-        out[tid].span_durations = durations(values)
-    return out
+        if kept is not None:
+            yield kept
+        kept = s
+    if kept is not None:
+        yield kept
+
+
+def _durations_in_order(values: Iterable[int], n: int) -> Durations:
+    """The count, nearest-rank p50 and p99 and the max of ``n`` values given in ascending
+    order (a value at a time)."""
+    at50, at99 = _rank(n, 0.5), _rank(n, 0.99)
+    p50 = p99 = last = None
+    for i, v in enumerate(values):
+        if i == at50:
+            p50 = v
+        if i == at99:
+            p99 = v
+        last = v
+    return Durations(n, p50, p99, last)
 
 
 def history_rows(histories: dict[str, IdHistory]) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from operator import itemgetter
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,38 @@ def test_a_spool_is_made_to_be_written_once(tmp_path):
             folder.spool("t", NAMES)
         assert oct(os.stat(folder.path).st_mode & 0o777) == "0o700"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("rows", [0, 5, 7, 8, 9, 40, 123])
+def test_sorted_gives_what_sorted_gives_holding_a_run_at_a_time(monkeypatch, rows):
+    # runs of 4 rows merged 2 at a time: 123 rows take 31 runs and five merge passes
+    monkeypatch.setattr(S, "SORT_RUN_ROWS", 4)
+    monkeypatch.setattr(S, "SORT_FAN_IN", 2)
+    monkeypatch.setattr(S, "MERGE_CHUNK_ROWS", 3)
+    given = [{"key": (i * 7919) % 11, "seq": i, "partitions": [{"topic": "t", "partition": i % 3}]}
+             for i in range(rows)]
+    with SpoolFolder() as folder:
+        got = list(folder.sorted(iter(given), key=itemgetter("key")))
+        # equal keys keep the order they came in (sorted() is stable)
+        assert got == sorted(given, key=itemgetter("key"))
+        assert sorted(os.listdir(folder.path)) == []   # each sort's spools are gone once read
+
+
+def test_the_history_is_the_same_sorted_on_disk(monkeypatch):
+    from logscan.scan import pipeline
+    from logscan.scan.local import scan
+
+    monkeypatch.setattr(S, "SORT_RUN_ROWS", 2)
+    monkeypatch.setattr(S, "SORT_FAN_IN", 2)
+    monkeypatch.setattr(S, "MERGE_CHUNK_ROWS", 1)
+    root = Path(__file__).resolve().parents[2] / "fixtures" / "tv2" / "brokers"
+    t = scan([root]).tables
+    loaded = {(r["broker"], r["partition"]) for r in t["coordinator_state"]}
+    served = pipeline.served_keys(t["partition_state"])
+    # any order: the step puts them in its own
+    records = [r for r in t["txn_log"] if (r["broker"], r["partition"]) in loaded][::-1]
+    spans = [s for s in t["txn_spans"] if (s["broker"], s["topic"], s["partition"]) in served][::-1]
+    with SpoolFolder() as folder:
+        on_disk = pipeline.history(records, spans, order=folder.sorted)
+    assert on_disk == pipeline.history(records, spans) == t["transactional_id_history"]
+    assert on_disk and any(r["duration_p50_ms"] is not None for r in on_disk)

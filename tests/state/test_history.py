@@ -38,7 +38,8 @@ def cluster(request):
     t = result.tables
     # the replica of each coordinator partition the coordinator loads (coordinator_state's)
     loaded = {(r["broker"], r["partition"]) for r in t["coordinator_state"]}
-    records = [txn_record_from_row(r) for r in t["txn_log"] if (r["broker"], r["partition"]) in loaded]
+    records = sorted((txn_record_from_row(r) for r in t["txn_log"] if (r["broker"], r["partition"]) in loaded),
+                     key=lambda r: (r.coordinator_partition, r.offset))   # the order the history takes
     return truth, transactional_id_history(records, t["txn_spans"]), t
 
 

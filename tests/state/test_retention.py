@@ -338,7 +338,7 @@ def test_the_segments_newest_timestamps_serve_min_compaction_lag():
     lag = as_of - mine[2][1] + 1
     configs = [{"topic": "compacted", "name": "min.compaction.lag.ms", "value": str(lag)},
                {"topic": "compacted", "name": "cleanup.policy", "value": "compact"}]
-    got = pipeline.impact(tables["partition_state"], tables["files"], {}, configs, as_of)
+    got = list(pipeline.impact(tables["partition_state"], pipeline.by_replica(tables["files"]), {}, configs, as_of))
     want = impact_rows(tables["partition_state"], tables["files"], cleaner_checkpoints={},
                        configs={"compacted": {c["name"]: c["value"] for c in configs}}, remote_storage=False,
                        batches=[{**f, "max_timestamp": newest.get(f["file"], -1)} for f in segments], as_of_ms=as_of)
