@@ -203,6 +203,7 @@ def tables(blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset
 
 def _streamed(frame) -> Iterator[R.Row]:
     """A frame's rows as plain values, streamed to the driver a partition at a time
-    (toLocalIterator): what grows with the copy's traffic is never collected whole."""
-    for row in frame.toLocalIterator():
+    (toLocalIterator; the next partition's job runs while one is read): what grows with the
+    copy's traffic is never collected whole."""
+    for row in frame.toLocalIterator(prefetchPartitions=True):
         yield row.asDict(recursive=True)

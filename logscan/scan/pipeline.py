@@ -556,7 +556,7 @@ def history(records: Iterable[R.Row], spans: Iterable[R.Row], order=sorted) -> l
     in HISTORY_RECORD_ORDER here), and the spans (HISTORY_SPAN_COLUMNS) of each partition's served replica
     (served_keys): a partition's transactions as consumers read them, each once. ``order``: a
     stable sort with sorted()'s contract, of rows: sorted() holds them; the local executor's
-    spills them (spool.sorted_rows)."""
+    spills them to disk (spool.SpoolFolder.sorted)."""
     ordered = order(({c: r[c] for c in HISTORY_RECORD_COLUMNS} for r in records),
                     key=itemgetter(*HISTORY_RECORD_ORDER))
     return history_rows(transactional_id_history(

@@ -148,7 +148,7 @@ class _IdFold:
 
 #: A stable sort with sorted()'s contract (an iterable and key=, giving the items in order):
 #: how the history puts the spans and the durations in order. sorted() holds them all; an
-#: executor may pass one that spills to disk (logscan.scan.spool.sorted_rows).
+#: executor may pass one that spills to disk (logscan.scan.spool.SpoolFolder.sorted).
 Order = Callable[..., Iterable[dict]]
 #: The ``kind`` of a duration row: a transaction's (its records') or a span's.
 _RECORDS, _SPANS = 0, 1
@@ -165,7 +165,6 @@ def transactional_id_history(records: Iterable[TxnLogRecord], spans: Iterable[di
     folds: dict[str, _IdFold] = {}
     owner: dict[int, tuple[int, str]] = {}   # producer id -> (first record's rank, id) of the first id naming it
     rank: dict[str, int] = {}
-    took: list[dict] = []
 
     def durations_of_records() -> Iterator[dict]:
         for r in records:
