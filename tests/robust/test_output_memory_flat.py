@@ -73,7 +73,8 @@ class _WholeLog(G.Generator):
 
 def _generate(out: Path, size_mb: int) -> dict:
     args = argparse.Namespace(out=str(out), size_mb=size_mb, brokers=3, partitions=30, replication=3, segment_mb=1,
-                              hanging=4, seed=1, batch_kib=1, codecs=["none"], reuse=False)
+                              hanging=4, seed=1, batch_kib=1, batch_bytes=None, codecs=["none"],
+                              reuse=False)
     return _WholeLog(args).run()
 
 
