@@ -30,3 +30,16 @@ def trimmed_clusters() -> dict[str, Path]:
 
 KILLED_CLUSTERS = killed_clusters()
 TRIMMED_CLUSTERS = trimmed_clusters()
+#: Every fixture cluster with a recorded truth.json, each release's: fixtures/<cluster>/ by
+#: name, then the killed and the trimmed ones, restored.
+FIXTURE_CLUSTERS = (sorted(p.parent.parent for p in (REPO / "fixtures").glob("*/truth/truth.json"))
+                    + KILLED_CLUSTERS + list(TRIMMED_CLUSTERS.values()))
+#: Each cluster's folder by name (a restored cluster's is under .work).
+CLUSTER_ROOTS = {c.name: c for c in FIXTURE_CLUSTERS}
+
+
+def markers_pending_notes(truth: dict) -> dict:
+    """The notes of the markers_pending scenario (pending, Kafka 4.1.1), which killed-3.9 and
+    killed-4.4 ran on their release as killed_broker."""
+    notes = truth["scenario_notes"]
+    return notes.get("markers_pending") or notes["killed_broker"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.killed_fixtures import KILLED_CLUSTERS, TRIMMED_CLUSTERS
+from tests.killed_fixtures import FIXTURE_CLUSTERS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -15,8 +15,7 @@ def fixture_clusters() -> list[Path]:
     """Every fixtures/<cluster>/ that carries a recorded truth.json, and the SIGKILLed-broker
     clusters of fixtures/killed and the clusters of fixtures/trimmed as restored for reading
     (tests/killed_fixtures.py)."""
-    return (sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")) + KILLED_CLUSTERS
-            + list(TRIMMED_CLUSTERS.values()))
+    return FIXTURE_CLUSTERS
 
 
 def load_truth(cluster_dir: Path) -> dict:

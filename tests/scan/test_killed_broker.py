@@ -22,7 +22,7 @@ import pytest
 
 from logscan.scan.local import scan
 from logscan.state.producer_state import FROM_SNAPSHOT
-from tests.killed_fixtures import KILLED_CLUSTERS, STORED
+from tests.killed_fixtures import KILLED_CLUSTERS, STORED, markers_pending_notes
 from tools.kafka.trimmed import LIMIT_BYTES
 
 PENDING = Path(__file__).resolve().parents[2] / "fixtures" / "pending"
@@ -42,8 +42,7 @@ def killed(request):
     """(cluster folder, truth, the scenario's notes): ``markers_pending`` on 4.1.1, the same
     scenario as ``killed_broker`` on 3.9.2 and 4.4.0."""
     truth = json.loads((request.param / "truth" / "truth.json").read_text())
-    notes = truth["scenario_notes"]
-    return request.param, truth, notes.get("markers_pending") or notes["killed_broker"]
+    return request.param, truth, markers_pending_notes(truth)
 
 
 def test_the_killed_clusters_are_of_the_releases_they_name():

@@ -15,11 +15,7 @@ import pytest
 
 from logscan.scan.local import assess_partitions, scan
 from logscan.state.snapshots import CLEANED_PRODUCER
-from tests.killed_fixtures import KILLED_CLUSTERS, TRIMMED_CLUSTERS
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-CLUSTERS = (sorted(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")) + KILLED_CLUSTERS
-            + list(TRIMMED_CLUSTERS.values()))
+from tests.killed_fixtures import FIXTURE_CLUSTERS as CLUSTERS
 
 
 def _none(text):

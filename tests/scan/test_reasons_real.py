@@ -1,5 +1,7 @@
-"""Every reason code of logscan.state.hanging, proven on files a real Kafka 4.1.1 broker wrote
-(the three genuinely hanging kinds also on Kafka 4.4.0's and 3.9.2's: kafka-4.4, kafka-3.9).
+"""Every reason code of logscan.state.hanging, proven on files a real Kafka 4.1.1 broker wrote,
+and each scenario's reasons on every release that ran it (kafka-3.9 and kafka-4.4: the three
+genuinely hanging kinds and txn_open; killed-3.9 and killed-4.4: markers_pending, as restored
+by tests/killed_fixtures.py); the plans equal find-hanging's lists on every fixture cluster.
 
 Each case was made on a live cluster by tools/kafka (fixtures/README.md describes the
 scenarios) and what Kafka's own tools said about it then is in truth.json: find-hanging's
@@ -27,6 +29,7 @@ from logscan.cli import main
 from logscan.scan.summary import EXIT_HANGING
 from logscan.scan.local import assess_partitions, scan
 from logscan.state import hanging
+from tests.killed_fixtures import CLUSTER_ROOTS, FIXTURE_CLUSTERS, markers_pending_notes
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 MAX_TIMEOUT_MS = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
@@ -36,8 +39,13 @@ ALL_REASONS = {hanging.NO_COORDINATOR_RECORD, hanging.COORDINATOR_MOVED_ON,
                hanging.REPLICAS_DISAGREE, hanging.COORDINATOR_STUCK_PREPARING}
 
 
+def _root(cluster: str) -> Path:
+    """fixtures/<cluster>, or a killed or trimmed cluster's restored copy."""
+    return CLUSTER_ROOTS.get(cluster, FIXTURES / cluster)
+
+
 def _truth(cluster: str) -> dict:
-    path = FIXTURES / cluster / "truth" / "truth.json"
+    path = _root(cluster) / "truth" / "truth.json"
     if not path.exists():
         pytest.skip(f"fixtures/{cluster} not built (make fixtures)")
     return json.loads(path.read_text())
@@ -50,7 +58,7 @@ def _scanned(cluster: str):
     """(truth, scan of the copy at the time truth was recorded), once per cluster."""
     if cluster not in _SCANS:
         truth = _truth(cluster)
-        _SCANS[cluster] = truth, scan([FIXTURES / cluster / "brokers"], as_of_ms=truth["recorded_at_ms"])
+        _SCANS[cluster] = truth, scan([_root(cluster) / "brokers"], as_of_ms=truth["recorded_at_ms"])
     return _SCANS[cluster]
 
 
@@ -103,7 +111,7 @@ def _plans(result) -> dict[tuple, object]:
 def _without(tmp_path: Path, cluster: str, pattern: str) -> Path:
     """A copy of the cluster's brokers without the folders matching ``pattern``."""
     copy = tmp_path / cluster / "brokers"
-    shutil.copytree(FIXTURES / cluster / "brokers", copy)
+    shutil.copytree(_root(cluster) / "brokers", copy)
     removed = [d for d in copy.glob(pattern) if d.is_dir()]
     assert removed, pattern
     for d in removed:
@@ -184,7 +192,11 @@ def test_ongoing_transaction_with_a_partition_never_added():
     assert (live["topic"], live["partition"], live["producer_id"], live["start_offset"]) not in plans
 
 
-@pytest.mark.parametrize("cluster", ["tv1", "tv2"])
+# The clusters that ran txn_open: Kafka 4.1.1 (TV1, TV2), 4.4.0 (TV2), 3.9.2 (TV0).
+TXN_OPEN_CLUSTERS = ("tv1", "tv2", "jbod", "kafka-4.4", "kafka-3.9")
+
+
+@pytest.mark.parametrize("cluster", TXN_OPEN_CLUSTERS)
 def test_still_open_transaction_past_the_timeout_is_coordinator_ongoing(cluster):
     """txn_open, seen from a time past the max transaction timeout (--as-of): a candidate
     by age, but the coordinator's Ongoing transaction lists the partition, so find-hanging's
@@ -199,7 +211,7 @@ def test_still_open_transaction_past_the_timeout_is_coordinator_ongoing(cluster)
     (described,) = truth["describe"][notes["transactional_id"]]["rows"]
     assert described["TransactionState"] == "Ongoing"
     as_of = truth["recorded_at_ms"] + MAX_TIMEOUT_MS
-    result = scan([FIXTURES / cluster / "brokers"], as_of_ms=as_of)
+    result = scan([_root(cluster) / "brokers"], as_of_ms=as_of)
     mine = [c for c in result.tables["hanging_candidates"] if c["producer_id"] == int(described["ProducerId"])]
     assert {(c["topic"], c["partition"]) for c in mine} == open_on
     assert len(mine) == sum(len(_replicas(truth, *tp)) for tp in open_on)
@@ -211,9 +223,15 @@ def test_still_open_transaction_past_the_timeout_is_coordinator_ongoing(cluster)
 
 # ---- decided transactions whose markers are stuck: never abort ------------------------
 
-def test_prepare_commit_and_prepare_abort_are_markers_pending_on_every_replica():
-    truth, result = _scanned("pending")
-    notes = truth["scenario_notes"]["markers_pending"]
+# The clusters that ran markers_pending, one node stopped before the coordinators' EndTxn:
+# Kafka 4.1.1 (pending), and as killed_broker, the node SIGKILLed, 3.9.2 and 4.4.0.
+PENDING_CLUSTERS = ("pending", "killed-3.9", "killed-4.4")
+
+
+@pytest.mark.parametrize("cluster", PENDING_CLUSTERS)
+def test_prepare_commit_and_prepare_abort_are_markers_pending_on_every_replica(cluster):
+    truth, result = _scanned(cluster)
+    notes = markers_pending_notes(truth)
     states = {"prepare_commit": "PrepareCommit", "prepare_abort": "PrepareAbort"}
     assert {t["kind"] for t in notes["open"]} == set(states)
     part = next(p for p in truth["partitions"] if (p["topic"], p["partition"]) == (notes["topic"], 0))
@@ -243,25 +261,27 @@ def test_prepare_commit_and_prepare_abort_are_markers_pending_on_every_replica()
             assert states[txn["kind"]] in c["evidence"] and "roll forward" in c["evidence"]
 
 
-def test_prepare_abort_after_a_restart_carries_the_bumped_epoch():
+@pytest.mark.parametrize("cluster", PENDING_CLUSTERS)
+def test_prepare_abort_after_a_restart_carries_the_bumped_epoch(cluster):
     """The restarted producer's InitProducerId made the coordinator bump the epoch before
     aborting: its PrepareAbort record is one epoch above the data, and still
     markers_pending (the marker will carry the new epoch and end the old transaction)."""
-    truth, result = _scanned("pending")
-    notes = truth["scenario_notes"]["markers_pending"]
+    truth, result = _scanned(cluster)
+    notes = markers_pending_notes(truth)
     txn = next(t for t in notes["open"] if t["kind"] == "prepare_abort")
     (described,) = truth["describe"][txn["transactional_id"]]["rows"]
     assert int(described["ProducerEpoch"]) == txn["producer_epoch"] + 1
     assert _coordinator(result)[txn["transactional_id"]]["producer_epoch"] == txn["producer_epoch"] + 1
 
 
-def test_no_abort_is_ever_planned_for_markers_pending():
-    truth, result = _scanned("pending")
-    notes = truth["scenario_notes"]["markers_pending"]
+@pytest.mark.parametrize("cluster", PENDING_CLUSTERS)
+def test_no_abort_is_ever_planned_for_markers_pending(cluster):
+    truth, result = _scanned(cluster)
+    notes = markers_pending_notes(truth)
     assert result.tables["abort_plans"] == []
     # Not at any age either: a week later (the Prepare records older than the max timeout: the
     # coordinator may be stuck, tests/scan/test_stuck_preparing.py), or with a zero max timeout.
-    later = scan([FIXTURES / "pending" / "brokers"], as_of_ms=truth["recorded_at_ms"] + 7 * 86_400_000)
+    later = scan([_root(cluster) / "brokers"], as_of_ms=truth["recorded_at_ms"] + 7 * 86_400_000)
     assert {c["reason"] for c in later.tables["hanging_candidates"]
             if c["topic"] == notes["topic"]} == {hanging.COORDINATOR_STUCK_PREPARING}
     assert later.tables["abort_plans"] == []
@@ -269,9 +289,10 @@ def test_no_abort_is_ever_planned_for_markers_pending():
     assert zero and not [c for c in zero if c["hanging"] is True]
 
 
-def test_cli_on_the_pending_cluster_reports_markers_pending_and_plans_nothing():
-    as_of = str(_truth("pending")["recorded_at_ms"])
-    brokers = str(FIXTURES / "pending" / "brokers")
+@pytest.mark.parametrize("cluster", PENDING_CLUSTERS)
+def test_cli_on_the_pending_cluster_reports_markers_pending_and_plans_nothing(cluster):
+    as_of = str(_truth(cluster)["recorded_at_ms"])
+    brokers = str(_root(cluster) / "brokers")
     scanned = CliRunner().invoke(main, ["scan", brokers, "--as-of", as_of, "--format", "json"])
     rows = [json.loads(line) for line in scanned.output.splitlines()]
     assert scanned.exit_code == 0, scanned.output  # nothing hanging, no damage
@@ -284,12 +305,13 @@ def test_cli_on_the_pending_cluster_reports_markers_pending_and_plans_nothing():
         assert (planned.exit_code, planned.output) == (0, ""), planned.output
 
 
-def test_stopped_follower_that_missed_both_markers_is_replicas_disagree():
+@pytest.mark.parametrize("cluster", PENDING_CLUSTERS)
+def test_stopped_follower_that_missed_both_markers_is_replicas_disagree(cluster):
     """The node stopped before EndTxn lacks the COMMIT and ABORT markers of pending-done/0
     that the two live replicas wrote; it is behind, so logscan says a lagging follower, not
     a hang. Kafka could not be asked on that node; on the live ones nothing was hanging."""
-    truth, result = _scanned("pending")
-    notes = truth["scenario_notes"]["markers_pending"]
+    truth, result = _scanned(cluster)
+    notes = markers_pending_notes(truth)
     stopped = notes["stopped_broker"]
     assert truth["stopped_brokers"] == [stopped]
     assert truth["find_hanging"] and not any(
@@ -310,11 +332,12 @@ def test_stopped_follower_that_missed_both_markers_is_replicas_disagree():
 
 # ---- the copy cannot tell -------------------------------------------------------------
 
-def test_without_transaction_state_a_committing_transaction_is_undetermined(tmp_path):
-    truth = _truth("pending")
-    copy = _without(tmp_path, "pending", "*/__transaction_state-*")
+@pytest.mark.parametrize("cluster", PENDING_CLUSTERS)
+def test_without_transaction_state_a_committing_transaction_is_undetermined(tmp_path, cluster):
+    truth = _truth(cluster)
+    copy = _without(tmp_path, cluster, "*/__transaction_state-*")
     result = scan([copy], as_of_ms=truth["recorded_at_ms"])
-    notes = truth["scenario_notes"]["markers_pending"]
+    notes = markers_pending_notes(truth)
     assert _coordinator(result) == {}
     for txn in notes["open"]:
         found = _candidates(result, txn["topic"], txn["partition"], txn["producer_id"])
@@ -340,16 +363,17 @@ def test_without_transaction_state_the_hanging_ones_are_undetermined_too(tmp_pat
     assert "incomplete copy" in scanned.output
 
 
-def test_copy_lacking_only_the_last_transaction_state_partition_plans_no_abort(tmp_path):
+@pytest.mark.parametrize("cluster", PENDING_CLUSTERS)
+def test_copy_lacking_only_the_last_transaction_state_partition_plans_no_abort(tmp_path, cluster):
     """prepare-commit's record is in __transaction_state-2, the last partition. Without that
     folder the copy cannot show its PrepareCommit; logscan must not take the silence for
     "no coordinator record" and plan an abort of a transaction the coordinator commits."""
-    truth, full = _scanned("pending")
-    notes = truth["scenario_notes"]["markers_pending"]
+    truth, full = _scanned(cluster)
+    notes = markers_pending_notes(truth)
     rec = _coordinator(full)[notes["commit_id"]]
     last = max(r["partition"] for r in _coordinator(full).values())
     assert rec["partition"] == last == 2
-    copy = _without(tmp_path, "pending", f"*/__transaction_state-{last}")
+    copy = _without(tmp_path, cluster, f"*/__transaction_state-{last}")
     result = scan([copy], as_of_ms=truth["recorded_at_ms"])
     txn = next(t for t in notes["open"] if t["transactional_id"] == notes["commit_id"])
     for c in _candidates(result, txn["topic"], txn["partition"], txn["producer_id"]).values():
@@ -373,13 +397,18 @@ def test_every_reason_code_is_shown_on_real_files(tmp_path):
     assert seen == ALL_REASONS
 
 
-def test_hanging_cluster_plans_exactly_what_find_hanging_listed():
-    truth, result = _scanned("hanging")
+@pytest.mark.parametrize("cluster", [c.name for c in FIXTURE_CLUSTERS])
+def test_each_cluster_plans_exactly_what_find_hanging_listed(cluster):
+    """On every cluster of every release: an abort planned for each transaction find-hanging
+    listed on some broker (at either max timeout), and for no other; none where it listed none."""
+    truth, result = _scanned(cluster)
     listed = {(r["Topic"], int(r["Partition"]), int(r["ProducerId"]), int(r["StartOffset"]))
               for run in truth["find_hanging"].values() for r in run["rows"]}
-    assert listed and set(_plans(result)) == listed
-    out = CliRunner().invoke(main, ["plan", str(FIXTURES / "hanging" / "brokers"), "--as-of",
+    assert truth["find_hanging"] and set(_plans(result)) == listed
+    if cluster in HANGING_TXNS_CLUSTERS:
+        assert listed
+    out = CliRunner().invoke(main, ["plan", str(_root(cluster) / "brokers"), "--as-of",
                                     str(truth["recorded_at_ms"]), "--format", "json"])
-    assert out.exit_code == EXIT_HANGING
+    assert out.exit_code == (EXIT_HANGING if listed else 0), out.output
     assert {(p["topic"], p["partition"], p["producer_id"], p["start_offset"])
             for p in map(json.loads, out.output.splitlines())} == listed

@@ -28,14 +28,13 @@ from spark_jobs import scan as spark_scan  # noqa: E402
 from spark_jobs import source, tasks  # noqa: E402
 from logscan.scan.output import TAGS  # noqa: E402
 from spark_jobs.session import DELTA_LIBS  # noqa: E402
-from tests.killed_fixtures import KILLED_CLUSTERS, TRIMMED_CLUSTERS  # noqa: E402
+from tests.killed_fixtures import FIXTURE_CLUSTERS, KILLED_CLUSTERS, TRIMMED_CLUSTERS  # noqa: E402
 from tests.spark import assert_tables_equal, local_session, table  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 # with the SIGKILLed-broker clusters of 3.9.2 and 4.4.0 and the trimmed ones (marker epochs on
 # 4.4.0, share groups on 4.1.1 and 4.4.0), restored (tests/killed_fixtures.py)
-CLUSTERS = sorted([*(p.parent.parent for p in FIXTURES.glob("*/truth/truth.json")), *KILLED_CLUSTERS,
-                   *TRIMMED_CLUSTERS.values()], key=lambda p: p.name)
+CLUSTERS = sorted(FIXTURE_CLUSTERS, key=lambda p: p.name)
 ROOTS = {c.name: c for c in CLUSTERS}  # scan_id -> the cluster's folder
 #: Tables a fixture cluster always has rows in.
 NEVER_EMPTY = {"files", "batches", "txn_log", "coordinator_state", "producer_snapshots", "producer_state",
