@@ -197,11 +197,15 @@ def _batches(dump: Path) -> list[tuple[int, int, int, bool, bool]]:
     return out
 
 
-@pytest.mark.parametrize("cluster_name,bump", [("tv2", 1), ("tv1", 0)])
-def test_java_client_marker_epochs(cluster_name, bump):
+@pytest.mark.parametrize("cluster_name", ["tv2", "tv1", "kafka-4.4", "kafka-3.9"])
+def test_java_client_marker_epochs(cluster_name):
+    """The Java client's markers in kafka-dump-log's text: one epoch above the data's on a TV2
+    cluster (KIP-890: the coordinator bumps the epoch at every EndTxn), the data's own below
+    TV2, on Kafka 4.1.1 (tv2, tv1), 4.4.0 (TV2) and 3.9.2 (TV0)."""
     truth = _truth(cluster_name)
     if "java_tv2" not in truth.get("scenarios", []):
         pytest.skip(f"java_tv2 not in fixtures/{cluster_name}")
+    bump = 1 if truth["transaction_version"] >= 2 else 0
     dumps = sorted((FIXTURES / cluster_name / "truth" / "dump").glob("broker-*/java-txn-0/*.log.txt"))
     assert dumps
     for dump in dumps:
@@ -218,8 +222,11 @@ def test_java_client_marker_epochs(cluster_name, bump):
         assert markers >= 3, (dump, batches)  # two commits and one abort
 
 
-def test_hanging_truth_matches_creation():
-    truth = _truth("hanging")
+@pytest.mark.parametrize("cluster_name", ["hanging", "jbod", "kafka-4.4", "kafka-3.9"])
+def test_hanging_truth_matches_creation(cluster_name):
+    """Each release's find-hanging (4.1.1, 4.4.0, 3.9.2) listed the three hanging kinds the
+    scenario made, at their start offsets, where each partition's LSO stayed."""
+    truth = _truth(cluster_name)
     created = truth["scenario_notes"]["hanging_txns"]["hanging"]
     assert {t["kind"] for t in created} == {"unknown_producer", "never_added", "missed_marker"}
     for broker, run in truth["find_hanging"].items():
