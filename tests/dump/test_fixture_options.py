@@ -1,15 +1,16 @@
-"""`logscan dump` against the real kafka-dump-log 4.1.1 on the real-broker fixture files, for
-every option combination that makes sense per file kind.
+"""`logscan dump --kafka-version V` against the real kafka-dump-log of release V on the files
+real brokers of that release wrote, for every option combination that makes sense per file
+kind: 4.1.1's tool on fixtures/{tv1,tv2,hanging}, 3.9.2's on fixtures/kafka-3.9, 4.4.0's on
+fixtures/kafka-4.4.
 
 test_fixtures.py replays ONE recorded option set per file; test_differential.py runs every
-option on encoder-made files. This module closes the gap: every file of the fixture clusters
-(fixtures/{tv1,tv2,hanging}/brokers, written by real 4.1.1 brokers) under every option set,
-with the real tool run now.
+option on encoder-made files. This module closes the gap: every file of those clusters under
+every option set, with the real tool run now.
 
-Cost: kafka-dump-log runs inside ONE JVM (tools/kafka/cluster.py ``run_java_tools``), one tool
-invocation per option set with ``--files`` listing every file of that kind across the three
-clusters; `logscan dump` runs in-process (click's runner) with the same ``--files`` (so no
-automatic decoder is picked from a partition directory).
+Cost: per release, kafka-dump-log runs inside ONE JVM (tools/kafka/cluster.py
+``run_java_tools``), one tool invocation per option set with ``--files`` listing every file of
+that kind across the release's clusters; `logscan dump` runs in-process (click's runner) with
+the same ``--files`` (so no automatic decoder is picked from a partition directory).
 
 Where kafka-dump-log dies part-way (a coordinator decoder meeting a record without a key, an
 Integer/Long decoder meeting fewer than 4/8 bytes, a .index entry whose --max-message-size slice
@@ -33,31 +34,32 @@ import pytest
 from click.testing import CliRunner
 
 from logscan.cli import main
+from logscan.dump.versions import RELEASES
+from tools.kafka.cluster import jars_present, libs_for
 
 from .kafkatool import kafka_stderr_lines, logscan_kafka_stderr_lines, requires_kafka
 
 pytestmark = [pytest.mark.kafka, requires_kafka]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-# The 4.1.1 clusters only: the tool run here is 4.1.1's, and logscan prints 4.1.1's text
-# (--kafka-version 4.1, by tests.dump.kafkatool); the other releases' tools are compared in
-# test_fixtures.py (each cluster's own) and test_kafka_releases.py.
-CLUSTERS = ("tv1", "tv2", "hanging")
+# Each release's clusters, whose files its tool and `logscan dump --kafka-version` are run on
+# (the other releases' tools on the 4.1.1 clusters' files: test_kafka_releases.py).
+CLUSTERS = {"4.1": ("tv1", "tv2", "hanging"), "3.9": ("kafka-3.9",), "4.4": ("kafka-4.4",)}
 DECODER_PKG = "org.apache.kafka.tools.api."
 INTERNAL_DECODERS = {"__transaction_state-": "--transaction-log-decoder",
                      "__consumer_offsets-": "--offsets-decoder",
                      "__cluster_metadata-": "--cluster-metadata-decoder"}
 
 
-def _fixture_files() -> dict[str, list[str]]:
-    """Absolute paths by kind: log (every .log) and its subsets per internal topic, index,
+def _fixture_files(clusters) -> dict[str, list[str]]:
+    """Absolute paths by kind, in ``clusters``: log (every .log) and its subsets per internal topic, index,
     timeindex, txnindex, snapshot (producer state), checkpoint (KRaft bootstrap snapshots),
     other (what kafka-dump-log ignores), nodot (names without a dot, which it dies on)."""
     kinds: dict[str, list[str]] = {k: [] for k in ("log", "index", "timeindex", "txnindex",
                                                    "snapshot", "checkpoint", "user", "other",
                                                    "nodot")}
     kinds.update({opt: [] for opt in INTERNAL_DECODERS.values()})
-    for cluster in CLUSTERS:
+    for cluster in clusters:
         brokers = FIXTURES / cluster / "brokers"
         for path in sorted(brokers.rglob("*")):
             suffix = path.suffix.lstrip(".")
@@ -73,7 +75,7 @@ def _fixture_files() -> dict[str, list[str]]:
     return kinds
 
 
-FILES = _fixture_files()
+FILES = {version: _fixture_files(clusters) for version, clusters in CLUSTERS.items()}
 
 LOG_OPTIONS = [
     [],
@@ -116,18 +118,19 @@ INDEX_OPTIONS = [
 class Case:
     kind: str
     options: tuple[str, ...]
+    version: str = "4.1"
 
     @property
     def id(self) -> str:
         opts = " ".join(o.replace(DECODER_PKG, "") for o in self.options) or "default"
-        return f"{self.kind}: {opts}"
+        return f"{self.version} {self.kind}: {opts}"
 
     @property
     def files(self) -> list[str]:
-        return FILES[self.kind]
+        return FILES[self.version][self.kind]
 
 
-CASES = ([Case("log", tuple(o)) for o in LOG_OPTIONS]
+OPTION_SETS = ([Case("log", tuple(o)) for o in LOG_OPTIONS]
          + [Case(o[0], tuple(o)) for o in MATCHED_DECODER_OPTIONS]
          + [Case(k, tuple(o)) for k in ("index", "timeindex") for o in INDEX_OPTIONS]
          + [Case(k, tuple(o)) for k in ("txnindex", "snapshot")
@@ -136,29 +139,39 @@ CASES = ([Case("log", tuple(o)) for o in LOG_OPTIONS]
              [], ["--deep-iteration"], ["--print-data-log"], ["--cluster-metadata-decoder"],
              ["--cluster-metadata-decoder", "--skip-record-metadata"])]
          + [Case("other", ())])
-# kafka-dump-log 4.1.1 dies (StringIndexOutOfBoundsException from
+CASES = [Case(c.kind, c.options, version) for version in CLUSTERS for c in OPTION_SETS]
+# kafka-dump-log 3.9.2 and 4.1.1 die (StringIndexOutOfBoundsException from
 # filename.substring(filename.lastIndexOf("."))) on a name without a dot, such as
 # leader-epoch-checkpoint; logscan deliberately ignores it like any unknown file (dumper.py).
-DOTLESS = Case("nodot", ())
+# 4.4.0's (the Java DumpLogSegments) ignores it as logscan does: "Ignoring unknown file", exit 0.
+DOTLESS = {version: Case("nodot", (), version) for version in CLUSTERS}
+DIES_ON_DOTLESS = {"3.9": True, "4.1": True, "4.4": False}
+
+_RUNS: dict[str, tuple[dict, dict]] = {}
 
 
-@pytest.fixture(scope="module")
-def kafka_runs():
-    """{case: batch result} and {(case, file): single-file result}, from at most two JVMs."""
+def kafka_runs(version: str) -> tuple[dict, dict]:
+    """{case: batch result} and {(case, file): single-file result} of the release's tool, from
+    at most two JVMs per release, run once per release in the module."""
     from tools.kafka.cluster import run_java_tools
 
-    cases = [c for c in [*CASES, DOTLESS] if c.files]
-    batch = dict(zip(cases, run_java_tools(
-        [("kafka-dump-log", ["--files", ",".join(c.files), *c.options]) for c in cases])))
-    died = [c for c in cases if batch[c].returncode != 0]
-    single_jobs = [(c, f) for c in died for f in c.files]
-    single = dict(zip(single_jobs, run_java_tools(
-        [("kafka-dump-log", ["--files", f, *c.options]) for c, f in single_jobs])))
-    return batch, single
+    if version not in _RUNS:
+        libs = libs_for(RELEASES[version])
+        if not jars_present(libs, RELEASES[version]):
+            pytest.skip(f"no Kafka {RELEASES[version]} jars: make kafka-jars KAFKA_VERSION={RELEASES[version]}")
+        cases = [c for c in [*CASES, DOTLESS[version]] if c.version == version and c.files]
+        batch = dict(zip(cases, run_java_tools(
+            [("kafka-dump-log", ["--files", ",".join(c.files), *c.options]) for c in cases], libs)))
+        died = [c for c in cases if batch[c].returncode != 0]
+        single_jobs = [(c, f) for c in died for f in c.files]
+        single = dict(zip(single_jobs, run_java_tools(
+            [("kafka-dump-log", ["--files", f, *c.options]) for c, f in single_jobs], libs)))
+        _RUNS[version] = batch, single
+    return _RUNS[version]
 
 
-def _logscan(files: list[str], options) -> tuple[int, str, bytes]:
-    result = CliRunner().invoke(main, ["dump", "--kafka-version", "4.1", "--files", ",".join(files), *options])
+def _logscan(files: list[str], options, version: str) -> tuple[int, str, bytes]:
+    result = CliRunner().invoke(main, ["dump", "--kafka-version", version, "--files", ",".join(files), *options])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     # Not result.stdout: click's runner turns CRLF into LF there.
@@ -192,9 +205,9 @@ def _not_a_prefix(ours: str, kafka: str) -> str | None:
     return None if ours.startswith(kafka) else _text_difference(ours, kafka)
 
 
-def _compare_full(where: str, kafka, files: list[str], options) -> list[str]:
+def _compare_full(where: str, kafka, files: list[str], options, version: str) -> list[str]:
     """kafka-dump-log exited 0: stdout and the Kafka part of stderr must be equal."""
-    _, out, err = _logscan(files, options)
+    _, out, err = _logscan(files, options, version)
     problems = []
     if out != kafka.stdout:
         problems.append(f"{where}: stdout differs at " + _text_difference(out, kafka.stdout))
@@ -205,10 +218,10 @@ def _compare_full(where: str, kafka, files: list[str], options) -> list[str]:
     return problems
 
 
-def _compare_died(where: str, kafka, files: list[str], options) -> list[str]:
+def _compare_died(where: str, kafka, files: list[str], options, version: str) -> list[str]:
     """kafka-dump-log died: its stdout (ending in the unfinished line of the record it died
     on) starts logscan's; logscan exits non-zero with a finding naming the file."""
-    code, out, err = _logscan(files, options)
+    code, out, err = _logscan(files, options, version)
     problems = []
     wrong = _not_a_prefix(out, kafka.stdout)
     if wrong:
@@ -223,45 +236,56 @@ def _compare_died(where: str, kafka, files: list[str], options) -> list[str]:
     return problems
 
 
-def test_fixture_kinds_present():
-    """The fixture trees hold every kind this module claims to cover."""
+@pytest.mark.parametrize("version", list(CLUSTERS))
+def test_fixture_kinds_present(version):
+    """Each release's fixture trees hold every kind this module claims to cover."""
     for kind in ("log", "user", "index", "timeindex", "txnindex", "snapshot", "checkpoint",
                  "other", "nodot", *INTERNAL_DECODERS.values()):
-        assert FILES[kind], f"no {kind} files under fixtures/*/brokers"
+        assert FILES[version][kind], f"no {kind} files under fixtures/{{{','.join(CLUSTERS[version])}}}/brokers"
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_option_set_matches_kafka_dump_log(case, kafka_runs):
+def test_option_set_matches_kafka_dump_log(case):
     if not case.files:
         pytest.skip(f"no {case.kind} files under fixtures/*/brokers")
-    batch, single = kafka_runs
+    batch, single = kafka_runs(case.version)
     kafka = batch[case]
     where = f"{case.id} over {len(case.files)} files"
     if kafka.returncode == 0:
-        problems = _compare_full(where, kafka, case.files, case.options)
+        problems = _compare_full(where, kafka, case.files, case.options, case.version)
     else:
         # The batch as far as Kafka got, then every file on its own.
-        problems = _compare_died(where, kafka, case.files, case.options)[:1]
+        problems = _compare_died(where, kafka, case.files, case.options, case.version)[:1]
         for f in case.files:
             one = single[(case, f)]
             rel = str(Path(f).relative_to(FIXTURES))
             compare = _compare_full if one.returncode == 0 else _compare_died
-            problems += compare(f"{case.id} on {rel}", one, [f], case.options)
+            problems += compare(f"{case.id} on {rel}", one, [f], case.options, case.version)
     assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems[:20])
 
 
-def test_dotless_names_kafka_dies_logscan_ignores(kafka_runs):
+@pytest.mark.parametrize("version", list(CLUSTERS))
+def test_dotless_names_kafka_dies_logscan_ignores(version):
     """The one deliberate difference: where kafka-dump-log dies on a name without a dot after
-    its "Dumping" line, logscan prints the same stdout and ignores the file like any unknown
-    one (stderr "Ignoring unknown file", exit 0)."""
-    if not DOTLESS.files:
+    its "Dumping" line (3.9.2, 4.1.1), logscan prints the same stdout and ignores the file like
+    any unknown one (stderr "Ignoring unknown file", exit 0); 4.4.0's tool does the same as
+    logscan, all files in one run."""
+    dotless = DOTLESS[version]
+    if not dotless.files:
         pytest.skip("no dotless files under fixtures/*/brokers")
-    batch, single = kafka_runs
-    assert batch[DOTLESS].returncode == 1, batch[DOTLESS].stderr[:500]
+    batch, single = kafka_runs(version)
+    if not DIES_ON_DOTLESS[version]:
+        assert batch[dotless].returncode == 0, batch[dotless].stderr[:500]
+        problems = _compare_full(f"{dotless.id} over {len(dotless.files)} files", batch[dotless], dotless.files, (),
+                                 version)
+        assert _logscan(dotless.files, (), version)[0] == 0
+        assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems[:20])
+        return
+    assert batch[dotless].returncode == 1, batch[dotless].stderr[:500]
     problems = []
-    for f in DOTLESS.files:
-        kafka = single[(DOTLESS, f)]
-        code, out, err = _logscan([f], ())
+    for f in dotless.files:
+        kafka = single[(dotless, f)]
+        code, out, err = _logscan([f], (), version)
         rel = str(Path(f).relative_to(FIXTURES))
         if kafka.returncode != 1 or "StringIndexOutOfBoundsException" not in kafka.stderr:
             problems.append(f"{rel}: kafka-dump-log did not die as expected: "
