@@ -103,14 +103,18 @@ def test_tiered_storage_would_keep_every_segment_rolled_after_the_hang(copy, bro
     assert not is_compacted("hang-segments", cleaner_checkpointed=False)
 
 
-def test_a_compacted_topic_without_a_hang_holds_nothing_back():
-    root = FIXTURES / "tv2"
+@pytest.mark.parametrize("name, topic", [("tv2", "compacted"), ("kafka-3.9", "compacted"), ("kafka-4.4", "compacted"),
+                                         ("kafka-4.4", "compacted-tv2")])
+def test_a_compacted_topic_without_a_hang_holds_nothing_back(name, topic):
+    """The compacted transactional topics of Kafka 4.1.1, 3.9.2 and 4.4.0 (TV1 and TV2 writes)
+    after the cleaner ran, from the cleaner checkpoint each release's broker wrote."""
+    root = FIXTURES / name
     truth = _truth(root)
     tables = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"]).tables
-    segments, state = _replica(tables, 0, "compacted")
+    segments, state = _replica(tables, 0, topic)
     assert state["last_stable_offset"] == state["high_watermark"] and len(segments) > 1
     data = (root / "brokers" / "broker-0" / "cleaner-offset-checkpoint").read_bytes()
-    checkpoint = next(e.offset for e in parse_offset_checkpoint(data).entries if e.topic == "compacted")
+    checkpoint = next(e.offset for e in parse_offset_checkpoint(data).entries if e.topic == topic)
     hold = held_by_cleaner(segments, last_stable_offset=state["last_stable_offset"],
                            log_start_offset=state["log_start_offset"], log_end_offset=state["log_end_offset"],
                            cleaner_checkpoint=checkpoint)
