@@ -13,6 +13,9 @@ what the broker did, recorded live (truth.json scenario_notes, find-hanging, des
   coordinator stays PrepareCommit for good. find-hanging lists nothing (the record lists the
   partition); logscan says coordinator_stuck_preparing at once, at the recording time, not
   only past --max-prepare-ms, and never plans an abort of a decided transaction.
+- `tv2_equal_marker`: the buggy batch at e+1, the very epoch of the marker: 4.4.0's leader
+  refused it (PrepareCommit for good), 4.1.1's took it (CompleteCommit;
+  fixtures/trimmed/marker-equal-4.1, a cluster of its own).
 """
 from __future__ import annotations
 
@@ -122,7 +125,7 @@ def test_a_marker_the_partition_refuses_is_stuck_at_once_and_never_aborted(clust
 
 
 def test_a_marker_equal_to_the_partitions_epoch_refused_by_4_4_is_never_aborted():
-    """`tv2_equal_marker` (4.4.0 only): a buggy client wrote epoch e+1 inside its transaction,
+    """`tv2_equal_marker` on 4.4.0: a buggy client wrote epoch e+1 inside its transaction,
     the coordinator's TV2 PrepareCommit and COMMIT marker are at e+1 too, and 4.4.0's leader
     refused the marker (InvalidProducerEpochException, "permanently failed"): PrepareCommit for
     good. logscan keeps the age rule there (an equal epoch is also every TV1 transaction's normal
@@ -143,3 +146,37 @@ def test_a_marker_equal_to_the_partitions_epoch_refused_by_4_4_is_never_aborted(
         assert {(c["reason"], c["producer_epoch"]) for c in result.tables["hanging_candidates"]
                 if c["topic"] == equal["topic"]} == {(reason, equal["marker_epoch"])}
         assert not [p for p in result.tables["abort_plans"] if p["topic"] == equal["topic"]]
+
+
+def test_a_marker_equal_to_the_partitions_epoch_is_taken_by_4_1_and_ends_the_transaction():
+    """`tv2_equal_marker` on Kafka 4.1.1 (fixtures/trimmed/marker-equal-4.1): the same requests
+    as on 4.4.0 (a buggy batch at e+1 inside the transaction, then a TV2 EndTxn whose
+    PrepareCommit and COMMIT marker are at e+1), and 4.1.1's leader wrote the marker:
+    CompleteCommit, the LSO at the high watermark, find-hanging empty, no coordinator line
+    about the marker. So the age rule logscan keeps for an equal epoch (markers_pending while
+    young: let the coordinator roll it forward) is what 4.1.1 does; on 4.4.0 it ends as
+    coordinator_stuck_preparing past --max-prepare-ms (the test above), never an abort. The
+    copy holds a finished transaction: no candidate, no plan, the span committed by the
+    marker at e+1 on every replica."""
+    root = TRIMMED_CLUSTERS["marker-equal-4.1"]
+    truth = json.loads((root / "truth" / "truth.json").read_text())
+    equal = truth["scenario_notes"]["tv2_equal_marker"]
+    assert (truth["kafka_version"], truth["transaction_version"]) == ("4.1.1", 2)
+    assert equal["marker_epoch"] == equal["ahead"]["producer_epoch"] == equal["producer"]["producer_epoch"] + 1
+    assert (equal["describe"]["TransactionState"], equal["describe"]["TopicPartitions"]) == ("CompleteCommit", "")
+    assert equal["coordinator_log"] == []
+    offsets = equal["end_offsets"]
+    assert offsets["last_stable_offset"] == offsets["high_watermark"] > equal["ahead"]["base_offset"]
+    assert all(r["rows"] == [] for r in equal["find_hanging"].values())
+    result = scan([root / "brokers"], as_of_ms=truth["recorded_at_ms"])
+    assert not [c for c in result.tables["hanging_candidates"] if c["topic"] == equal["topic"]]
+    assert not result.tables["abort_plans"]
+    [part] = [p for p in truth["partitions"] if p["topic"] == equal["topic"]]
+    spans = [s for s in result.tables["txn_spans"] if s["topic"] == equal["topic"]]
+    assert sorted(s["broker"] for s in spans) == sorted(part["replicas"])
+    for s in spans:
+        assert (s["producer_id"], s["first_offset"], s["outcome"], s["end_marker_epoch"]) == (
+            equal["producer"]["producer_id"], equal["data"]["base_offset"], "COMMIT", equal["marker_epoch"])
+    states = [r for r in result.tables["partition_state"] if r["topic"] == equal["topic"]]
+    assert {(r["last_stable_offset"], r["high_watermark"]) for r in states} == {
+        (offsets["last_stable_offset"], offsets["high_watermark"])}

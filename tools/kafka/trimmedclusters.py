@@ -11,7 +11,9 @@ Clusters:
 
 * ``marker-epochs-4.4``: tools.kafka.epochs' ``tv2_lost_marker`` and ``tv2_refused_marker``
   on Kafka 4.4.0 (``marker-epochs`` is the same on 4.1.1, in fixtures/), and
-  ``tv2_equal_marker`` (a marker equal to the partition's producer epoch) on 4.4.0 only.
+  ``tv2_equal_marker`` (a marker equal to the partition's producer epoch).
+* ``marker-equal-4.1``: ``tv2_equal_marker`` alone on Kafka 4.1.1 (``marker-epochs``' spec), what
+  4.1.1 does with the marker 4.4.0 refuses.
 * ``share-4.1``, ``share-4.4``: tools.kafka.share's ``share_group`` (real ``__share_group_state``).
 
 They are not built by ``make fixtures`` (this module is not in SCENARIO_MODULES, so the
@@ -43,10 +45,13 @@ for _name in ("tv2_lost_marker", "tv2_refused_marker"):
     if EPOCHS_44_CLUSTER not in SCENARIOS[_name].clusters:
         SCENARIOS[_name] = dataclasses.replace(SCENARIOS[_name],
                                                clusters=SCENARIOS[_name].clusters + (EPOCHS_44_CLUSTER,))
-# a marker equal to the producer's epoch: only on 4.4.0 (whose TV2 check is said to refuse it)
+# a marker equal to the producer's epoch, on 4.4.0 (whose TV2 check refuses it) and 4.1.1 (in a
+# cluster of its own: fixtures/marker-epochs stays as recorded)
+EQUAL_41_CLUSTER = "marker-equal-4.1"
+CLUSTERS.setdefault(EQUAL_41_CLUSTER, CLUSTERS[epochs.EPOCHS_CLUSTER])
 if "tv2_equal_marker" not in SCENARIOS:
-    scenario("tv2_equal_marker", clusters=(EPOCHS_44_CLUSTER,))(epochs.tv2_equal_marker)
-TRIMMED_CLUSTERS = (EPOCHS_44_CLUSTER, *share.SHARE_CLUSTERS)
+    scenario("tv2_equal_marker", clusters=(EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER))(epochs.tv2_equal_marker)
+TRIMMED_CLUSTERS = (EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER, *share.SHARE_CLUSTERS)
 OUT = REPO / "fixtures" / "trimmed"
 
 
