@@ -1,7 +1,11 @@
 """`logscan dump --kafka-version V` against the real kafka-dump-log of release V on the files
 real brokers of that release wrote, for every option combination that makes sense per file
-kind: 4.1.1's tool on fixtures/{tv1,tv2,hanging}, 3.9.2's on fixtures/kafka-3.9, 4.4.0's on
-fixtures/kafka-4.4.
+kind: 4.1.1's tool on fixtures/{tv1,tv2,hanging,pending} and the trimmed share-4.1, 3.9.2's
+on fixtures/kafka-3.9 and the SIGKILLed-broker cluster killed-3.9, 4.4.0's on
+fixtures/kafka-4.4, killed-4.4 and the trimmed marker-epochs-4.4 and share-4.4 (the killed
+and trimmed ones read from their restored copies, tests/killed_fixtures.py): every release's
+crashed broker, and real __share_group_state segments, under every option set of a .log and
+their own --share-group-state-decoder.
 
 test_fixtures.py replays ONE recorded option set per file; test_differential.py runs every
 option on encoder-made files. This module closes the gap: every file of those clusters under
@@ -35,20 +39,24 @@ from click.testing import CliRunner
 
 from logscan.cli import main
 from logscan.dump.versions import RELEASES
+from tests.killed_fixtures import CLUSTER_ROOTS, REPO
 from tools.kafka.cluster import jars_present, libs_for
 
 from .kafkatool import kafka_stderr_lines, logscan_kafka_stderr_lines, requires_kafka
 
 pytestmark = [pytest.mark.kafka, requires_kafka]
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 # Each release's clusters, whose files its tool and `logscan dump --kafka-version` are run on
 # (the other releases' tools on the 4.1.1 clusters' files: test_kafka_releases.py).
-CLUSTERS = {"4.1": ("tv1", "tv2", "hanging"), "3.9": ("kafka-3.9",), "4.4": ("kafka-4.4",)}
+CLUSTERS = {"4.1": ("tv1", "tv2", "hanging", "pending", "share-4.1"), "3.9": ("kafka-3.9", "killed-3.9"),
+            "4.4": ("kafka-4.4", "killed-4.4", "marker-epochs-4.4", "share-4.4")}
 DECODER_PKG = "org.apache.kafka.tools.api."
 INTERNAL_DECODERS = {"__transaction_state-": "--transaction-log-decoder",
                      "__consumer_offsets-": "--offsets-decoder",
-                     "__cluster_metadata-": "--cluster-metadata-decoder"}
+                     "__cluster_metadata-": "--cluster-metadata-decoder",
+                     "__share_group_state-": "--share-group-state-decoder"}
+#: The kinds a release's clusters hold none of: share groups (KIP-932) came after 3.9.
+ABSENT = {"3.9": {"--share-group-state-decoder"}}
 
 
 def _fixture_files(clusters) -> dict[str, list[str]]:
@@ -60,7 +68,7 @@ def _fixture_files(clusters) -> dict[str, list[str]]:
                                                    "nodot")}
     kinds.update({opt: [] for opt in INTERNAL_DECODERS.values()})
     for cluster in clusters:
-        brokers = FIXTURES / cluster / "brokers"
+        brokers = CLUSTER_ROOTS[cluster] / "brokers"
         for path in sorted(brokers.rglob("*")):
             suffix = path.suffix.lstrip(".")
             if not path.is_file():
@@ -139,7 +147,8 @@ OPTION_SETS = ([Case("log", tuple(o)) for o in LOG_OPTIONS]
              [], ["--deep-iteration"], ["--print-data-log"], ["--cluster-metadata-decoder"],
              ["--cluster-metadata-decoder", "--skip-record-metadata"])]
          + [Case("other", ())])
-CASES = [Case(c.kind, c.options, version) for version in CLUSTERS for c in OPTION_SETS]
+CASES = [Case(c.kind, c.options, version) for version in CLUSTERS for c in OPTION_SETS
+         if c.kind not in ABSENT.get(version, set())]
 # kafka-dump-log 3.9.2 and 4.1.1 die (StringIndexOutOfBoundsException from
 # filename.substring(filename.lastIndexOf("."))) on a name without a dot, such as
 # leader-epoch-checkpoint; logscan deliberately ignores it like any unknown file (dumper.py).
@@ -239,8 +248,8 @@ def _compare_died(where: str, kafka, files: list[str], options, version: str) ->
 @pytest.mark.parametrize("version", list(CLUSTERS))
 def test_fixture_kinds_present(version):
     """Each release's fixture trees hold every kind this module claims to cover."""
-    for kind in ("log", "user", "index", "timeindex", "txnindex", "snapshot", "checkpoint",
-                 "other", "nodot", *INTERNAL_DECODERS.values()):
+    for kind in {"log", "user", "index", "timeindex", "txnindex", "snapshot", "checkpoint",
+                 "other", "nodot", *INTERNAL_DECODERS.values()} - ABSENT.get(version, set()):
         assert FILES[version][kind], f"no {kind} files under fixtures/{{{','.join(CLUSTERS[version])}}}/brokers"
 
 
@@ -258,7 +267,7 @@ def test_option_set_matches_kafka_dump_log(case):
         problems = _compare_died(where, kafka, case.files, case.options, case.version)[:1]
         for f in case.files:
             one = single[(case, f)]
-            rel = str(Path(f).relative_to(FIXTURES))
+            rel = str(Path(f).relative_to(REPO))
             compare = _compare_full if one.returncode == 0 else _compare_died
             problems += compare(f"{case.id} on {rel}", one, [f], case.options, case.version)
     assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems[:20])
@@ -286,7 +295,7 @@ def test_dotless_names_kafka_dies_logscan_ignores(version):
     for f in dotless.files:
         kafka = single[(dotless, f)]
         code, out, err = _logscan([f], (), version)
-        rel = str(Path(f).relative_to(FIXTURES))
+        rel = str(Path(f).relative_to(REPO))
         if kafka.returncode != 1 or "StringIndexOutOfBoundsException" not in kafka.stderr:
             problems.append(f"{rel}: kafka-dump-log did not die as expected: "
                             f"{kafka.stderr[:200]!r}")
