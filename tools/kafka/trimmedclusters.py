@@ -15,6 +15,8 @@ Clusters:
 * ``marker-equal-4.1``: ``tv2_equal_marker`` alone on Kafka 4.1.1 (``marker-epochs``' spec), what
   4.1.1 does with the marker 4.4.0 refuses.
 * ``share-4.1``, ``share-4.4``: tools.kafka.share's ``share_group`` (real ``__share_group_state``).
+* ``offsets-4.4``: tools.kafka.groups' ``committed_offsets`` on Kafka 4.4.0 (``offsets`` is the
+  same on 4.1.1, in fixtures/): committed offsets and the groups a hang holds back.
 
 They are not built by ``make fixtures`` (this module is not in SCENARIO_MODULES, so the
 plain builder never writes them untrimmed into fixtures/)::
@@ -30,7 +32,7 @@ import json
 import sys
 from pathlib import Path
 
-from tools.kafka import epochs, share
+from tools.kafka import epochs, groups, share
 from tools.kafka.cluster import REPO
 from tools.kafka.scenarios import CLUSTERS, SCENARIOS, ClusterSpec, scenario
 from tools.kafka.trimmed import build_trimmed
@@ -51,7 +53,12 @@ EQUAL_41_CLUSTER = "marker-equal-4.1"
 CLUSTERS.setdefault(EQUAL_41_CLUSTER, CLUSTERS[epochs.EPOCHS_CLUSTER])
 if "tv2_equal_marker" not in SCENARIOS:
     scenario("tv2_equal_marker", clusters=(EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER))(epochs.tv2_equal_marker)
-TRIMMED_CLUSTERS = (EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER, *share.SHARE_CLUSTERS)
+OFFSETS_44_CLUSTER = "offsets-4.4"
+CLUSTERS.setdefault(OFFSETS_44_CLUSTER, dataclasses.replace(CLUSTERS[groups.OFFSETS_CLUSTER], kafka_version="4.4.0"))
+if OFFSETS_44_CLUSTER not in SCENARIOS["committed_offsets"].clusters:
+    SCENARIOS["committed_offsets"] = dataclasses.replace(
+        SCENARIOS["committed_offsets"], clusters=SCENARIOS["committed_offsets"].clusters + (OFFSETS_44_CLUSTER,))
+TRIMMED_CLUSTERS = (EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER, *share.SHARE_CLUSTERS, OFFSETS_44_CLUSTER)
 OUT = REPO / "fixtures" / "trimmed"
 
 
