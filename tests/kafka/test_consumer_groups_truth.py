@@ -1,5 +1,6 @@
 """tools.kafka.truth.parse_columns on kafka-consumer-groups output recorded from Kafka 4.1.1
-(fixtures/offsets/truth/tools) and 4.4.0 (fixtures/trimmed/offsets-4.4, the same scenario): every data line becomes one row whose cells are the line's
+(fixtures/offsets/truth/tools), 4.4.0 and 3.9.2 (fixtures/trimmed/offsets-4.4 and offsets-3.9, the
+same scenario): every data line becomes one row whose cells are the line's
 words under their header, and a header cell holding a space (``COORDINATOR (ID)``) stays one."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from tests.killed_fixtures import CLUSTER_ROOTS
 from tools.kafka.truth import parse_columns
 
 #: The truth folders of the clusters whose consumer groups have offsets (committed_offsets).
-TRUTHS = [CLUSTER_ROOTS[name] / "truth" for name in ("offsets", "offsets-4.4")]
+TRUTHS = [CLUSTER_ROOTS[name] / "truth" for name in ("offsets", "offsets-4.4", "offsets-3.9")]
 
 
 def data_lines(stdout: str) -> list[str]:

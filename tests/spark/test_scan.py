@@ -47,7 +47,8 @@ WITHOUT_TRANSACTIONS = {name for name in TRIMMED_CLUSTERS if name.startswith("sh
 #: bytes (tests/scan/test_offsets_fixture.py and tests/state/test_retention.py hold them to
 #: Kafka's tools), so that the equality of those tables is not that of empty ones.
 HELD_BACK = {"offsets": {"committed_offsets", "affected_groups"},
-             "offsets-4.4": {"committed_offsets", "affected_groups"}, "retention": {"cleaner_held_bytes"},
+             "offsets-4.4": {"committed_offsets", "affected_groups"},
+             "offsets-3.9": {"committed_offsets", "affected_groups"}, "retention": {"cleaner_held_bytes"},
              "tiered": {"tiering_held_bytes"}}
 
 pytestmark = pytest.mark.skipif(not list(DELTA_LIBS.glob("delta-spark_*.jar")),

@@ -15,8 +15,9 @@ Clusters:
 * ``marker-equal-4.1``: ``tv2_equal_marker`` alone on Kafka 4.1.1 (``marker-epochs``' spec), what
   4.1.1 does with the marker 4.4.0 refuses.
 * ``share-4.1``, ``share-4.4``: tools.kafka.share's ``share_group`` (real ``__share_group_state``).
-* ``offsets-4.4``: tools.kafka.groups' ``committed_offsets`` on Kafka 4.4.0 (``offsets`` is the
-  same on 4.1.1, in fixtures/): committed offsets and the groups a hang holds back.
+* ``offsets-4.4``, ``offsets-3.9``: tools.kafka.groups' ``committed_offsets`` on Kafka 4.4.0 and
+  3.9.2 (at transaction.version 0, the highest 3.9.2 formats; ``offsets`` is the same on 4.1.1,
+  in fixtures/): committed offsets and the groups a hang holds back.
 
 They are not built by ``make fixtures`` (this module is not in SCENARIO_MODULES, so the
 plain builder never writes them untrimmed into fixtures/)::
@@ -53,12 +54,15 @@ EQUAL_41_CLUSTER = "marker-equal-4.1"
 CLUSTERS.setdefault(EQUAL_41_CLUSTER, CLUSTERS[epochs.EPOCHS_CLUSTER])
 if "tv2_equal_marker" not in SCENARIOS:
     scenario("tv2_equal_marker", clusters=(EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER))(epochs.tv2_equal_marker)
-OFFSETS_44_CLUSTER = "offsets-4.4"
+OFFSETS_44_CLUSTER, OFFSETS_39_CLUSTER = "offsets-4.4", "offsets-3.9"
 CLUSTERS.setdefault(OFFSETS_44_CLUSTER, dataclasses.replace(CLUSTERS[groups.OFFSETS_CLUSTER], kafka_version="4.4.0"))
-if OFFSETS_44_CLUSTER not in SCENARIOS["committed_offsets"].clusters:
-    SCENARIOS["committed_offsets"] = dataclasses.replace(
-        SCENARIOS["committed_offsets"], clusters=SCENARIOS["committed_offsets"].clusters + (OFFSETS_44_CLUSTER,))
-TRIMMED_CLUSTERS = (EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER, *share.SHARE_CLUSTERS, OFFSETS_44_CLUSTER)
+CLUSTERS.setdefault(OFFSETS_39_CLUSTER, dataclasses.replace(CLUSTERS[groups.OFFSETS_CLUSTER], kafka_version="3.9.2",
+                                                            transaction_version=0))
+for _name in (OFFSETS_44_CLUSTER, OFFSETS_39_CLUSTER):
+    if _name not in SCENARIOS["committed_offsets"].clusters:
+        SCENARIOS["committed_offsets"] = dataclasses.replace(
+            SCENARIOS["committed_offsets"], clusters=SCENARIOS["committed_offsets"].clusters + (_name,))
+TRIMMED_CLUSTERS = (EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER, *share.SHARE_CLUSTERS, OFFSETS_44_CLUSTER, OFFSETS_39_CLUSTER)
 OUT = REPO / "fixtures" / "trimmed"
 
 
