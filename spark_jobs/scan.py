@@ -416,10 +416,11 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     metadata_findings = [r["finding"].asDict() for r in told if r["record_type"] == "finding"]
 
     leaders = S.members(metadata_out, "leader")
-    # Per partition: states and open transactions first, then the closed spans by end-marker
-    # offset (then broker and span index), the order tasks.partition_stream compares the
-    # replicas' end markers in without holding them. A state goes without the columns the step
-    # fills (tasks.ASSESSED_ONLY: the comment before tasks.REPLICA_STREAM_IN says why).
+    # Per partition: states and open transactions first, then the runs of closed spans by their
+    # first spans' end-marker offset (then broker and span index), the order in which
+    # tasks.partition_stream merges them and compares the replicas' end markers without holding
+    # them. A state goes without the columns the step fills (tasks.ASSESSED_ONLY: the comment
+    # before tasks.REPLICA_STREAM_IN says why).
     row_order = F.lit(len(tasks.PARTITION_ROW_ORDER))
     for i, kind in reversed(list(enumerate(tasks.PARTITION_ROW_ORDER))):
         row_order = F.when(F.col("record_type") == kind, F.lit(i)).otherwise(row_order)
@@ -427,11 +428,11 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
                            (o.where(F.col("record_type").isin(*tasks.PARTITION_KINDS))
                             .select("record_type", *PARTITION_KEYS,
                                     F.col("state").dropFields(*tasks.ASSESSED_ONLY).alias("state"), "open_txn",
-                                    "span") for o in outputs))
+                                    "span_run") for o in outputs))
                     .join(F.broadcast(leaders), PARTITION_KEYS, "left")
                     .repartition(*PARTITION_KEYS)
                     .sortWithinPartitions(*PARTITION_KEYS, row_order,
-                                          *(F.col(f"span.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
+                                          *(F.col(f"span_run.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
     # The coordinator's index, built once and loaded once per Python worker (tasks.partition_stream says why).
     index = for_tasks(spark, pipeline.coordinator_index(coordinator_rows))
     n = write_tasks(sum(tally.blob_bytes.get(t, 0) for t in tables), parallelism)

@@ -32,6 +32,7 @@ from pyspark import Broadcast, TaskContext
 
 from logscan.scan import pipeline
 from logscan.scan import rows as R
+from logscan.scan import spool
 from logscan.scan.collector import young_collections_only
 from logscan.scan.output import WRITTEN, Parts
 from logscan.scan.pipeline import DAMAGED, TABLE_OF, Replay, decode, replica_rows
@@ -71,9 +72,17 @@ FACTS = pa.schema([R.BATCHES.field(n) for n in ("broker", "topic", "partition", 
 #: Some rows of one table (``table``: a name of rows.TABLES) as one value: ``data`` is the Arrow
 #: IPC stream of ``rows`` rows of that table's columns (blob_batches reads it back).
 BLOB = pa.schema([pa.field("table", pa.string()), pa.field("rows", pa.int64()), pa.field("data", pa.binary())])
-#: What the partition step reads of a closed span (pipeline.CLOSED_SPAN_COLUMNS); its topic and
-#: partition are OUT's key columns.
-CLOSED_SPAN = pa.schema([R.TXN_SPANS.field(n) for n in pipeline.CLOSED_SPAN_COLUMNS])
+#: A run of one replica's closed spans, what the partition step reads of them: ``data`` holds
+#: the values of pipeline.CLOSED_SPAN_COLUMNS of ``spans`` spans in pipeline.CLOSED_SPAN_ORDER
+#: (a chunk, spool.pack), the other columns its first span's order, by which Spark sorts the
+#: runs (the partition step merges them: spool.merge_chunks); its topic and partition are OUT's
+#: key columns. A replica's spans go in runs of up to _FLUSH_ROWS, a few Spark rows for the
+#: spans of a replica, not a row each: on make bench's 1 GB copy, 3,000 rows for its 18,000
+#: closed spans.
+SPAN_RUN = pa.schema([*(R.TXN_SPANS.field(n) for n in pipeline.CLOSED_SPAN_ORDER),
+                      pa.field("spans", pa.int32()), pa.field("data", pa.binary())])
+_SPAN_ORDER = len(pipeline.CLOSED_SPAN_ORDER)
+assert pipeline.CLOSED_SPAN_COLUMNS[:_SPAN_ORDER] == pipeline.CLOSED_SPAN_ORDER   # a run's values start with it
 _INTERNAL_STATE = ("topic", *pipeline.REPLICA_END_COLUMNS)
 #: The internal topics whose replicas' states the driver picks the replica to load by
 #: (coordinator.coordinator_copy, choose_replicas).
@@ -92,15 +101,15 @@ TALLY_MEMBERS = {
     "split_file": pa.schema([*R.FILES, pa.field("range_index", pa.int32())]),
 }
 #: The rows of the decode and of the per-replica step (TaskOutput): blobs, the partition step's
-#: rows (``state``, ``open_txn``, ``span``: closed spans only, CLOSED_SPAN), the facts of the
+#: rows (``state``, ``open_txn``, ``span_run``: runs of closed spans, SPAN_RUN), the facts of the
 #: replicas a decode task does not replay (``fact``), the tally. ``segment``, ``range_index``
 #: and ``ranges`` name the byte range a row comes from when its file was split (a split
 #: file's rows count only for the ranges replica.valid_ranges keeps); ``topic`` and
 #: ``partition`` are the partition step's keys.
-OUT = R.tagged_schema({"blob": BLOB, "state": R.PARTITION_STATE, "open_txn": R.OPEN_TXNS, "span": CLOSED_SPAN,
+OUT = R.tagged_schema({"blob": BLOB, "state": R.PARTITION_STATE, "open_txn": R.OPEN_TXNS, "span_run": SPAN_RUN,
                        "fact": FACTS, **TALLY_MEMBERS}, _RANGE_KEYS + _PARTITION_KEYS)
 #: The partition step's input rows, by kind.
-PARTITION_KINDS = ("state", "open_txn", "span")
+PARTITION_KINDS = ("state", "open_txn", "span_run")
 
 # What a Python step is handed holds no list column that is null in most rows. Spark's Arrow
 # writer for a Python step's input (mapInArrow, applyInArrow) checks a batch's size after every
@@ -131,7 +140,7 @@ PARTITION_STATE_IN = pa.schema([f for f in R.PARTITION_STATE if f.name not in AS
 #: ``state`` without ASSESSED_ONLY, with the partition's leaders (LEADERS).
 PARTITION_IN = pa.schema([OUT.field("record_type"), *_PARTITION_KEYS,
                           pa.field("state", pa.struct(list(PARTITION_STATE_IN))), OUT.field("open_txn"),
-                          OUT.field("span"), LEADERS.field("leader"), LEADERS.field("last_leader")])
+                          OUT.field("span_run"), LEADERS.field("leader"), LEADERS.field("last_leader")])
 #: Partition count of each topic at as_of, from __cluster_metadata.
 TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
 #: A topic config set in __cluster_metadata at as_of (pipeline.metadata's "config" rows).
@@ -206,6 +215,10 @@ class TaskOutput:
         self._max_blob_bytes = blob_bytes or BLOB_BYTES
         self._ready: list[pa.RecordBatch] = []
         self._narrow: list[tuple[str, R.Row]] = []
+        self._run: list[tuple] = []           # the closed spans of the run being made (SPAN_RUN's values)
+        self._run_of: Optional[tuple] = None  # its replica: (topic, partition, broker)
+        self._runs: list[tuple] = []          # the runs made: (topic, partition, first span's order, count, data)
+        self._runs_spans = 0                  # ... and their spans
         self._narrow_keys: list[tuple] = []
         self._pending: dict[tuple, list[R.Row]] = {}            # (table, range keys) -> rows
         self._blobs: dict[tuple, list[pa.RecordBatch]] = {}     # (table, range keys) -> its Arrow batches
@@ -241,7 +254,7 @@ class TaskOutput:
             self._narrow_row("open_txn", row, keys)
             return
         if kind == "span" and row["end_marker_offset"] is not None:
-            self._narrow_row("span", row, keys)
+            self._closed_span(row)
         elif kind == "txn_log":
             t = row["last_update_timestamp_ms"]
             at = (row["broker"], row["partition"], *keys)
@@ -268,6 +281,43 @@ class TaskOutput:
         self._narrow_keys.append(keys)
         if len(self._narrow) >= self._flush_rows:
             self._flush_narrow()
+
+    def _closed_span(self, row: R.Row) -> None:
+        """A closed span joins its replica's run, which ends (a SPAN_RUN row) at ``flush_rows``
+        spans, at another replica's span, or at a span before it in pipeline.CLOSED_SPAN_ORDER
+        (a replica's spans close in that order; a run is sorted whatever comes). The runs made
+        leave as one OUT batch once they hold ``flush_rows`` spans."""
+        values = tuple(row[n] for n in pipeline.CLOSED_SPAN_COLUMNS)
+        of = (row["topic"], row["partition"], row["broker"])
+        if self._run and (of != self._run_of or values[:_SPAN_ORDER] < self._run[-1][:_SPAN_ORDER]):
+            self._end_run()
+        self._run_of = of
+        self._run.append(values)
+        if len(self._run) >= self._flush_rows:
+            self._end_run()
+
+    def _end_run(self) -> None:
+        if self._run:
+            topic, partition, _ = self._run_of
+            self._runs.append((topic, partition, self._run[0][:_SPAN_ORDER], len(self._run), spool.pack(self._run)))
+            self._runs_spans += len(self._run)
+            self._run = []
+            if self._runs_spans >= self._flush_rows:
+                self._flush_runs()
+
+    def _flush_runs(self) -> None:
+        if self._runs:
+            n = len(self._runs)
+            topics, partitions, firsts, counts, data = zip(*self._runs)
+            columns = [*zip(*firsts), counts, data]
+            struct = pa.StructArray.from_arrays([pa.array(c, f.type) for c, f in zip(columns, SPAN_RUN)],
+                                                fields=list(SPAN_RUN))
+            keys = {"segment": [None] * n, "range_index": [_WHOLE[1]] * n, "ranges": [_WHOLE[2]] * n,
+                    "topic": list(topics), "partition": list(partitions)}
+            self._ready.append(R.to_member_batch(struct, OUT, "span_run", keys))
+            self._runs.clear()
+            self._runs_spans = 0
+            gc.collect(1)
 
     def _flush_narrow(self) -> None:
         if self._narrow:
@@ -315,6 +365,8 @@ class TaskOutput:
     def finish(self) -> list[pa.RecordBatch]:
         """What is left, then the tally: the task's last OUT batches."""
         self._flush_narrow()
+        self._end_run()
+        self._flush_runs()
         for (table, keys), pending in self._pending.items():
             if pending:
                 self._to_blob(table, keys, R.to_batch(pending, R.row_schema(table)))
@@ -573,15 +625,16 @@ def metadata_step(as_of_ms: int):
 
 
 #: Order of the partition step's rows within a partition (scan.py sorts them so): the states
-#: and open transactions, few, before the closed spans, which come in
-#: pipeline.CLOSED_SPAN_ORDER.
-PARTITION_ROW_ORDER = ("state", "open_txn", "span")
+#: and open transactions, few, before the runs of closed spans, which come in the
+#: pipeline.CLOSED_SPAN_ORDER of their first spans.
+PARTITION_ROW_ORDER = ("state", "open_txn", "span_run")
+_span_order = itemgetter(*pipeline.CLOSED_SPAN_ORDER)
 
 
 def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                      coordinator: CoordinatorCopy, bootstrap: str, output: str, scan_id: str,
                      tables: Iterable[str] = tuple(pipeline.ASSESSED.values()), max_prepare_ms: Optional[int] = None):
-    """mapInArrow body over the replicas' state, open-transaction and closed-span rows
+    """mapInArrow body over the replicas' state, open-transaction and closed-span-run rows
     (PARTITION_IN: a state without the columns assess fills), clustered by (topic, partition),
     each carrying the partition's leader at as_of and its last leader from __cluster_metadata
     (null when it names none): per partition, logscan.state.partition.assess_partition
@@ -594,10 +647,11 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     from the rows. On the 30,000-replica copy (23,501 transactional ids, 31 tasks) that was
     ~0.2 s a task: 6.7 s of the step's task time (2026-11-24).
 
-    Within a partition the rows come in PARTITION_ROW_ORDER, span rows by end-marker offset
-    (then broker and span index): the views are built from the rows before the first span
-    row, and the spans stream through assess_partition, so memory holds a partition's states
-    and open transactions, never its closed transactions.
+    Within a partition the rows come in PARTITION_ROW_ORDER, the runs of closed spans (SPAN_RUN)
+    by their first spans' pipeline.CLOSED_SPAN_ORDER: the views are built from the rows before
+    the first run, and the runs are merged into that order (spool.merge_chunks) as they come,
+    their spans streaming through assess_partition, so memory holds a partition's states and
+    open transactions and a run per replica at most, never its closed transactions.
 
     The step's rows are the last of the scan: the task writes them into its own Parquet file
     of each of pipeline.ASSESSED's tables asked for (``tables``) under ``output``
@@ -609,8 +663,8 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     def assess(rows: Iterator[tuple], index) -> list[tuple[str, R.Row]]:
         states: list[R.Row] = []
         open_txns: list[R.Row] = []
-        leader, last_leader, first_span, last = None, None, None, -1
-        for _, kind, state, txn, span, leader, last_leader in rows:
+        leader, last_leader, first_run, last = None, None, None, -1
+        for _, kind, state, txn, run, leader, last_leader in rows:
             if order[kind] < last:
                 raise ValueError(f"partition rows out of order: a {kind} row after {PARTITION_ROW_ORDER[last]} rows")
             last = order[kind]
@@ -619,9 +673,9 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
             elif kind == "open_txn":
                 open_txns.append(txn)
             else:
-                first_span = span
+                first_run = run
                 break
-        spans = () if first_span is None else spans_after(first_span, rows)
+        spans = () if first_run is None else spool.merge_chunks(runs_after(first_run, rows), _span_order)
         if not states:
             for _ in spans:  # spans of no listed replica: nothing to assess
                 pass
@@ -630,19 +684,25 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                                max_timeout_ms=max_timeout_ms, coordinator=coordinator, bootstrap=bootstrap,
                                max_prepare_ms=max_prepare_ms, last_leader=last_leader)
 
-    def spans_after(first: R.Row, rows: Iterator[tuple]) -> Iterator[R.Row]:
-        yield first
-        for _, kind, _, _, span, _, _ in rows:
-            if kind != "span":
-                raise ValueError(f"partition rows out of order: a {kind} row after span rows")
-            yield span
+    def runs_after(first: R.Row, rows: Iterator[tuple]) -> Iterator[list[R.Row]]:
+        yield spans_of(first)
+        for _, kind, _, _, run, _, _ in rows:
+            if kind != "span_run":
+                raise ValueError(f"partition rows out of order: a {kind} row after span_run rows")
+            yield spans_of(run)
 
     def rows_of(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple]:
         for batch in batches:
             cols = [batch.column(n).to_pylist() for n in ("topic", "partition", "record_type", "state",
-                                                          "open_txn", "span", "leader", "last_leader")]
+                                                          "open_txn", "span_run", "leader", "last_leader")]
             for topic, partition, *rest in zip(*cols):
                 yield ((topic, partition), *rest)
+
+    def spans_of(run: R.Row) -> list[R.Row]:
+        spans = [dict(zip(pipeline.CLOSED_SPAN_COLUMNS, values)) for values in spool.unpack(run["data"])]
+        if len(spans) != run["spans"]:
+            raise ValueError(f"a run of {run['spans']} closed spans holds {len(spans)}")
+        return spans
 
     def written(out: list[tuple[str, R.Row]], parts: Parts) -> None:
         for kind, table in kinds.items():

@@ -46,6 +46,49 @@ _LENGTH = struct.Struct("<Q")
 Key = Hashable
 
 
+def pack(values: list[tuple]) -> bytes:
+    """A chunk: rows' values (tuples of plain values) as bytes, in marshal's format, read back
+    by :func:`unpack` in a process of the same Python (the Spark job's Python workers run the
+    driver's)."""
+    return marshal.dumps(values)
+
+
+def unpack(data: bytes) -> list[tuple]:
+    """A :func:`pack`'d chunk's values."""
+    return marshal.loads(data)
+
+
+def merge_chunks(chunks: Iterable[list], key: Callable) -> Iterator:
+    """The rows of ``chunks`` in ``key`` order, where each chunk is in that order and the chunks
+    come in the order of their first rows' keys (as a sort of the chunks by that key gives them,
+    e.g. the Spark job's closed-span runs, several replicas' interleaved). A row is handed on
+    once a chunk starting after it has come, so what is held is the rows of the chunks that
+    overlap: when a source's chunks follow one another in order (a replica's runs), at most a
+    chunk per source. Raises ValueError when a chunk, or the chunks, are out of that order."""
+    heap: list[tuple] = []
+    n = 0
+    first_before = None
+    for chunk in chunks:
+        if not chunk:
+            continue
+        first = key(chunk[0])
+        if first_before is not None and first < first_before:
+            raise ValueError(f"chunks out of order: one starting at {first!r} after one starting at {first_before!r}")
+        first_before = first
+        while heap and heap[0][0] < first:
+            yield heapq.heappop(heap)[2]
+        last = first
+        for row in chunk:
+            at = key(row)
+            if at < last:
+                raise ValueError(f"rows out of order in a chunk: {at!r} after {last!r}")
+            last = at
+            heapq.heappush(heap, (at, n, row))
+            n += 1
+    while heap:
+        yield heapq.heappop(heap)[2]
+
+
 class Spool:
     """Rows with the columns ``names`` kept in the file ``path``, in runs by key. Add, then
     :meth:`close`, then read back with :meth:`rows`."""
@@ -83,7 +126,7 @@ class Spool:
     def _flush(self) -> None:
         if not self._pending:
             return
-        data = marshal.dumps(self._pending)
+        data = pack(self._pending)
         self._runs.setdefault(self._key, []).append(self._file.tell())
         self._file.write(_LENGTH.pack(len(data)))
         self._file.write(data)
@@ -108,7 +151,7 @@ class Spool:
         for at in self._runs.get(key, ()):
             f.seek(at)
             (length,) = _LENGTH.unpack(f.read(_LENGTH.size))
-            yield marshal.loads(f.read(length))
+            yield unpack(f.read(length))
 
     def chunks(self, key: Key) -> Iterator[list[R.Row]]:
         """``key``'s rows as they were added (never sorted), a chunk of at most CHUNK_ROWS rows

@@ -93,3 +93,43 @@ def test_the_history_is_the_same_sorted_on_disk(monkeypatch):
         on_disk = pipeline.history(records, spans, order=folder.sorted)
     assert on_disk == pipeline.history(records, spans) == t["transactional_id_history"]
     assert on_disk and any(r["duration_p50_ms"] is not None for r in on_disk)
+
+
+def _sources_in_chunks(size: int) -> list[list[tuple]]:
+    """Three sources' rows ((offset, source) keys, each source in order), cut into chunks of
+    ``size`` rows, sorted by their first rows' keys, as the Spark job's sort hands them over."""
+    sources = [[(o, s) for o in range(s, 60, 1 + s)] for s in range(3)]
+    chunks = [rows[i:i + size] for rows in sources for i in range(0, len(rows), size)]
+    return sorted(chunks, key=lambda c: c[0])
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 100])
+def test_merge_chunks_gives_every_row_in_order_holding_a_chunk_per_source(size):
+    chunks = _sources_in_chunks(size)
+    want = sorted(r for c in chunks for r in c)
+    taken = 0
+
+    def handed():
+        nonlocal taken
+        for c in chunks:
+            taken += len(c)
+            yield list(c)
+
+    got = []
+    for row in S.merge_chunks(handed(), key=lambda r: r):
+        got.append(row)
+        assert taken - len(got) <= 4 * size   # held: a chunk per source at most, and the one coming in
+    assert got == want
+
+
+def test_merge_chunks_refuses_rows_out_of_order():
+    chunks = _sources_in_chunks(2)
+    with pytest.raises(ValueError, match="chunks out of order"):
+        list(S.merge_chunks([chunks[1], chunks[0], *chunks[2:]], key=lambda r: r))
+    with pytest.raises(ValueError, match="rows out of order in a chunk"):
+        list(S.merge_chunks([chunks[0][::-1], *chunks[1:]], key=lambda r: r))
+
+
+def test_pack_gives_back_the_values():
+    values = [(1, "COMMIT", None, -5), (2**40, "ABORT", 3, 0)]
+    assert S.unpack(S.pack(values)) == values

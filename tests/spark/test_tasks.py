@@ -6,6 +6,7 @@ import gc
 import json
 import tempfile
 from bisect import bisect_right
+from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from logscan.scan import local, pipeline
+from logscan.scan import local, pipeline, spool
 from logscan.scan import rows as R
 from logscan.scan.listing import list_copy
 from logscan.scan.output import WRITTEN
@@ -81,7 +82,8 @@ _WHOLE = (None, 0, 1)
 
 def _expand_rows(batches) -> dict[str, list[tuple]]:
     """tasks.OUT batches by where their rows go, each row with its byte-range keys: a blob's
-    rows under "table:<name>" (its table), the narrow and tally rows under their kind."""
+    rows under "table:<name>" (its table), a run's closed spans (with their topic and
+    partition) under "span", the narrow and tally rows under their kind."""
     out: dict[str, list[tuple]] = {}
     for batch in batches:
         assert batch.schema.equals(tasks.OUT)
@@ -91,6 +93,15 @@ def _expand_rows(batches) -> dict[str, list[tuple]]:
                 rows = [x for b in tasks.blob_batches(r["blob"]["data"]) for x in b.to_pylist()]
                 assert len(rows) == r["blob"]["rows"] > 0
                 out.setdefault("table:" + r["blob"]["table"], []).extend((keys, x) for x in rows)
+            elif kind == "span_run":
+                run = r["span_run"]
+                spans = [dict(zip(pipeline.CLOSED_SPAN_COLUMNS, v)) for v in spool.unpack(run["data"])]
+                assert len(spans) == run["spans"] > 0
+                assert {c: run[c] for c in pipeline.CLOSED_SPAN_ORDER} == {c: spans[0][c] for c in
+                                                                          pipeline.CLOSED_SPAN_ORDER}
+                assert sorted(spans, key=itemgetter(*pipeline.CLOSED_SPAN_ORDER)) == spans
+                out.setdefault("span", []).extend((keys, {"topic": r["topic"], "partition": r["partition"], **x})
+                                                  for x in spans)
             else:
                 out.setdefault(kind, []).append((keys, r[kind]))
     return out
@@ -101,7 +112,9 @@ def _expand(batches) -> dict[str, list[str]]:
     return {k: sorted(map(repr, v)) for k, v in _expand_rows(batches).items()}
 
 
-_NARROW = {"state": R.PARTITION_STATE, "open_txn": R.OPEN_TXNS, "span": tasks.CLOSED_SPAN}
+_NARROW = {"state": R.PARTITION_STATE, "open_txn": R.OPEN_TXNS}
+#: A closed span as _expand_rows gives it out of its run.
+_CLOSED_SPAN = pa.schema([R.TXN_SPANS.field(n) for n in ("topic", "partition", *pipeline.CLOSED_SPAN_COLUMNS)])
 
 
 def _routed(pairs, keys=_WHOLE) -> dict[str, list[str]]:
@@ -126,7 +139,7 @@ def _routed(pairs, keys=_WHOLE) -> dict[str, list[str]]:
             put(kind, _NARROW[kind], row)
         else:
             if kind == "span" and row["end_marker_offset"] is not None:
-                put("span", tasks.CLOSED_SPAN, row)
+                put("span", _CLOSED_SPAN, row)
             table = pipeline.TABLE_OF[kind]
             put("table:" + table, R.row_schema(table), row)
     return {name: sorted(repr((keys, x)) for x in pa.Table.from_pylist(rows, schema=schema).to_pylist())
@@ -185,7 +198,7 @@ def test_replica_stream_flushes_rows_as_they_are_made(monkeypatch, flush):
     rest = list(out)
     if flush < 3:  # the replica has 3 end markers
         assert read_then < len(stream)  # the first rows came out before the replica was read
-        assert first.column("record_type").to_pylist()[0] == "span"
+        assert first.column("record_type").to_pylist()[0] == "span_run"
     narrow = [b for b in [first, *rest] if "blob" not in b.column("record_type").to_pylist()
               and not set(b.column("record_type").to_pylist()) & {*tasks.TALLY_MEMBERS}]
     assert narrow and all(b.num_rows <= flush for b in narrow)
@@ -479,27 +492,42 @@ def test_a_step_in_a_spark_task_freezes_the_heap_it_starts_with(monkeypatch, in_
 _PARTITION_IN = tasks.PARTITION_IN
 
 
-def _partition_case(cluster):
-    """The partition step's input as scan.build_tables makes it (the replica step's state,
-    open-transaction and closed-span rows with the partition's leader, sorted as there) and
-    the local driver's result for the same copy."""
+def _partition_case(cluster, run=10_000, change=lambda span: span):
+    """The partition step's input as scan.build_tables makes it (the replica step's state and
+    open-transaction rows and its runs of closed spans, TaskOutput's with ``run`` spans at most,
+    each with the partition's leader, sorted as there) and the local driver's result for the
+    same copy. ``change``: applied to each closed span before it joins its run."""
     result = local.scan([cluster])
     rows = []
+    out = tasks.TaskOutput(ceiling_ms=pipeline.timestamp_ceiling(), flush_rows=run)
+
+    def told(r):
+        leaders = result.leaders.get((r["topic"], r["partition"]), {})
+        return {"leader": leaders.get("leader"), "last_leader": leaders.get("last_leader")}
+
     for info, facts in _listed(cluster):
         for kind, row in pipeline.replica_rows(info, facts):
-            if kind in ("state", "open_txn") or (kind == "span" and row["end_marker_offset"] is not None):
-                told = result.leaders.get((row["topic"], row["partition"]), {})
+            if kind in ("state", "open_txn"):
                 rows.append({"record_type": kind, "topic": row["topic"], "partition": row["partition"], kind: row,
-                             "leader": told.get("leader"), "last_leader": told.get("last_leader")})
+                             **told(row)})
+            elif kind == "span" and row["end_marker_offset"] is not None:
+                out.add(kind, change(dict(row)))
+    for batch in out.finish():
+        rows.extend({**r, **told(r)} for r in batch.to_pylist() if r["record_type"] == "span_run")
     order = {k: i for i, k in enumerate(tasks.PARTITION_ROW_ORDER)}
 
     def key(r):
-        span = r.get("span") or {}
+        first = r.get("span_run") or {}
         return (r["topic"], r["partition"], order[r["record_type"]],
-                *((v is not None, v) for v in (span.get("end_marker_offset"), span.get("broker"),
-                                               span.get("span_index"))))
+                *((v is not None, v) for v in (first.get(c) for c in pipeline.CLOSED_SPAN_ORDER)))
 
     return result, sorted(rows, key=key)
+
+
+def _closed_spans(rows):
+    """The closed spans of a partition case's span_run rows, with their topic and partition."""
+    return [{"topic": r["topic"], "partition": r["partition"], **dict(zip(pipeline.CLOSED_SPAN_COLUMNS, v))}
+            for r in rows if r["record_type"] == "span_run" for v in spool.unpack(r["span_run"]["data"])]
 
 
 def _partition_out(result, rows, chunk):
@@ -541,16 +569,38 @@ def test_partition_stream_equals_the_local_driver(partition_case, chunk):
             sorted(repr(sorted(r.items())) for r in local), table
 
 
+@pytest.mark.parametrize("run", [1, 2])
+def test_partition_stream_merges_runs_of_any_size(run):
+    # Runs of a few spans each: every partition's runs from its replicas interleaved, merged
+    # back into the order the local driver compares them in, whatever the Arrow batches.
+    cluster = REPO / "fixtures" / "tv2" / "brokers"
+    result, rows = _partition_case(cluster, run=run)
+    whole = _partition_case(cluster)[1]
+    assert len(rows) > len(whole) and _closed_spans(rows) != _closed_spans(whole)   # interleaved
+    assert sorted(map(repr, _closed_spans(rows))) == sorted(map(repr, _closed_spans(whole)))
+    for chunk in (1, 7, 10_000):
+        got = _partition_out(result, rows, chunk)
+        local = pa.Table.from_pylist(result.tables["partition_state"], schema=R.PARTITION_STATE).to_pylist()
+        assert sorted(repr(sorted(r["state"].items())) for r in got if r["record_type"] == "state") == \
+            sorted(repr(sorted(r.items())) for r in local)
+
+
 @pytest.mark.parametrize("chunk", [1, 2, 3, 10_000])
 def test_partition_stream_names_a_marker_one_replica_holds_differently(chunk):
     # One replica's COMMIT marker turned into an ABORT: its row and its peers' must name it,
-    # whichever Arrow batches the partition's rows fall in.
-    result, rows = _partition_case(REPO / "fixtures" / "tv2" / "brokers")
-    spans = [r for r in rows if r["record_type"] == "span" and r["span"]["outcome"] == "COMMIT"]
-    changed = spans[len(spans) // 2]["span"]
-    assert sum(r["record_type"] == "span" and (r["topic"], r["partition"]) == (changed["topic"], changed["partition"])
-               for r in rows) > 3  # the partition's span rows cross Arrow batches at the small sizes
-    changed["outcome"] = "ABORT"
+    # whichever Arrow batches and runs the partition's spans fall in.
+    cluster = REPO / "fixtures" / "tv2" / "brokers"
+    spans = [s for s in _closed_spans(_partition_case(cluster)[1]) if s["outcome"] == "COMMIT"]
+    changed = {**spans[len(spans) // 2], "outcome": "ABORT"}
+    at = itemgetter("topic", "partition", "broker", "end_marker_offset")
+
+    def change(span):
+        return {**span, "outcome": "ABORT"} if at(span) == at(changed) else span
+
+    result, rows = _partition_case(cluster, run=2, change=change)
+    assert sum(r["record_type"] == "span_run" and (r["topic"], r["partition"]) == (changed["topic"], changed["partition"])
+               for r in rows) > 3  # the partition's runs cross Arrow batches at the small sizes
+    assert changed in _closed_spans(rows)
     states = [r["state"] for r in _partition_out(result, rows, chunk)
               if r["record_type"] == "state" and (r["state"]["topic"], r["state"]["partition"])
               == (changed["topic"], changed["partition"])]
@@ -575,18 +625,18 @@ def _differences_text(state: dict) -> str:
 
 
 def test_partition_stream_refuses_rows_out_of_order():
-    result, rows = _partition_case(REPO / "fixtures" / "tv2" / "brokers")
-    spans = [(r["topic"], r["partition"]) for r in rows if r["record_type"] == "span"]
-    key = max(set(spans), key=spans.count)  # the partition with the most closed spans
-    first_span = next(i for i, r in enumerate(rows)
-                      if r["record_type"] == "span" and (r["topic"], r["partition"]) == key)
+    result, rows = _partition_case(REPO / "fixtures" / "tv2" / "brokers", run=1)
+    runs = [(r["topic"], r["partition"]) for r in rows if r["record_type"] == "span_run"]
+    key = max(set(runs), key=runs.count)  # the partition with the most closed spans
+    first_run = next(i for i, r in enumerate(rows)
+                     if r["record_type"] == "span_run" and (r["topic"], r["partition"]) == key)
     state = next(i for i, r in enumerate(rows) if r["record_type"] == "state" and (r["topic"], r["partition"]) == key)
-    moved = rows[:state] + rows[state + 1:first_span] + [rows[first_span], rows[state]] + rows[first_span + 1:]
+    moved = rows[:state] + rows[state + 1:first_run] + [rows[first_run], rows[state]] + rows[first_run + 1:]
     with pytest.raises(ValueError, match="out of order"):
         _partition_out(result, moved, 10_000)
-    spans = [i for i, r in enumerate(rows) if r["record_type"] == "span" and (r["topic"], r["partition"]) == key]
+    runs = [i for i, r in enumerate(rows) if r["record_type"] == "span_run" and (r["topic"], r["partition"]) == key]
     swapped = list(rows)
-    swapped[spans[0]], swapped[spans[-1]] = swapped[spans[-1]], swapped[spans[0]]
-    assert rows[spans[0]]["span"]["end_marker_offset"] < rows[spans[-1]]["span"]["end_marker_offset"]
+    swapped[runs[0]], swapped[runs[-1]] = swapped[runs[-1]], swapped[runs[0]]
+    assert rows[runs[0]]["span_run"]["end_marker_offset"] < rows[runs[-1]]["span_run"]["end_marker_offset"]
     with pytest.raises(ValueError, match="out of order"):
         _partition_out(result, swapped, 10_000)
