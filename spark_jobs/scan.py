@@ -69,7 +69,8 @@ per table row of the copy:
    metadata's (the `__cluster_metadata` replica);
 4. the last one: the writers of the blobs (Parquet, once as_of is known) and the partition
    step (leader, agreement, find-hanging, abort plans per (topic, partition), over the
-   states, open transactions and the closed spans' keys), which writes its own tables;
+   states, open transactions and the runs of closed spans, merged per partition), which writes
+   its own tables;
 5. after it, the steps after assess (spark_jobs.blast: committed_offsets, affected_groups,
    partition_impact, transactional_id_history), a few small jobs over the cached decode output
    and the driver.

@@ -10,8 +10,8 @@ logscan, not spark_jobs, on their path.
 What the decode and the per-replica step hand Spark (OUT, built by :class:`TaskOutput`): each
 table's rows of a task as a few large values, not a row each (``blob`` rows: the Arrow IPC
 stream of the rows, written as Parquet only once the scan's as_of is known, by write_blobs);
-the rows a later step reads, narrow (``state``, ``open_txn`` and the closed spans' keys for the
-partition step, ``fact`` rows for the per-replica step); and the task's tally (what the driver
+the rows a later step reads, narrow (``state``, ``open_txn`` and runs of closed spans,
+``span_run``: a few spans of a replica packed in a row, for the partition step, ``fact`` rows for the per-replica step); and the task's tally (what the driver
 needs to plan the rest: byte ranges' hand-offs, the internal topics' states, the newest times,
 split files' rows). A Spark row per batch of the copy, or per span, in every member's columns,
 cost the JVM ~1.2 CPU-s per GB of the bench copy (make bench, 2026-11-27) moving them into

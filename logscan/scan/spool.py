@@ -18,6 +18,10 @@ A chunk is the rows' values as tuples, in ``marshal``'s format: the rows are pla
 (None, bool, int, str, lists and dicts of them), written and read back by this process only,
 in a folder only its user can open. No Arrow here: Arrow's IPC reader starts its thread pools,
 whose stacks count against a process's data limit (tests/robust/test_memory).
+
+The Spark job ships a replica's closed spans in such chunks too (:func:`pack`: the span runs of
+spark_jobs.tasks, made and read by Python workers running the driver's Python) and merges a
+partition's runs, which Spark sorts by their first rows, with :func:`merge_chunks`.
 """
 
 from __future__ import annotations
