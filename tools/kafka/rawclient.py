@@ -56,6 +56,10 @@ END_TXN_VERSION = 3
 # EndTxn 5+ is KIP-890 part 2's (TransactionCoordinator: the request's version picks the
 # client's transaction version): what a TV2 client sends, for the scenarios that need one.
 END_TXN_TV2_VERSION = 5
+# InitProducerId 6 adds Enable2Pc and KeepPreparedTxn (KIP-939). Kafka 4.4.0 marks it
+# latestVersionUnstable (served only with unstable.api.versions.enable=true), and its Java
+# client never sets Enable2Pc (javap): a two-phase-commit producer on 4.4.0 is this request.
+INIT_PRODUCER_ID_2PC_VERSION = 6
 
 COORDINATOR_TYPE_TRANSACTION = 1
 NO_PRODUCER_ID = -1
@@ -262,11 +266,13 @@ class RawClient:
         self._brokers[resp.node_id] = (resp.host, resp.port)
         return resp.node_id
 
-    def init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int = 60000) -> ProducerIdAndEpoch:
+    def init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int = 60000,
+                         enable_2pc: bool = False) -> ProducerIdAndEpoch:
         """InitProducerId; with `transactional_id=None` the broker hands out an idempotent
         producer id the transaction coordinator has no record of (used for the "unknown
-        producer id" hanging case)."""
-        return _retrying(lambda: self._init_producer_id(transactional_id, transaction_timeout_ms))
+        producer id" hanging case); `enable_2pc` asks for two-phase commit (version 6,
+        Enable2Pc, KeepPreparedTxn false)."""
+        return _retrying(lambda: self._init_producer_id(transactional_id, transaction_timeout_ms, enable_2pc))
 
     def init_producer_id_once(self, transactional_id: str, transaction_timeout_ms: int = 60000) -> int:
         """One InitProducerId, as a restarted producer sends it, and its error code.
@@ -280,15 +286,19 @@ class RawClient:
             return e.error_code
         return 0
 
-    def _init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int) -> ProducerIdAndEpoch:
+    def _init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,
+                          enable_2pc: bool = False) -> ProducerIdAndEpoch:
         node = None if transactional_id is None else self.find_transaction_coordinator(transactional_id)
+        fields = {"enable2_pc": True, "keep_prepared_txn": False} if enable_2pc else {}
         req = InitProducerIdRequest(
             transactional_id=transactional_id,
             transaction_timeout_ms=transaction_timeout_ms,
             producer_id=NO_PRODUCER_ID,
             producer_epoch=NO_PRODUCER_EPOCH,
+            **fields,
         )
-        resp = self._conn(node).send(req, INIT_PRODUCER_ID_VERSION, InitProducerIdResponse)
+        version = INIT_PRODUCER_ID_2PC_VERSION if enable_2pc else INIT_PRODUCER_ID_VERSION
+        resp = self._conn(node).send(req, version, InitProducerIdResponse)
         _check("InitProducerId", resp.error_code, transactional_id or "")
         return ProducerIdAndEpoch(resp.producer_id, resp.producer_epoch)
 

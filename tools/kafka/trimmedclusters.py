@@ -18,6 +18,8 @@ Clusters:
 * ``offsets-4.4``, ``offsets-3.9``: tools.kafka.groups' ``committed_offsets`` on Kafka 4.4.0 and
   3.9.2 (at transaction.version 0, the highest 3.9.2 formats; ``offsets`` is the same on 4.1.1,
   in fixtures/): committed offsets and the groups a hang holds back.
+* ``two-phase-4.4``: tools.kafka.twophase's ``two_phase_participant`` (Kafka 4.4.0, 2PC
+  allowed): a prepared two-phase-commit transaction left Ongoing with Int.MaxValue's timeout.
 
 They are not built by ``make fixtures`` (this module is not in SCENARIO_MODULES, so the
 plain builder never writes them untrimmed into fixtures/)::
@@ -33,7 +35,7 @@ import json
 import sys
 from pathlib import Path
 
-from tools.kafka import epochs, groups, share
+from tools.kafka import epochs, groups, share, twophase
 from tools.kafka.cluster import REPO
 from tools.kafka.scenarios import CLUSTERS, SCENARIOS, ClusterSpec, scenario
 from tools.kafka.trimmed import build_trimmed
@@ -62,7 +64,8 @@ for _name in (OFFSETS_44_CLUSTER, OFFSETS_39_CLUSTER):
     if _name not in SCENARIOS["committed_offsets"].clusters:
         SCENARIOS["committed_offsets"] = dataclasses.replace(
             SCENARIOS["committed_offsets"], clusters=SCENARIOS["committed_offsets"].clusters + (_name,))
-TRIMMED_CLUSTERS = (EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER, *share.SHARE_CLUSTERS, OFFSETS_44_CLUSTER, OFFSETS_39_CLUSTER)
+TRIMMED_CLUSTERS = (EPOCHS_44_CLUSTER, EQUAL_41_CLUSTER, *share.SHARE_CLUSTERS, OFFSETS_44_CLUSTER, OFFSETS_39_CLUSTER,
+                    twophase.TWO_PHASE_CLUSTER)
 OUT = REPO / "fixtures" / "trimmed"
 
 
