@@ -5,7 +5,7 @@ What 4.4.0 needs (read from its jars): the broker allows 2PC only with
 ``TRANSACTIONS_2PC_ENABLED_CONFIG``: "Allow participation in Two-Phase Commit (2PC) transactions
 with an external transaction coordinator"), and the request that asks for it, InitProducerId
 version 6 (Enable2Pc), is marked ``latestVersionUnstable``: served only with
-``unstable.api.versions.enable=true``. The 4.4.0 Java client cannot ask for it: its
+``unstable.api.versions.enable=true`` (tried without it: the broker closed the connection). The 4.4.0 Java client cannot ask for it: its
 KafkaProducer has neither ``initTransactions(keepPreparedTxn)`` nor ``prepareTransaction()``,
 and its TransactionManager builds InitProducerId without ever setting Enable2Pc, whatever
 ``transaction.two.phase.commit.enable`` says (javap). So the participant here is the raw client
