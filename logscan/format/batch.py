@@ -326,10 +326,6 @@ def _varint(data, p: int, end: int, max_bytes: int = 5, bits: int = 32) -> tuple
     raise IndexError
 
 
-#: The zig-zag value of each varint of one or two bytes, by its 14 payload bits.
-_ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(1 << 14))
-
-
 def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
                     whole: bool = True, budget=None) -> Iterator[Record]:
     """The batch's records (``whole``: all of them, the bytes after them checked; else the
@@ -338,10 +334,10 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
     Errors name the file position of the bytes (uncompressed) or of the compressed payload,
     with the byte inside the decompressed stream.
 
-    The one- and two-byte cases of each varint are decoded inline, their zig-zag value looked
-    up: nearly every length and delta in real batches is below 8192, and a function call per
-    field dominated the cost. One generator: iter_records returns this one, since delegating
-    to it cost a frame switch per record.
+    The loop below is the reference reader of a record, field by field as DefaultRecord
+    reads it; where the module is built, compiled.records_v2 reads the well-formed records
+    (nearly all of them) and this loop only the one it stops before. One generator:
+    iter_records returns this one, since delegating to it cost a frame switch per record.
     """
     count = batch.records_count
     if count == 0:
@@ -353,7 +349,6 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
     log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
     varint = _varint
     new_record = tuple.__new__  # skips NamedTuple's Python-level __new__: half the cost
-    zigzag = _ZIGZAG
     end = len(data)
     p = 0
 
@@ -377,16 +372,7 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
             # The compiled step stopped before a record this loop reads (and reports).
         record_start = p
         try:
-            b = data[p]
-            if b < 0x80:
-                body = zigzag[b]
-                p += 1
-            elif data[p + 1] < 0x80:
-                raw = (b & 0x7F) | (data[p + 1] << 7)
-                body = zigzag[raw]
-                p += 2
-            else:
-                body, p = varint(data, p, end)
+            body, p = varint(data, p, end)
         except (IndexError, ValueError):
             raise fail("Incorrect declared batch size, premature EOF reached", record_start,
                        expected="record length varint") from None
@@ -398,71 +384,11 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
         body_start = p
         try:
             attributes = data[p]
-            p += 1
-            b = data[p]
-            if b < 0x80 and p < body_end:
-                timestamp_delta = zigzag[b]
-                p += 1
-            elif data[p + 1] < 0x80 and p + 1 < body_end:
-                raw = (b & 0x7F) | (data[p + 1] << 7)
-                timestamp_delta = zigzag[raw]
-                p += 2
-            else:
-                timestamp_delta, p = varint(data, p, body_end, 10, 64)
-            b = data[p]
-            if b < 0x80 and p < body_end:
-                offset_delta = zigzag[b]
-                p += 1
-            elif data[p + 1] < 0x80 and p + 1 < body_end:
-                raw = (b & 0x7F) | (data[p + 1] << 7)
-                offset_delta = zigzag[raw]
-                p += 2
-            else:
-                offset_delta, p = varint(data, p, body_end)
-            b = data[p]
-            if b < 0x80 and p < body_end:
-                n = zigzag[b]
-                p += 1
-            elif data[p + 1] < 0x80 and p + 1 < body_end:
-                raw = (b & 0x7F) | (data[p + 1] << 7)
-                n = zigzag[raw]
-                p += 2
-            else:
-                n, p = varint(data, p, body_end)
-            if n < 0:
-                key = None  # Utils.readBytes: any negative length is null
-            elif p + n > body_end:
-                raise IndexError
-            else:
-                key = data[p:p + n]
-                p += n
-            b = data[p]
-            if b < 0x80 and p < body_end:
-                n = zigzag[b]
-                p += 1
-            elif data[p + 1] < 0x80 and p + 1 < body_end:
-                raw = (b & 0x7F) | (data[p + 1] << 7)
-                n = zigzag[raw]
-                p += 2
-            else:
-                n, p = varint(data, p, body_end)
-            if n < 0:
-                value = None
-            elif p + n > body_end:
-                raise IndexError
-            else:
-                value = data[p:p + n]
-                p += n
-            b = data[p]
-            if b < 0x80 and p < body_end:
-                header_count = zigzag[b]
-                p += 1
-            elif data[p + 1] < 0x80 and p + 1 < body_end:
-                raw = (b & 0x7F) | (data[p + 1] << 7)
-                header_count = zigzag[raw]
-                p += 2
-            else:
-                header_count, p = varint(data, p, body_end)
+            timestamp_delta, p = varint(data, p + 1, body_end, 10, 64)
+            offset_delta, p = varint(data, p, body_end)
+            key, p = _read_bytes(data, p, body_end)
+            value, p = _read_bytes(data, p, body_end)
+            header_count, p = varint(data, p, body_end)
             if header_count < 0 or header_count > body_end - p:
                 raise fail(f"Found invalid number of record headers {header_count}", record_start,
                            expected=f"0..{body_end - p}", found=header_count)

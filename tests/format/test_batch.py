@@ -228,8 +228,8 @@ def _batch_with_record_bytes(body: bytes, count=1) -> bytes:
 
 
 def test_every_one_and_two_byte_varint_decodes_to_its_value():
-    # The record path looks one- and two-byte varints up in a table (batch._ZIGZAG); every value
-    # they hold (-8192..8191), as timestamp delta, offset delta and key and value lengths.
+    # Every value of a one- or two-byte varint (-8192..8191), as timestamp delta, offset delta
+    # and key and value lengths.
     values = range(-8192, 8192)
     body = b"".join(encode_record(i, v, b"k" * (i % 200), None if v < 0 else b"v" * (v % 300))
                     for i, v in enumerate(values))
