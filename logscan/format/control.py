@@ -20,10 +20,11 @@ END_TXN_MARKER = struct.Struct(">hi")
 CURRENT_CONTROL_KEY_VERSION = 0
 CURRENT_END_TXN_MARKER_VERSION = 0
 #: The one record of a COMMIT or ABORT batch as a broker writes it
-#: (MemoryRecords.withEndTransactionMarker, uncompressed): Length varint (16), Attributes int8
-#: (skipped), TimestampDelta varint, OffsetDelta varint, KeyLength varint (4), the key v0,
-#: ValueLength varint (6), the value v0, header count varint (0). Zig-zag varints: 16 is
-#: 0x20, 4 is 0x08, 6 is 0x0c; a one-byte varint is below 0x80.
+#: (MemoryRecords.withEndTransactionMarker, uncompressed): Length varint (16), Attributes int8,
+#: TimestampDelta varint, OffsetDelta varint, KeyLength varint (4), the key v0, ValueLength
+#: varint (6), the value v0, header count varint (0). Zig-zag varints: 16 is 0x20, 4 is 0x08,
+#: 6 is 0x0c; a one-byte varint is below 0x80. compiled.fact_v2 reads a marker of this layout
+#: (native/src/lib.rs: marker_record); the record decoder reads every other.
 MARKER_RECORD = struct.Struct(">BxBBBhhBhiB")
 
 ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = range(7)
@@ -96,25 +97,6 @@ def decode_end_txn_marker(key: ControlRecordKey, value: bytes | None,
             f"Invalid version found for end transaction marker: {version}. May indicate data corruption",
             position, expected=">= 0", found=version)
     return EndTxnMarker(version, coordinator_epoch)
-
-
-def read_marker_record(buf, at: int) -> tuple[int, int, int] | None:
-    """``(type id, coordinator epoch, timestamp delta)`` of the record at ``buf[at:]`` when it
-    is laid out exactly as :data:`MARKER_RECORD` with one-byte deltas, versions >= 0 and a
-    COMMIT or ABORT type: what the record decoder, decode_control_key and
-    decode_end_txn_marker read from those bytes, in one unpacking. None for any other bytes,
-    which the general decoder reads (and reports). The scan reads one per marker: through the
-    general decoder a marker's fact cost about 8 times a data batch's."""
-    try:
-        (length, timestamp_delta, offset_delta, key_length, key_version, type_id, value_length, value_version,
-         coordinator_epoch, headers) = MARKER_RECORD.unpack_from(buf, at)
-    except struct.error:
-        return None
-    if (length != 0x20 or timestamp_delta >= 0x80 or offset_delta >= 0x80 or key_length != 0x08
-            or value_length != 0x0C or headers != 0 or key_version < 0 or value_version < 0
-            or (type_id != COMMIT and type_id != ABORT)):
-        return None
-    return type_id, coordinator_epoch, (timestamp_delta >> 1) ^ -(timestamp_delta & 1)
 
 
 def encode_control_key(type_id: int, version: int = CURRENT_CONTROL_KEY_VERSION) -> bytes:

@@ -26,12 +26,11 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
-from logscan.format.batch import (COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, INT32_MAX, LOG_OVERHEAD, NO_SEQUENCE,
-                                   RECORD_BATCH_OVERHEAD, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK, RecordBatch,
-                                   first_record, increment_sequence, iter_records)
+from logscan.format import compiled
+from logscan.format.batch import (CONTROL_FLAG_MASK, INT32_MAX, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
+                                   TRANSACTIONAL_FLAG_MASK, RecordBatch, first_record, iter_records)
 from logscan.format.checkpoint import LeaderEpochEntry, parse_leader_epoch_checkpoint
-from logscan.format.control import (CONTROL_TYPE_NAMES, MARKER_RECORD, decode_control_key, decode_end_txn_marker,
-                                    read_marker_record)
+from logscan.format.control import CONTROL_TYPE_NAMES, decode_control_key, decode_end_txn_marker
 from logscan.format.compression import DecompressionBudget
 from logscan.format.errors import DecodeError, DecompressionBudgetSpent
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
@@ -108,50 +107,35 @@ class ReplicaRead:
     bytes_read: int = 0
 
 
-#: The Length of a COMMIT or ABORT batch as a broker writes it: a header and MARKER_RECORD.
-_MARKER_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + MARKER_RECORD.size
-
-
 def batch_fact(buf, batch: RecordBatch, path: str, findings: list[Finding], base: int = 0) -> BatchFact:
-    """The fact of a v2 batch read from ``buf``, a window of the log starting at byte ``base``.
-    Runs once per batch of every segment: the header's fields are taken in one unpacking and
-    the fact is built without NamedTuple's Python-level constructor. A COMMIT or ABORT batch
-    laid out as a broker writes it is read in one unpacking too (read_marker_record); any
-    other control batch through the record decoder."""
-    (position, base_offset, batch_length, _, _, _, attributes, last_delta, base_timestamp, max_timestamp, producer_id,
-     producer_epoch, base_sequence, records_count, _) = batch
-    control = attributes & CONTROL_FLAG_MASK != 0
-    control_type = None
-    coordinator_epoch = -1
-    marker_ts = NO_TIMESTAMP
-    marker = (read_marker_record(buf, position - base + RECORD_BATCH_OVERHEAD)
-              if control and records_count == 1 and batch_length == _MARKER_BATCH_LENGTH
-              and not attributes & COMPRESSION_CODEC_MASK else None)
-    if marker is not None:
-        type_id, coordinator_epoch, timestamp_delta = marker
-        control_type = CONTROL_TYPE_NAMES[type_id]
-        marker_ts = max_timestamp if attributes & TIMESTAMP_TYPE_MASK else base_timestamp + timestamp_delta
-    elif control and records_count > 0:
+    """The fact of a v2 batch read from ``buf``, a window of the log starting at byte ``base``:
+    its header's fields, and a control batch's record type, coordinator epoch and timestamp
+    read through the record decoder (any finding about them goes to ``findings``). Where the
+    module is built, compiled.fact_v2 makes the facts of data batches and of COMMIT or ABORT
+    batches laid out as a broker writes them (nearly every batch) and this reads the rest."""
+    native = compiled.fact_v2
+    if native is not None:
+        fact = native(buf, batch, base, BatchFact)
+        if fact is not None:
+            return fact
+    control_type, coordinator_epoch, marker_ts = None, -1, NO_TIMESTAMP
+    if batch.is_control and batch.records_count > 0:
         try:
             record = first_record(buf, batch, base=base)
             if record is not None:
                 key = decode_control_key(record.key, batch.position)
-                control_type = key.name
-                marker_ts = record.timestamp
+                control_type, marker_ts = key.name, record.timestamp
                 if key.is_transaction_marker:
                     coordinator_epoch = decode_end_txn_marker(key, record.value, batch.position).coordinator_epoch
-                elif producer_id >= 0 or control_type == "UNKNOWN":
-                    findings.append(control_type_finding(path, batch, key.label, producer_id))
+                elif batch.producer_id >= 0 or control_type == "UNKNOWN":
+                    findings.append(control_type_finding(path, batch, key.label, batch.producer_id))
         except DecodeError as e:
             findings.append(Finding.from_error(path, e))
             control_type = "UNREADABLE"
-    # increment_sequence's common case inline (a call cost as much as the rest of a data batch's fact).
-    last_sequence = (base_sequence + last_delta if 0 <= base_sequence <= INT32_MAX - last_delta
-                     else NO_SEQUENCE if base_sequence == NO_SEQUENCE else increment_sequence(base_sequence, last_delta))
-    return _new_tuple(BatchFact, (base_offset, base_offset + last_delta, producer_id, producer_epoch, base_sequence,
-                                  last_sequence, max_timestamp, attributes & TRANSACTIONAL_FLAG_MASK != 0, control,
-                                  records_count, batch_length + LOG_OVERHEAD, control_type, coordinator_epoch,
-                                  marker_ts))
+    return BatchFact(batch.base_offset, batch.last_offset, batch.producer_id, batch.producer_epoch,
+                     batch.base_sequence, batch.last_sequence, batch.max_timestamp, batch.is_transactional,
+                     batch.is_control, batch.records_count, batch.size_in_bytes, control_type, coordinator_epoch,
+                     marker_ts)
 
 
 _new_tuple = tuple.__new__  # skips a NamedTuple's Python-level __new__

@@ -18,6 +18,7 @@
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyTuple, PyType};
 use std::ffi::c_char;
@@ -318,11 +319,15 @@ fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit:
     Ok((out, pos))
 }
 
-/// The Length of a COMMIT or ABORT batch as a broker writes it: a header and its one record
-/// (logscan.format.control.MARKER_RECORD, 17 bytes).
-const MARKER_BATCH_LENGTH: i64 = MIN_V2_SIZE + 17;
-/// Attributes: the control flag, the timestamp type (LogAppendTime) and the codec bits.
+/// The one record of a COMMIT or ABORT batch as a broker writes it: 17 bytes
+/// (logscan.format.control.MARKER_RECORD).
+const MARKER_RECORD: usize = 17;
+/// The Length of a COMMIT or ABORT batch as a broker writes it: a header and its one record.
+const MARKER_BATCH_LENGTH: i64 = MIN_V2_SIZE + MARKER_RECORD as i64;
+/// Attributes: the control and transactional flags, the timestamp type (LogAppendTime) and the
+/// codec bits.
 const CONTROL_FLAG: i64 = 0x20;
+const TRANSACTIONAL_FLAG: i64 = 0x10;
 const LOG_APPEND_TIME: i64 = 0x08;
 const CODEC_BITS: i64 = 0x07;
 const NO_SEQUENCE: i64 = -1;
@@ -346,7 +351,9 @@ fn last_sequence(sequence: i64, delta: i64) -> i64 {
 }
 
 /// ``(type id, coordinator epoch, timestamp delta)`` of a marker record laid out as a broker
-/// writes it, read_marker_record's rule (logscan.format.control): None for any other bytes.
+/// writes it (MemoryRecords.withEndTransactionMarker: logscan.format.control.MARKER_RECORD)
+/// with one-byte deltas, versions >= 0 and a COMMIT or ABORT type, which the record decoder,
+/// decode_control_key and decode_end_txn_marker read the same way: None for any other bytes.
 fn marker_record(r: &[u8]) -> Option<(i16, i32, i64)> {
     let (length, ts_delta, offset_delta, key_length) = (r[0], r[2], r[3], r[4]);
     let key_version = i16::from_be_bytes(be(r, 5));
@@ -359,6 +366,25 @@ fn marker_record(r: &[u8]) -> Option<(i16, i32, i64)> {
     }
     let ts_delta = ts_delta as i64;
     Some((type_id, coordinator_epoch, (ts_delta >> 1) ^ -(ts_delta & 1)))
+}
+
+/// What a control batch's fact takes from its one record: Ok(Some((type id, coordinator
+/// epoch, marker timestamp))) for a COMMIT or ABORT batch laid out as a broker writes it (one
+/// uncompressed MARKER_RECORD), Ok(None) for a batch without a control record (not a control
+/// batch, or one the cleaner emptied), Err(()) for any other batch, whose fact the reference
+/// (logscan.scan.replica.batch_fact, through the record decoder) makes: ``record`` is the batch's
+/// bytes after its header, as many as the buffer holds.
+fn marker_fact(attributes: i64, length: i64, records: i64, base_timestamp: i64, max_timestamp: i64, record: &[u8])
+    -> Result<Option<(i16, i32, i64)>, ()> {
+    if attributes & CONTROL_FLAG == 0 || records <= 0 {
+        return Ok(None);
+    }
+    if records != 1 || length != MARKER_BATCH_LENGTH || attributes & CODEC_BITS != 0 || record.len() < MARKER_RECORD {
+        return Err(());
+    }
+    let (type_id, epoch, ts_delta) = marker_record(record).ok_or(())?;
+    let ts = if attributes & LOG_APPEND_TIME != 0 { Some(max_timestamp) } else { base_timestamp.checked_add(ts_delta) };
+    Ok(Some((type_id, epoch, ts.ok_or(())?)))
 }
 
 /// The per-batch facts of a run of batches, a column per field (FACT_COLUMNS' order).
@@ -427,16 +453,9 @@ fn facts_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, b
             break;
         }
         let Some(last_offset) = base_offset.checked_add(last_delta) else { break };
-        let (mut control_type, mut coordinator_epoch, mut marker_ts) = (NO_CONTROL_TYPE, -1i32, -1i64);
-        if attributes & CONTROL_FLAG != 0 && records > 0 {
-            if records != 1 || length != MARKER_BATCH_LENGTH || attributes & CODEC_BITS != 0 {
-                break;
-            }
-            let Some((type_id, marker_epoch, ts_delta)) = marker_record(&data[at + HEADER..next as usize]) else { break };
-            let ts = if attributes & LOG_APPEND_TIME != 0 { Some(max_timestamp) } else { base_timestamp.checked_add(ts_delta) };
-            let Some(ts) = ts else { break };
-            (control_type, coordinator_epoch, marker_ts) = (type_id, marker_epoch, ts);
-        }
+        let record = &data[at + HEADER..next as usize];
+        let Ok(marker) = marker_fact(attributes, length, records, base_timestamp, max_timestamp, record) else { break };
+        let (control_type, coordinator_epoch, marker_ts) = marker.unwrap_or((NO_CONTROL_TYPE, -1, -1));
         c.position.push(pos + base);
         c.base_offset.push(base_offset);
         c.last_offset.push(last_offset);
@@ -467,10 +486,83 @@ fn facts_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, b
     Ok((columns, count, pos))
 }
 
+/// The fact logscan.scan.replica.batch_fact makes of one v2 batch, ``batch`` (a RecordBatch,
+/// already walked) read from ``buf``, a window of the log starting at byte ``base``: a
+/// ``fact_class`` instance (BatchFact's fields), or None where the reference makes it some
+/// other way (a control batch with records other than one COMMIT or ABORT record laid out as a
+/// broker writes it, an offset or timestamp past 64 bits): batch_fact then reads the batch
+/// through the record decoder. The batch at a time form of facts_v2's rule, for the walk.
+#[pyfunction]
+#[pyo3(signature = (buf, batch, base, fact_class))]
+fn fact_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, batch: &Bound<'py, PyTuple>, base: i64,
+                fact_class: &Bound<'py, PyType>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if !fact_class.is_subclass_of::<PyTuple>()? {
+        return Err(PyTypeError::new_err("fact_class must be a subclass of tuple"));
+    }
+    if batch.len() != FIELDS {
+        return Err(PyValueError::new_err(format!("a RecordBatch has {FIELDS} fields, not {}", batch.len())));
+    }
+    let field = |i: usize| -> PyResult<i64> { batch.get_item(i)?.extract::<i64>() };
+    let (position, base_offset, length, attributes, last_delta) = (field(0)?, field(1)?, field(2)?, field(6)?, field(7)?);
+    let (base_timestamp, max_timestamp, producer_id, epoch, base_sequence, records) =
+        (field(8)?, field(9)?, field(10)?, field(11)?, field(12)?, field(13)?);
+    let Some(last_offset) = base_offset.checked_add(last_delta) else { return Ok(None) };
+    let marker = if attributes & CONTROL_FLAG != 0 && records > 0 {
+        let view = PyBuffer::<u8>::get(buf)?;
+        if !view.is_c_contiguous() {
+            return Err(PyValueError::new_err("the buffer must be contiguous"));
+        }
+        let len = view.len_bytes() as i64;
+        let from = position - base + HEADER as i64;
+        if from < 0 || from > len {
+            return Ok(None);
+        }
+        let to = (from + MARKER_RECORD as i64).min(len);
+        // SAFETY: ``view`` keeps the exporter's ``len`` bytes alive and in place until it is
+        // dropped at the end of this block, and no Python code runs while the slice is read.
+        let record = unsafe {
+            std::slice::from_raw_parts((view.buf_ptr() as *const u8).add(from as usize), (to - from) as usize)
+        };
+        match marker_fact(attributes, length, records, base_timestamp, max_timestamp, record) {
+            Ok(marker) => marker,
+            Err(()) => return Ok(None),
+        }
+    } else {
+        None
+    };
+    let Some(size) = length.checked_add(LOG_OVERHEAD) else { return Ok(None) };
+    let (control_type, coordinator_epoch, marker_ts) = match marker {
+        Some((type_id, coordinator_epoch, ts)) => {
+            let name = if type_id == 1 { intern!(py, "COMMIT") } else { intern!(py, "ABORT") };
+            (name.clone().into_any(), coordinator_epoch as i64, ts)
+        }
+        None => (py.None().into_bound(py), -1, -1),
+    };
+    let flag = |mask: i64| PyBool::new(py, attributes & mask != 0).to_owned().into_any();
+    let items = [
+        int(py, base_offset),
+        int(py, last_offset),
+        int(py, producer_id),
+        int(py, epoch),
+        int(py, base_sequence),
+        int(py, last_sequence(base_sequence, last_delta)),
+        int(py, max_timestamp),
+        flag(TRANSACTIONAL_FLAG),
+        flag(CONTROL_FLAG),
+        int(py, records),
+        int(py, size),
+        control_type,
+        int(py, coordinator_epoch),
+        int(py, marker_ts),
+    ];
+    tuple_instance(py, fact_class, items).map(Some)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walk_v2, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(facts_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(fact_v2, m)?)?;
     Ok(())
 }

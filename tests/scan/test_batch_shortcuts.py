@@ -1,44 +1,39 @@
-"""The scan's per-batch code reads a v2 header in one unpacking instead of through
-RecordBatch's properties (it runs once per batch of a copy). These tests hold the shortcuts to
-the properties over every attribute bit, codec id and sequence edge, and hold the windowed
-record reads (``base``) to reads of the whole buffer."""
+"""The scan's per-batch facts: compiled.fact_v2 (batch_fact's common step where the module is
+built) held to the reference (batch_fact in pure Python) over every attribute bit, codec id,
+sequence edge and byte of a marker's record, and the windowed reads (``base``) held to reads
+of the whole buffer."""
 
 import itertools
 from pathlib import Path
 
 import pytest
 
-from logscan.format import compression
-from logscan.format.batch import (INT32_MAX, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RecordBatch, decode_batch_header,
-                                   first_record, iter_records)
-from logscan.format.control import MARKER_RECORD, decode_control_key, decode_end_txn_marker, read_marker_record
+from logscan.format import compiled, compression
+from logscan.format.batch import (INT32_MAX, NO_SEQUENCE, RecordBatch, decode_batch_header, first_record,
+                                   iter_records)
+from logscan.format.control import MARKER_RECORD
 from logscan.format.errors import DecodeError
 from logscan.format.logfile import walk_batches
 from logscan.scan.replica import ReplicaRead, batch_fact, read_segment
 from logscan.scan.rows import header_values
 from logscan.state.facts import BatchFact
 from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch
+from tools.fuzz.targets import reference_fact
 
 RECORDS = [Rec(b"value-%d" % i, key=b"k%d" % i, timestamp=1_700_000_000_000 + i) for i in range(3)]
 
 
-def reference_fact(buf, batch, findings) -> BatchFact:
-    """batch_fact as the properties say it (the code before the shortcut)."""
-    control_type, coordinator_epoch, marker_ts = None, -1, -1
-    if batch.is_control and batch.records_count > 0:
-        try:
-            record = next(iter_records(buf, batch), None)
-            if record is not None:
-                key = decode_control_key(record.key, batch.position)
-                control_type, marker_ts = key.name, record.timestamp
-                if key.is_transaction_marker:
-                    coordinator_epoch = decode_end_txn_marker(key, record.value, batch.position).coordinator_epoch
-        except DecodeError:
-            control_type = "UNREADABLE"
-    return BatchFact(batch.base_offset, batch.last_offset, batch.producer_id, batch.producer_epoch,
-                     batch.base_sequence, batch.last_sequence, batch.max_timestamp, batch.is_transactional,
-                     batch.is_control, batch.records_count, batch.size_in_bytes, control_type, coordinator_epoch,
-                     marker_ts)
+@pytest.fixture
+def fact_v2():
+    if compiled.fact_v2 is None:
+        pytest.skip("logscan._native's fact_v2 is not in use (LOGSCAN_PURE_PYTHON, or a build before it)")
+    return compiled.fact_v2
+
+
+def compiled_fact(buf, batch, base=0) -> tuple:
+    """batch_fact as the scan runs it (through fact_v2), and its findings."""
+    findings: list = []
+    return batch_fact(buf, batch, "", findings, base), findings
 
 
 def reference_header(batch) -> tuple:
@@ -51,11 +46,12 @@ SEQUENCES = [NO_SEQUENCE, 0, 7, INT32_MAX - 2, INT32_MAX, -7, -(2**31)]
 
 @pytest.mark.parametrize("base_sequence", SEQUENCES)
 @pytest.mark.parametrize("last_offset_delta", [0, 2, 5, INT32_MAX, -3])
-def test_fact_sequences_match_the_properties(base_sequence, last_offset_delta):
+def test_compiled_fact_sequences_are_the_references(fact_v2, base_sequence, last_offset_delta):
     raw = encode_batch(RECORDS, producer_id=11, producer_epoch=2, base_sequence=base_sequence,
                        last_offset_delta=last_offset_delta, base_offset=1000)
     batch, _ = decode_batch_header(raw, 0, verify_crc=False)
-    assert batch_fact(raw, batch, "f", []) == reference_fact(raw, batch, [])
+    assert fact_v2(raw, batch, 0, BatchFact) is not None  # the compiled step's own
+    assert compiled_fact(raw, batch) == reference_fact(raw, batch)
     assert type(batch_fact(raw, batch, "f", [])) is BatchFact
 
 
@@ -67,10 +63,10 @@ def test_header_values_and_flags_match_the_properties_for_every_attribute_bit(at
                        extra_attributes=attributes)
     batch, _ = decode_batch_header(raw, 0, verify_crc=False)
     assert header_values(batch) == reference_header(batch)
-    fact = batch_fact(raw, batch, "f", [])
-    expected = reference_fact(raw, batch, [])
-    assert fact == expected
-    assert (fact.is_transactional, fact.is_control) == (bool(attributes & 0x10), bool(attributes & 0x20))
+    got = compiled_fact(raw, batch)
+    assert (got[0].is_transactional, got[0].is_control) == (bool(attributes & 0x10), bool(attributes & 0x20))
+    if compiled.fact_v2 is not None:
+        assert got == reference_fact(raw, batch)
 
 
 @pytest.mark.parametrize("commit", [True, False])
@@ -80,12 +76,13 @@ def test_marker_fact_from_a_window_matches_the_whole_buffer(commit):
                                   base_offset=3, timestamp=1_700_000_000_500)
     log = lead + marker
     whole, _ = decode_batch_header(log, len(lead))
-    expected = reference_fact(log, whole, [])
-    assert expected.control_type == ("COMMIT" if commit else "ABORT") and expected.coordinator_epoch == 13
-    # The same batch seen through a window that starts at byte ``base`` of the log.
+    expected = reference_fact(log, whole)
+    assert expected[0].control_type == ("COMMIT" if commit else "ABORT") and expected[0].coordinator_epoch == 13
+    # The same batch seen through a window that starts at byte ``base`` of the log, by the
+    # compiled step (where built) and the reference.
     for base in (1, len(lead) - 5, len(lead)):
         window = memoryview(log)[base:]
-        assert batch_fact(window, whole, "f", [], base) == expected
+        assert compiled_fact(window, whole, base) == reference_fact(window, whole, base) == expected
 
 
 def test_windowed_records_equal_the_whole_buffer_and_errors_stay_located_in_the_log():
@@ -184,61 +181,80 @@ def _marker_record_at(raw: bytes) -> int:
 
 @pytest.mark.parametrize("log_append_time", [None, 1_700_000_009_000])
 @pytest.mark.parametrize("commit", [True, False])
-def test_every_byte_of_a_marker_record_changed_gives_the_decoders_fact(commit, log_append_time):
-    """read_marker_record takes only what the record decoder reads the same way: each byte of
-    the marker's record set to each value gives the fact (or the UNREADABLE one) the general
-    decoder gives."""
+def test_every_byte_of_a_marker_record_changed_gives_the_decoders_fact(fact_v2, commit, log_append_time):
+    """fact_v2 takes only what the record decoder reads the same way: each byte of the
+    marker's record set to each value gives the fact (or the UNREADABLE one, and the findings)
+    the reference gives."""
     marker = end_txn_marker_batch(commit=commit, coordinator_epoch=13, producer_id=5, producer_epoch=1,
                                   base_offset=40, timestamp=1_700_000_000_500, log_append_time=log_append_time)
     at = _marker_record_at(marker)
-    assert read_marker_record(marker, at) == (int(commit), 13, 0)  # the broker's layout is taken
+    batch, _ = decode_batch_header(marker, 0)
+    fact = fact_v2(marker, batch, 0, BatchFact)  # the broker's layout is taken
+    assert (fact.control_type, fact.coordinator_epoch) == ("COMMIT" if commit else "ABORT", 13)
     taken = 0
     for i in range(at, len(marker)):
         for value in range(256):
             raw = bytearray(marker)
             raw[i] = value
             batch, _ = decode_batch_header(bytes(raw), 0, verify_crc=False)
-            assert batch_fact(raw, batch, "f", []) == reference_fact(raw, batch, []), (i - at, value)
-            taken += read_marker_record(raw, at) is not None
+            assert compiled_fact(raw, batch) == reference_fact(raw, batch), (i - at, value)
+            taken += fact_v2(raw, batch, 0, BatchFact) is not None
     # The one-byte deltas, the epoch's bytes and the versions' non-negative values are taken.
     assert taken > 256 * 4
 
 
-def test_marker_records_of_another_layout_go_to_the_decoder():
+def test_marker_records_of_another_layout_go_to_the_decoder(fact_v2):
     marker = end_txn_marker_batch(commit=True, coordinator_epoch=3, producer_id=5, producer_epoch=1, timestamp=10)
-    at = _marker_record_at(marker)
-    assert read_marker_record(marker + b"\x00", at + 1) is None  # shifted
-    assert read_marker_record(marker[:-1], at) is None  # short
+    batch, _ = decode_batch_header(marker, 0)
+    # The buffer ends inside the record, or the batch's bytes start one byte later.
+    assert fact_v2(marker[:-1], batch, 0, BatchFact) is None
+    assert fact_v2(marker[1:], batch, 0, BatchFact) is None
+    assert fact_v2(b"\x00" + marker, batch, 0, BatchFact) is None
     for codec in (compression.GZIP, compression.ZSTD):
         raw = encode_batch([Rec(b"\x00\x00\x00\x00\x00\x03", b"\x00\x00\x00\x01", (), 10)],
                            control=True, transactional=True, codec=codec)
         batch, _ = decode_batch_header(raw, 0)
-        fact = batch_fact(raw, batch, "f", [])
-        assert fact == reference_fact(raw, batch, []) and (fact.control_type, fact.coordinator_epoch) == ("COMMIT", 3)
+        assert fact_v2(raw, batch, 0, BatchFact) is None
+        fact, findings = compiled_fact(raw, batch)
+        assert (fact, findings) == reference_fact(raw, batch)
+        assert (fact.control_type, fact.coordinator_epoch) == ("COMMIT", 3)
     # A timestamp delta of two bytes, a header, a longer value: the decoder's reading.
     for rec in (Rec(b"\x00\x00\x00\x00\x00\x03", b"\x00\x00\x00\x01", (), 10 + 300),
                 Rec(b"\x00\x00\x00\x00\x00\x03", b"\x00\x00\x00\x01", (("h", b"v"),), 10),
                 Rec(b"\x00\x01\x00\x00\x00\x03\x00", b"\x00\x00\x00\x01", (), 10)):
         raw = encode_batch([rec], control=True, transactional=True, base_timestamp=10)
         batch, _ = decode_batch_header(raw, 0)
-        assert read_marker_record(raw, RECORD_BATCH_OVERHEAD) is None
-        fact = batch_fact(raw, batch, "f", [])
-        assert fact == reference_fact(raw, batch, []) and fact.control_type == "COMMIT"
+        assert fact_v2(raw, batch, 0, BatchFact) is None
+        fact, findings = compiled_fact(raw, batch)
+        assert (fact, findings) == reference_fact(raw, batch) and fact.control_type == "COMMIT"
 
 
-def test_a_real_brokers_markers_are_read_in_one_unpacking():
-    """Every control batch in the fixture clusters (written by Kafka 4.1.1 brokers, TV1 and
-    TV2 markers, KRaft control records): the fact equals the decoder's, and the brokers'
-    COMMIT/ABORT batches all have the layout read_marker_record takes."""
-    markers = taken = 0
+def test_the_compiled_step_refuses_what_it_cannot_read(fact_v2):
+    raw = encode_batch(RECORDS)
+    batch, _ = decode_batch_header(raw, 0)
+    with pytest.raises(TypeError):
+        fact_v2(raw, batch, 0, dict)
+    with pytest.raises(ValueError):
+        fact_v2(raw, batch[:-1], 0, BatchFact)
+    # A last offset past 64 bits: the reference's (Python's ints), not a wrapped one.
+    big = batch._replace(base_offset=2**63 - 1)
+    assert fact_v2(raw, big, 0, BatchFact) is None
+    assert compiled_fact(raw, big) == reference_fact(raw, big)
+
+
+def test_a_real_brokers_batches_are_read_by_the_compiled_step(fact_v2):
+    """Every v2 batch in the fixture clusters (written by Kafka 4.1.1 brokers, TV1 and TV2
+    markers, KRaft control records): the fact equals the reference's, and the brokers' data
+    and COMMIT/ABORT batches are all read by the compiled step."""
+    markers = refused = 0
     for path in sorted(FIXTURES.glob("*/brokers/*/*/*.log")):
         raw = path.read_bytes()
         for batch in walk_batches(raw):
-            if type(batch) is not RecordBatch or not batch.is_control or not batch.crc_valid:
+            if type(batch) is not RecordBatch or not batch.crc_valid:
                 continue
-            fact = batch_fact(raw, batch, str(path), [])
-            assert fact == reference_fact(raw, batch, []), (path, batch.position)
-            if fact.control_type in ("COMMIT", "ABORT"):
-                markers += 1
-                taken += read_marker_record(raw, batch.position + RECORD_BATCH_OVERHEAD) is not None
-    assert markers > 50 and taken == markers
+            got = compiled_fact(raw, batch)
+            assert got == reference_fact(raw, batch), (path, batch.position)
+            if got[0].control_type in ("COMMIT", "ABORT", None):
+                markers += got[0].control_type is not None
+                refused += fact_v2(raw, batch, 0, BatchFact) is None
+    assert markers > 50 and refused == 0

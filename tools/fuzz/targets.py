@@ -175,17 +175,25 @@ def reference_facts_key(buf, batches: list, base: int = 0) -> list[tuple]:
     """The reference's facts of v2 ``batches`` read from ``buf`` (a window of the log from byte
     ``base``), as compiled_facts_key gives the compiled rows: each header's fields and what
     logscan.scan.replica.batch_fact makes of the batch."""
-    from logscan.scan.replica import batch_fact
-
     rows = []
     for b in batches:
-        f = batch_fact(buf, b, "", [], base)
+        f, _ = reference_fact(buf, b, base)
         type_id = {"ABORT": control.ABORT, "COMMIT": control.COMMIT, None: -1}.get(f.control_type, f.control_type)
         rows.append((b.position, b.base_offset, f.last_offset, b.partition_leader_epoch, b.attributes,
                      b.base_timestamp, f.max_timestamp, f.producer_id, f.producer_epoch, f.base_sequence,
                      f.last_sequence, f.records_count, f.size_in_bytes, type_id, f.coordinator_epoch,
                      f.marker_timestamp))
     return rows
+
+
+def reference_fact(buf, batch: RecordBatch, base: int = 0) -> tuple:
+    """logscan.scan.replica.batch_fact of ``batch`` in pure Python, the reference, and the
+    findings it made."""
+    from logscan.scan.replica import batch_fact
+
+    findings: list = []
+    with compiled.pure_python():
+        return batch_fact(buf, batch, "", findings, base), findings
 
 
 def _check_facts(data: bytes, end: int, base: int) -> None:
@@ -208,10 +216,13 @@ def _check_facts(data: bytes, end: int, base: int) -> None:
 def native(data: bytes) -> None:
     """The compiled common steps (``logscan._native``) against pure Python: the walk's entries
     and findings in the same order, field for field, each v2 batch's records (or the error
-    they stop at) from the compiled record step and the Python loop, and the compiled facts
-    of the run of batches from the start against the reference's. The first byte picks the
+    they stop at) from the compiled record step and the Python loop, each v2 batch's fact
+    (batch_fact through compiled.fact_v2, and its findings) against the reference's, and the
+    compiled facts of the run of batches from the start against the reference's. The first byte picks the
     walk's options: no CRC checks, no resync, a cut, a window of a longer log (``more``, at a
     shifted ``base``), and how many bytes short of the end the walk stops."""
+    from logscan.scan.replica import batch_fact
+
     if len(data) < 1 or compiled.walk_v2 is None:
         return
     flags, data = data[0], data[1:]
@@ -231,6 +242,10 @@ def native(data: bytes) -> None:
                 python = records_key(data, item, **kw)
             _check_same(got, python, f"the compiled record step differs from the Python loop in the batch at "
                                      f"{item.position}")
+            findings: list = []
+            got = [batch_fact(data, item, "", findings, options["base"]), findings]
+            _check_same(got, list(reference_fact(data, item, options["base"])),
+                        f"the compiled fact (fact_v2) differs from the reference's of the batch at {item.position}")
     _check_facts(data, end, options["base"])
 
 
