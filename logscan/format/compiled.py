@@ -7,7 +7,8 @@ anything else, so every finding and error is still the Python code's: ``walk_v2`
 ``batch.iter_records`` (a run of well-formed records), ``facts_v2`` for the scan's per-batch
 facts (logscan.scan.replica.batch_fact over a run of whole, valid v2 batches, in bulk: a
 column per field, :func:`batch_facts`), ``fact_v2`` for batch_fact's common case one walked
-batch at a time. Each is None where the module was not built or
+batch at a time, ``header_v2`` for a v2 batch's header columns of the batches table
+(logscan.scan.rows.header_values). Each is None where the module was not built or
 ``LOGSCAN_PURE_PYTHON`` is set, and the decoders then run in pure Python, which the compiled
 steps are held to (tests/format/test_native.py, tests/format/test_native_records.py,
 tests/format/test_native_facts.py, tests/scan/test_batch_shortcuts.py and the fuzz target
@@ -43,6 +44,8 @@ facts_v2 = getattr(_MODULE, "facts_v2", None)
 #: batch_fact's common step (a data batch, or a COMMIT or ABORT batch laid out as a broker
 #: writes it), or None (also from a module built before it: batch_fact is then the reference's).
 fact_v2 = getattr(_MODULE, "fact_v2", None)
+#: header_values' step for a v2 batch, or None (also from a module built before it).
+header_v2 = getattr(_MODULE, "header_v2", None)
 #: Batches or records a call of a step takes at most: from 1, doubling, so a reader that stops
 #: after a few has not paid for many more, and a long read pays a call per 1024.
 MAX_CHUNK = 1024
@@ -52,13 +55,13 @@ MAX_CHUNK = 1024
 def pure_python() -> Iterator[None]:
     """Decodes that start inside run in pure Python (the bench's and the tests' comparison
     with the compiled steps)."""
-    global walk_v2, records_v2, facts_v2, fact_v2
-    saved = walk_v2, records_v2, facts_v2, fact_v2
-    walk_v2 = records_v2 = facts_v2 = fact_v2 = None
+    global walk_v2, records_v2, facts_v2, fact_v2, header_v2
+    saved = walk_v2, records_v2, facts_v2, fact_v2, header_v2
+    walk_v2 = records_v2 = facts_v2 = fact_v2 = header_v2 = None
     try:
         yield
     finally:
-        walk_v2, records_v2, facts_v2, fact_v2 = saved
+        walk_v2, records_v2, facts_v2, fact_v2, header_v2 = saved
 
 
 #: facts_v2's columns, in its order: a v2 batch's position in the log, its header's fields

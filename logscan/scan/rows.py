@@ -18,7 +18,8 @@ from typing import Any, Iterable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from logscan.format.batch import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK, RecordBatch, timestamp_type_name
+from logscan.format import compiled
+from logscan.format.batch import COMPRESSION_CODEC_MASK, TIMESTAMP_TYPE_MASK, RecordBatch, timestamp_type_name
 from logscan.format.compression import codec_name
 from logscan.format.legacy import LegacyBatch
 from logscan.logdir.segment import TOO_LARGE, Finding
@@ -520,20 +521,22 @@ HEADER_COLUMNS = ("position", "magic", "compression_type", "timestamp_type", "pa
                   "base_timestamp", "delete_horizon_ms", "crc", "crc_valid")
 
 
-#: RecordBatch.codec of each value of the attributes' three codec bits.
+#: RecordBatch.codec of each value of the attributes' three codec bits, and RecordBatch.timestamp_type
+#: of each value of the timestamp type bit: the names compiled.header_v2 gives.
 _CODEC_NAMES = tuple(codec_name(i) for i in range(COMPRESSION_CODEC_MASK + 1))
+_TIMESTAMP_NAMES = (timestamp_type_name(0), timestamp_type_name(TIMESTAMP_TYPE_MASK))
 
 
 def header_values(header: RecordBatch | LegacyBatch) -> tuple:
     """A v2 batch's header columns (HEADER_COLUMNS), or a v0/v1 entry's (no leader epoch, base
-    timestamp or delete horizon: null). A v2 header's are taken in one unpacking (the
-    properties RecordBatch.codec and delete_horizon_ms, inline): this runs once per batch
-    of the copy."""
+    timestamp or delete horizon: null). Runs once per batch of the batches table: where the
+    module is built, compiled.header_v2 gives a v2 batch's."""
     if type(header) is RecordBatch:
-        (position, _, _, leader_epoch, magic, crc, attributes, _, base_timestamp, _, _, _, _, _, crc_valid) = header
-        return (position, magic, _CODEC_NAMES[attributes & COMPRESSION_CODEC_MASK],
-                timestamp_type_name(attributes), leader_epoch, base_timestamp,
-                base_timestamp if attributes & DELETE_HORIZON_FLAG_MASK else None, crc, crc_valid)
+        native = compiled.header_v2
+        if native is not None:
+            return native(header, _CODEC_NAMES, _TIMESTAMP_NAMES)
+        return (header.position, header.magic, header.codec, header.timestamp_type, header.partition_leader_epoch,
+                header.base_timestamp, header.delete_horizon_ms, header.crc, header.crc_valid)
     return (header.position, header.magic, header.codec, header.timestamp_type, None, None, None,
             header.crc, header.crc_valid)
 

@@ -324,12 +324,14 @@ fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit:
 const MARKER_RECORD: usize = 17;
 /// The Length of a COMMIT or ABORT batch as a broker writes it: a header and its one record.
 const MARKER_BATCH_LENGTH: i64 = MIN_V2_SIZE + MARKER_RECORD as i64;
-/// Attributes: the control and transactional flags, the timestamp type (LogAppendTime) and the
-/// codec bits.
+/// Attributes: the control and transactional flags, the timestamp type (LogAppendTime), the
+/// codec bits and the delete-horizon flag.
 const CONTROL_FLAG: i64 = 0x20;
 const TRANSACTIONAL_FLAG: i64 = 0x10;
 const LOG_APPEND_TIME: i64 = 0x08;
 const CODEC_BITS: i64 = 0x07;
+/// KIP-534: the cleaner stored a delete horizon in BaseTimestamp.
+const DELETE_HORIZON_FLAG: i64 = 0x40;
 const NO_SEQUENCE: i64 = -1;
 /// control_type_id where a batch has no control record type: not a control batch, or one the
 /// cleaner emptied (count 0).
@@ -558,11 +560,42 @@ fn fact_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, batch: &Bound<'py, PyT
     tuple_instance(py, fact_class, items).map(Some)
 }
 
+/// The batches table's header columns of one v2 batch (logscan.scan.rows.header_values, in
+/// HEADER_COLUMNS' order), from ``batch``, a RecordBatch: its position, magic, the name of its
+/// codec (``codec_names`` by the attributes' codec bits), of its timestamp type
+/// (``timestamp_names``: CreateTime, LogAppendTime), its partition leader epoch, base timestamp,
+/// delete horizon (the base timestamp where the attributes' delete-horizon bit is set, else
+/// None), CRC and crc_valid. The names are the caller's, the values the batch's own objects.
+#[pyfunction]
+#[pyo3(signature = (batch, codec_names, timestamp_names))]
+fn header_v2<'py>(py: Python<'py>, batch: &Bound<'py, PyTuple>, codec_names: &Bound<'py, PyTuple>,
+                  timestamp_names: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyTuple>> {
+    if batch.len() != FIELDS || codec_names.len() != (CODEC_BITS + 1) as usize || timestamp_names.len() != 2 {
+        return Err(PyValueError::new_err(format!(
+            "a RecordBatch of {FIELDS} fields, {} codec names and 2 timestamp type names", CODEC_BITS + 1)));
+    }
+    let attributes: i64 = batch.get_item(6)?.extract()?;
+    let base_timestamp = batch.get_item(8)?;
+    let delete_horizon = if attributes & DELETE_HORIZON_FLAG != 0 { base_timestamp.clone() } else { py.None().into_bound(py) };
+    PyTuple::new(py, [
+        batch.get_item(0)?,
+        batch.get_item(4)?,
+        codec_names.get_item((attributes & CODEC_BITS) as usize)?,
+        timestamp_names.get_item(usize::from(attributes & LOG_APPEND_TIME != 0))?,
+        batch.get_item(3)?,
+        base_timestamp,
+        delete_horizon,
+        batch.get_item(5)?,
+        batch.get_item(14)?,
+    ])
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walk_v2, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(facts_v2, m)?)?;
     m.add_function(wrap_pyfunction!(fact_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(header_v2, m)?)?;
     Ok(())
 }

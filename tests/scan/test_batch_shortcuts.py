@@ -1,7 +1,8 @@
-"""The scan's per-batch facts: compiled.fact_v2 (batch_fact's common step where the module is
-built) held to the reference (batch_fact in pure Python) over every attribute bit, codec id,
-sequence edge and byte of a marker's record, and the windowed reads (``base``) held to reads
-of the whole buffer."""
+"""The scan's per-batch facts and header columns: compiled.fact_v2 and compiled.header_v2
+(batch_fact's and header_values' common steps where the module is built) held to the
+references (the same functions in pure Python) over every attribute bit, codec id, sequence
+edge and byte of a marker's record, and the windowed reads (``base``) held to reads of the
+whole buffer."""
 
 import itertools
 from pathlib import Path
@@ -24,6 +25,13 @@ RECORDS = [Rec(b"value-%d" % i, key=b"k%d" % i, timestamp=1_700_000_000_000 + i)
 
 
 @pytest.fixture
+def header_v2():
+    if compiled.header_v2 is None:
+        pytest.skip("logscan._native's header_v2 is not in use (LOGSCAN_PURE_PYTHON, or a build before it)")
+    return compiled.header_v2
+
+
+@pytest.fixture
 def fact_v2():
     if compiled.fact_v2 is None:
         pytest.skip("logscan._native's fact_v2 is not in use (LOGSCAN_PURE_PYTHON, or a build before it)")
@@ -37,8 +45,9 @@ def compiled_fact(buf, batch, base=0) -> tuple:
 
 
 def reference_header(batch) -> tuple:
-    return (batch.position, batch.magic, batch.codec, batch.timestamp_type, batch.partition_leader_epoch,
-            batch.base_timestamp, batch.delete_horizon_ms, batch.crc, batch.crc_valid)
+    """header_values in pure Python, the reference."""
+    with compiled.pure_python():
+        return header_values(batch)
 
 
 SEQUENCES = [NO_SEQUENCE, 0, 7, INT32_MAX - 2, INT32_MAX, -7, -(2**31)]
@@ -56,13 +65,12 @@ def test_compiled_fact_sequences_are_the_references(fact_v2, base_sequence, last
 
 
 @pytest.mark.parametrize("attributes", range(0x80))
-def test_header_values_and_flags_match_the_properties_for_every_attribute_bit(attributes):
+def test_facts_and_flags_for_every_attribute_bit(attributes):
     # Every codec id (unknown ones included), timestamp type, transactional, control and
     # delete-horizon bit; the header is decoded without CRC so a bad combination still reads.
     raw = encode_batch(RECORDS, producer_id=11, producer_epoch=2, base_sequence=4, partition_leader_epoch=9,
                        extra_attributes=attributes)
     batch, _ = decode_batch_header(raw, 0, verify_crc=False)
-    assert header_values(batch) == reference_header(batch)
     got = compiled_fact(raw, batch)
     assert (got[0].is_transactional, got[0].is_control) == (bool(attributes & 0x10), bool(attributes & 0x20))
     if compiled.fact_v2 is not None:
@@ -120,12 +128,19 @@ def test_read_segment_counts_match_its_facts(tmp_path):
     assert seen == [(1, 50), (2, 50), (3, 90), (4, 90)]  # current at each fact
 
 
-def test_every_codec_name_is_precomputed():
-    raw = encode_batch(RECORDS)
+def test_compiled_header_values_are_the_references(header_v2):
+    """compiled.header_v2 gives the reference's header columns for every value of the
+    attributes' low byte (each codec id, unknown ones included, timestamp type, delete
+    horizon), with and without a valid CRC; a wrong call is refused."""
+    raw = encode_batch(RECORDS, partition_leader_epoch=9, base_timestamp=1_700_000_000_000)
     batch, _ = decode_batch_header(raw, 0)
-    for codec_id, flags in itertools.product(range(8), (0, 0x08, 0x40)):
-        header = batch._replace(attributes=codec_id | flags)
-        assert header_values(header) == reference_header(header)
+    for attributes, crc_valid in itertools.product(range(0x100), (True, False)):
+        header = batch._replace(attributes=attributes, crc_valid=crc_valid)
+        assert header_values(header) == reference_header(header), attributes
+    assert reference_header(batch._replace(attributes=0x4B))[2:7] == ("lz4", "LogAppendTime", 9, 1_700_000_000_000,
+                                                                     1_700_000_000_000)
+    with pytest.raises(ValueError):
+        header_v2(batch[:-1], (), ())
 
 
 def _first_by_iteration(buf, batch, base=0):

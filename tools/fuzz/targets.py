@@ -217,11 +217,13 @@ def native(data: bytes) -> None:
     """The compiled common steps (``logscan._native``) against pure Python: the walk's entries
     and findings in the same order, field for field, each v2 batch's records (or the error
     they stop at) from the compiled record step and the Python loop, each v2 batch's fact
-    (batch_fact through compiled.fact_v2, and its findings) against the reference's, and the
+    (batch_fact through compiled.fact_v2, and its findings) and header columns
+    (rows.header_values through compiled.header_v2) against the reference's, and the
     compiled facts of the run of batches from the start against the reference's. The first byte picks the
     walk's options: no CRC checks, no resync, a cut, a window of a longer log (``more``, at a
     shifted ``base``), and how many bytes short of the end the walk stops."""
     from logscan.scan.replica import batch_fact
+    from logscan.scan.rows import header_values
 
     if len(data) < 1 or compiled.walk_v2 is None:
         return
@@ -246,6 +248,10 @@ def native(data: bytes) -> None:
             got = [batch_fact(data, item, "", findings, options["base"]), findings]
             _check_same(got, list(reference_fact(data, item, options["base"])),
                         f"the compiled fact (fact_v2) differs from the reference's of the batch at {item.position}")
+            got = header_values(item)
+            with compiled.pure_python():
+                _check(got == header_values(item), f"the compiled header columns (header_v2) of the batch at "
+                                                   f"{item.position} differ from the reference's: {got}")
     _check_facts(data, end, options["base"])
 
 
