@@ -8,11 +8,12 @@ anything else, so every finding and error is still the Python code's: ``walk_v2`
 facts (logscan.scan.replica.batch_fact over a run of whole, valid v2 batches, in bulk: a
 column per field, :func:`batch_facts`), ``fact_v2`` for batch_fact's common case one walked
 batch at a time, ``header_v2`` for a v2 batch's header columns of the batches table
-(logscan.scan.rows.header_values). Each is None where the module was not built or
+(logscan.scan.rows.header_values), ``txn_entry_v2`` for a ``__transaction_state`` record laid
+out as a coordinator writes it (logscan.format.txnlog.decode_txnlog_entry). Each is None where the module was not built or
 ``LOGSCAN_PURE_PYTHON`` is set, and the decoders then run in pure Python, which the compiled
 steps are held to (tests/format/test_native.py, tests/format/test_native_records.py,
-tests/format/test_native_facts.py, tests/scan/test_batch_shortcuts.py and the fuzz target
-``native``).
+tests/format/test_native_facts.py, tests/scan/test_batch_shortcuts.py,
+tests/format/test_txnlog.py and the fuzz targets ``native`` and ``txnlog``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ facts_v2 = getattr(_MODULE, "facts_v2", None)
 fact_v2 = getattr(_MODULE, "fact_v2", None)
 #: header_values' step for a v2 batch, or None (also from a module built before it).
 header_v2 = getattr(_MODULE, "header_v2", None)
+#: decode_txnlog_entry's step for the common layout, or None (also from a module built before it).
+txn_entry_v2 = getattr(_MODULE, "txn_entry_v2", None)
 #: Batches or records a call of a step takes at most: from 1, doubling, so a reader that stops
 #: after a few has not paid for many more, and a long read pays a call per 1024.
 MAX_CHUNK = 1024
@@ -55,13 +58,13 @@ MAX_CHUNK = 1024
 def pure_python() -> Iterator[None]:
     """Decodes that start inside run in pure Python (the bench's and the tests' comparison
     with the compiled steps)."""
-    global walk_v2, records_v2, facts_v2, fact_v2, header_v2
-    saved = walk_v2, records_v2, facts_v2, fact_v2, header_v2
-    walk_v2 = records_v2 = facts_v2 = fact_v2 = header_v2 = None
+    global walk_v2, records_v2, facts_v2, fact_v2, header_v2, txn_entry_v2
+    saved = walk_v2, records_v2, facts_v2, fact_v2, header_v2, txn_entry_v2
+    walk_v2 = records_v2 = facts_v2 = fact_v2 = header_v2 = txn_entry_v2 = None
     try:
         yield
     finally:
-        walk_v2, records_v2, facts_v2, fact_v2, header_v2 = saved
+        walk_v2, records_v2, facts_v2, fact_v2, header_v2, txn_entry_v2 = saved
 
 
 #: facts_v2's columns, in its order: a v2 batch's position in the log, its header's fields

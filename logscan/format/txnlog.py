@@ -30,12 +30,11 @@ A record without a key aborts Kafka's tool; :func:`render_txnlog_key_payload` ra
 
 from __future__ import annotations
 
-import struct
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
+from . import compiled
 from .message import (FIXED_LAYOUTS, F, M, CoordinatorRecord, decode_coordinator_record, message_json,
                       render_coordinator_record)
-from .primitives import INT16, INT32
 
 TRANSACTION_LOG_KEY = M("TransactionLogKey", "0", "none", 0, [
     F("TransactionalId", "string", "0"),
@@ -107,9 +106,15 @@ def decode_txnlog_record(key, value) -> CoordinatorRecord:
 
 def decode_txnlog_entry(key, value) -> TransactionLogEntry:
     """Typed view of one record; raises DecodeError subclasses (UnknownVersion for unknown
-    key types and value versions, TruncatedInput for short input)."""
-    entry = read_common_layout(key, value)
-    return entry if entry is not None else read_generic(key, value)
+    key types and value versions, TruncatedInput for short input). Where the module is built,
+    compiled.txn_entry_v2 reads a record laid out as a coordinator writes it (nearly every
+    record: the scan reads all of the coordinators' logs) and read_generic every other."""
+    native = compiled.txn_entry_v2
+    if native is not None:
+        entry = native(key, value, TransactionLogEntry, _TAGGED_DEFAULTS, _TAGGED)
+        if entry is not None:
+            return entry
+    return read_generic(key, value)
 
 
 def read_generic(key, value) -> TransactionLogEntry:
@@ -129,131 +134,13 @@ def read_generic(key, value) -> TransactionLogEntry:
         v["transactionLastUpdateTimestampMs"], v["transactionStartTimestampMs"], v["clientTransactionVersion"])
 
 
-_KEY_HEAD = struct.Struct(">hh")  # record type 0, TransactionalId's length
-_VALUE_HEAD = struct.Struct(">hqhib")  # version, ProducerId, ProducerEpoch, TransactionTimeoutMs, TransactionStatus
-_TIMESTAMPS = struct.Struct(">qq")  # TransactionLastUpdateTimestampMs, TransactionStartTimestampMs
-_TAGGED_FIELDS = {f.attr_name: f for f in TRANSACTION_LOG_VALUE.fields if f.tag is not None}
-#: TransactionLogValue's tagged fields (v1), from its schema: tag -> (layout, index in TransactionLogEntry).
-_TAGGED = {f.tag: (FIXED_LAYOUTS[f.type], TransactionLogEntry._fields.index(name))
-           for name, f in _TAGGED_FIELDS.items()}
-#: Their schema defaults: a v0 value's, and a v1 value's until its tags are read.
-_NO_PREVIOUS_ID, _NO_NEXT_ID, _NO_NEXT_EPOCH, _CLIENT_VERSION = (
-    _TAGGED_FIELDS[name].default
-    for name in ("previous_producer_id", "next_producer_id", "next_producer_epoch", "client_transaction_version"))
-_new_entry = tuple.__new__
-
-
-def read_common_layout(key, value) -> Optional[TransactionLogEntry]:
-    """The entry of a record laid out as a coordinator writes it, read with a few ``struct``
-    unpackings; None for anything else, which decode_txnlog_entry's generic reader then reads
-    (with its errors). The scan reads every record of the coordinators' logs: in read_segment
-    over the `__transaction_state` segments of make bench's 10,000-partition copy (70,503
-    records) a record took 14.4 us through the generic reader, 4.3 us with this and
-    coordinator.TxnLogRecord as a NamedTuple (2026-11-24).
-
-    Taken: key type 0 with its id in valid UTF-8; a tombstone, or a value v0 or v1 whose
-    strings are valid UTF-8 and, in v1, whose lengths, counts and tags are one-byte varints,
-    whose partitions carry no tagged field, and whose known tagged fields have their own
-    sizes (in any order; the last of a repeated tag wins, and unknown tags are passed over,
-    as in the generic reader). Trailing bytes are ignored, as by the generic reader (and
-    Kafka)."""
-    if type(key) is not bytes or len(key) < 4 or (value is not None and type(value) is not bytes):
-        return None   # no key, or another buffer type (a memoryview): the generic reader's
-    record_type, size = _KEY_HEAD.unpack_from(key)
-    if record_type != 0 or not 0 <= size <= len(key) - 4:
-        return None
-    try:
-        tid = key[4:4 + size].decode()
-    except UnicodeDecodeError:   # Java's replacement of malformed bytes: the generic reader's
-        return None
-    if value is None:
-        return TransactionLogEntry(tid, None)
-    end = len(value)
-    pos = _VALUE_HEAD.size
-    if end <= pos:
-        return None
-    version, producer_id, epoch, timeout, status = _VALUE_HEAD.unpack_from(value)
-    if version == 0:
-        if pos + 4 > end:
-            return None
-        (count,) = INT32.unpack_from(value, pos)
-        pos += 4
-    elif version == 1 and value[pos] < 0x80:
-        count = value[pos] - 1
-        pos += 1
-    else:
-        return None
-    parts = None
-    if count >= 0:
-        read = _partitions(value, pos, count, version == 1)
-        if read is None:
-            return None
-        parts, pos = read
-    if pos + 16 > end:
-        return None
-    last_update, start = _TIMESTAMPS.unpack_from(value, pos)
-    pos += 16
-    # The tagged fields at their defaults (a v0 value has none of them), set below as read.
-    entry = [tid, version, producer_id, _NO_PREVIOUS_ID, _NO_NEXT_ID, epoch, _NO_NEXT_EPOCH, timeout, status, parts,
-             last_update, start, _CLIENT_VERSION]
-    if version == 1:
-        if pos >= end or value[pos] >= 0x80:
-            return None
-        tags = value[pos]
-        pos += 1
-        for _ in range(tags):
-            if pos + 2 > end or value[pos] >= 0x80 or value[pos + 1] >= 0x80:
-                return None
-            tag, size = value[pos], value[pos + 1]
-            pos += 2
-            if pos + size > end:
-                return None
-            known = _TAGGED.get(tag)
-            if known is not None:
-                if size != known[0].size:   # the generic reader reads the field's own width
-                    return None
-                (entry[known[1]],) = known[0].unpack_from(value, pos)
-            pos += size
-    return _new_entry(TransactionLogEntry, entry)
-
-
-def _partitions(value: bytes, pos: int, count: int, flexible: bool) -> Optional[tuple[tuple, int]]:
-    """TransactionPartitions' ``count`` elements at ``pos`` as (topic, partition) pairs, and
-    the position after them; None when they are not laid out as read_common_layout takes."""
-    end = len(value)
-    if count > end - pos:
-        return None
-    parts: list[tuple[str, int]] = []
-    try:
-        for _ in range(count):
-            size, pos = _length(value, pos, flexible, INT16)
-            if size < 0 or pos + size > end:   # a null topic is refused by the generic reader
-                return None
-            topic = value[pos:pos + size].decode()
-            n, pos = _length(value, pos + size, flexible, INT32)
-            if n < 0 or pos + 4 * n > end:
-                return None
-            if n == 1:   # nearly always: a transaction adds one partition of a topic at a time
-                parts.append((topic, INT32.unpack_from(value, pos)[0]))
-            else:
-                parts += [(topic, pid) for pid in struct.unpack_from(">%di" % n, value, pos)]
-            pos += 4 * n
-            if flexible:
-                if value[pos] != 0:   # the element's tagged fields: none
-                    return None
-                pos += 1
-    except (IndexError, UnicodeDecodeError, struct.error):
-        return None
-    return tuple(parts), pos
-
-
-def _length(value: bytes, pos: int, flexible: bool, layout: struct.Struct) -> tuple[int, int]:
-    """A length or count at ``pos`` and the position after it: a one-byte unsigned varint
-    (N+1) when ``flexible``, else ``layout``; -1 for a null, or a longer varint."""
-    if flexible:
-        n = value[pos] - 1
-        return (n, pos + 1) if n < 0x7F else (-1, pos)
-    return layout.unpack_from(value, pos)[0], pos + layout.size
+#: TransactionLogValue's tagged fields (v1), from its schema, as compiled.txn_entry_v2 takes
+#: them: (tag, size, index in TransactionLogEntry) each, and an entry whose tagged fields are
+#: at their schema defaults (a v0 value's, and a v1 value's until its tags are read).
+_TAGGED = tuple((f.tag, FIXED_LAYOUTS[f.type].size, TransactionLogEntry._fields.index(f.attr_name))
+                for f in TRANSACTION_LOG_VALUE.fields if f.tag is not None)
+_TAGGED_DEFAULTS = TransactionLogEntry("", None, **{f.attr_name: f.default for f in TRANSACTION_LOG_VALUE.fields
+                                                     if f.tag is not None})
 
 
 def render_txnlog_key_payload(key, value, offset: int, errors: list | None = None, *,

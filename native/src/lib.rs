@@ -20,7 +20,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyList, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple, PyType};
 use std::ffi::c_char;
 
 /// A v2 batch header: BaseOffset int64, Length int32, PartitionLeaderEpoch int32, Magic int8,
@@ -590,6 +590,191 @@ fn header_v2<'py>(py: Python<'py>, batch: &Bound<'py, PyTuple>, codec_names: &Bo
     ])
 }
 
+/// Big-endian reads of ``data`` at ``at`` that are None past its end.
+fn be_at<const N: usize>(data: &[u8], at: usize) -> Option<[u8; N]> {
+    data.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+
+/// A string of ``data[at..at + size]`` in valid UTF-8 (strict: malformed bytes are for the
+/// generic reader, which replaces them as Java does), or None.
+fn utf8_at<'py>(py: Python<'py>, data: &[u8], at: usize, size: usize) -> Option<Bound<'py, PyString>> {
+    let text = std::str::from_utf8(data.get(at..at.checked_add(size)?)?).ok()?;
+    Some(PyString::new(py, text))
+}
+
+/// A length or count at ``at``: a one-byte unsigned varint (N+1) when ``flexible``, else an
+/// int16 (``wide``: int32), and the position after it; None for a null, a longer varint or a
+/// cut.
+fn length_at(data: &[u8], at: usize, flexible: bool, wide: bool) -> Option<(i64, usize)> {
+    let n = if flexible {
+        let b = *data.get(at)?;
+        if b >= 0x80 {
+            return None;
+        }
+        return if b == 0 { None } else { Some((b as i64 - 1, at + 1)) };
+    } else if wide {
+        i32::from_be_bytes(be_at(data, at)?) as i64
+    } else {
+        i16::from_be_bytes(be_at(data, at)?) as i64
+    };
+    if n < 0 {
+        return None;
+    }
+    Some((n, at + if wide { 4 } else { 2 }))
+}
+
+/// TransactionPartitions' ``count`` elements at ``at`` as (topic, partition) pairs, and the
+/// position after them, or None where they are not laid out as txn_entry_v2 takes them.
+fn txn_partitions<'py>(py: Python<'py>, value: &[u8], at: usize, count: usize, flexible: bool)
+    -> PyResult<Option<(Bound<'py, PyTuple>, usize)>> {
+    let mut parts: Vec<Bound<'py, PyTuple>> = Vec::new();
+    let mut p = at;
+    for _ in 0..count {
+        let Some((size, q)) = length_at(value, p, flexible, false) else { return Ok(None) };
+        let Some(topic) = utf8_at(py, value, q, size as usize) else { return Ok(None) };
+        let Some((n, q)) = length_at(value, q + size as usize, flexible, true) else { return Ok(None) };
+        let n = n as usize;
+        if n.checked_mul(4).and_then(|b| q.checked_add(b)).is_none_or(|stop| stop > value.len()) {
+            return Ok(None);
+        }
+        for i in 0..n {
+            let Some(id) = be_at::<4>(value, q + 4 * i) else { return Ok(None) };
+            parts.push(PyTuple::new(py, [topic.clone().into_any(), int(py, i32::from_be_bytes(id) as i64)])?);
+        }
+        p = q + 4 * n;
+        if flexible {
+            if value.get(p) != Some(&0) {
+                return Ok(None); // the element's tagged fields: none
+            }
+            p += 1;
+        }
+    }
+    Ok(Some((PyTuple::new(py, parts)?, p)))
+}
+
+/// The entry logscan.format.txnlog.read_generic makes of a ``__transaction_state`` record laid
+/// out as a coordinator writes it: a ``entry_class`` instance (TransactionLogEntry's fields),
+/// or None for anything else, which the generic reader then reads (with its errors). Taken:
+/// ``key`` and ``value`` of type bytes (or a None value, a tombstone), key type 0 with its id in
+/// valid UTF-8; a value v0 or v1 whose strings are valid UTF-8 and, in v1, whose lengths,
+/// counts and tags are one-byte varints, whose partitions carry no tagged field, and whose
+/// known tagged fields have their own sizes (in any order, the last of a repeated tag wins,
+/// unknown tags passed over). Trailing bytes are ignored, as by the generic reader (and Kafka).
+/// ``defaults`` is an entry's fields with the tagged fields at their schema defaults (the
+/// others unused), ``tags`` each known tag as (tag, size, index in the entry): the schema's,
+/// from Python.
+#[pyfunction]
+#[pyo3(signature = (key, value, entry_class, defaults, tags))]
+fn txn_entry_v2<'py>(py: Python<'py>, key: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>,
+                     entry_class: &Bound<'py, PyType>, defaults: &Bound<'py, PyTuple>,
+                     tags: Vec<(u8, usize, usize)>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    const ENTRY_FIELDS: usize = 13;
+    if !entry_class.is_subclass_of::<PyTuple>()? || defaults.len() != ENTRY_FIELDS
+        || tags.iter().any(|&(_, size, index)| !matches!(size, 2 | 4 | 8) || index >= ENTRY_FIELDS) {
+        return Err(PyValueError::new_err(format!(
+            "entry_class must be a subclass of tuple, defaults {ENTRY_FIELDS} fields, tags (tag, 2, 4 or 8, index)")));
+    }
+    let Ok(key) = key.cast_exact::<PyBytes>() else { return Ok(None) };
+    let key = key.as_bytes();
+    let (Some(record_type), Some(size)) = (be_at::<2>(key, 0), be_at::<2>(key, 2)) else { return Ok(None) };
+    let (record_type, size) = (i16::from_be_bytes(record_type), i16::from_be_bytes(size));
+    if record_type != 0 || size < 0 {
+        return Ok(None);
+    }
+    let Some(tid) = utf8_at(py, key, 4, size as usize) else { return Ok(None) };
+    let mut entry: Vec<Bound<'py, PyAny>> = Vec::with_capacity(ENTRY_FIELDS);
+    if value.is_none() {
+        entry.push(tid.into_any());
+        entry.resize(ENTRY_FIELDS, py.None().into_bound(py));
+        return tuple_instance::<ENTRY_FIELDS>(py, entry_class, entry.try_into().expect("13 fields")).map(Some);
+    }
+    let Ok(value) = value.cast_exact::<PyBytes>() else { return Ok(None) };
+    let value = value.as_bytes();
+    // Version int16, ProducerId int64, ProducerEpoch int16, TransactionTimeoutMs int32,
+    // TransactionStatus int8, then the partitions' count.
+    const HEAD: usize = 17;
+    if value.len() <= HEAD {
+        return Ok(None);
+    }
+    let version = i16::from_be_bytes(be(value, 0));
+    let producer_id = i64::from_be_bytes(be(value, 2));
+    let epoch = i16::from_be_bytes(be(value, 10));
+    let timeout = i32::from_be_bytes(be(value, 12));
+    let status = value[16] as i8;
+    let flexible = match version {
+        0 => false,
+        1 => true,
+        _ => return Ok(None),
+    };
+    // The count: -1 (or, in v0, any negative int32) is a null array.
+    let (count, pos) = if flexible {
+        let b = value[HEAD];
+        if b >= 0x80 {
+            return Ok(None);
+        }
+        (b as i64 - 1, HEAD + 1)
+    } else {
+        let Some(count) = be_at::<4>(value, HEAD) else { return Ok(None) };
+        (i32::from_be_bytes(count) as i64, HEAD + 4)
+    };
+    let (parts, mut pos) = if count >= 0 {
+        if count as usize > value.len() - pos {
+            return Ok(None);
+        }
+        match txn_partitions(py, value, pos, count as usize, flexible)? {
+            Some((parts, next)) => (parts.into_any(), next),
+            None => return Ok(None),
+        }
+    } else {
+        (py.None().into_bound(py), pos)
+    };
+    let (Some(last_update), Some(start)) = (be_at::<8>(value, pos), be_at::<8>(value, pos + 8)) else { return Ok(None) };
+    pos += 16;
+    let mut entry: [Bound<'py, PyAny>; ENTRY_FIELDS] = std::array::from_fn(|i| match i {
+        0 => tid.clone().into_any(),
+        1 => int(py, version as i64),
+        2 => int(py, producer_id),
+        5 => int(py, epoch as i64),
+        7 => int(py, timeout as i64),
+        8 => int(py, status as i64),
+        9 => parts.clone(),
+        10 => int(py, i64::from_be_bytes(last_update)),
+        11 => int(py, i64::from_be_bytes(start)),
+        _ => defaults.get_item(i).expect("13 defaults"),
+    });
+    if flexible {
+        let Some(&count) = value.get(pos) else { return Ok(None) };
+        if count >= 0x80 {
+            return Ok(None);
+        }
+        pos += 1;
+        for _ in 0..count {
+            let (Some(&tag), Some(&size)) = (value.get(pos), value.get(pos + 1)) else { return Ok(None) };
+            if tag >= 0x80 || size >= 0x80 {
+                return Ok(None);
+            }
+            pos += 2;
+            let size = size as usize;
+            if pos + size > value.len() {
+                return Ok(None);
+            }
+            if let Some(&(_, width, index)) = tags.iter().find(|&&(known, _, _)| known == tag) {
+                if size != width {
+                    return Ok(None); // the generic reader reads the field's own width
+                }
+                let field = &value[pos..pos + size];
+                entry[index] = int(py, match width {
+                    2 => i16::from_be_bytes(be(field, 0)) as i64,
+                    4 => i32::from_be_bytes(be(field, 0)) as i64,
+                    _ => i64::from_be_bytes(be(field, 0)),
+                });
+            }
+            pos += size;
+        }
+    }
+    tuple_instance(py, entry_class, entry).map(Some)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walk_v2, m)?)?;
@@ -597,5 +782,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(facts_v2, m)?)?;
     m.add_function(wrap_pyfunction!(fact_v2, m)?)?;
     m.add_function(wrap_pyfunction!(header_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(txn_entry_v2, m)?)?;
     Ok(())
 }

@@ -6,10 +6,11 @@ import struct
 
 import pytest
 
+from logscan.format import compiled
 from logscan.format.errors import DecodeError, TruncatedInput, UnknownVersion
 from logscan.format.message import encode_message
-from logscan.format.txnlog import (TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE, TransactionLogEntry,
-                                   read_common_layout, read_generic, decode_txnlog_entry, java_string_hash,
+from logscan.format.txnlog import (_TAGGED, _TAGGED_DEFAULTS, TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE,
+                                   TransactionLogEntry, read_generic, decode_txnlog_entry, java_string_hash,
                                    render_txnlog_key_payload, transactional_id_partition)
 from tests.format.test_message import FIXTURES, TXN_V1, expected_line, kafka_dump_lines, needs_kafka
 
@@ -162,11 +163,19 @@ def test_real_fixture_segments_match_kafka_dump_log():
     assert checked > 0
 
 
-# --- the common layout's reader (txnlog.read_common_layout) ----------------------------------
-# decode_txnlog_entry reads a record laid out as a coordinator writes it with a few unpackings
-# and leaves anything else to the generic message reader. These tests hold the two to the same
-# entry: on every record the fixture brokers wrote, on edge layouts, and on every byte of a
-# record set to each of its 256 values and every cut.
+# --- the common layout's compiled step (compiled.txn_entry_v2) -------------------------------
+# Where the module is built, decode_txnlog_entry reads a record laid out as a coordinator
+# writes it through compiled.txn_entry_v2 and leaves anything else to the generic message
+# reader, the reference. These tests hold the two to the same entry: on every record the
+# fixture brokers wrote, on edge layouts, and on every byte of a record set to each of its 256
+# values and every cut.
+
+@pytest.fixture
+def txn_entry_v2():
+    if compiled.txn_entry_v2 is None:
+        pytest.skip("logscan._native's txn_entry_v2 is not in use (LOGSCAN_PURE_PYTHON, or a build before it)")
+    return compiled.txn_entry_v2
+
 
 def _outcome(read, key, value):
     """The entry, or the class of the error raised."""
@@ -177,9 +186,9 @@ def _outcome(read, key, value):
 
 
 def _same_as_generic(key, value) -> bool:
-    """True when the common-layout reader took the record; it must then give the generic
-    reader's entry (and never take a record the generic reader refuses)."""
-    fast = read_common_layout(key, value)
+    """True when the compiled step took the record; it must then give the generic reader's
+    entry (and never take a record the generic reader refuses)."""
+    fast = compiled.txn_entry_v2(key, value, TransactionLogEntry, _TAGGED_DEFAULTS, _TAGGED)
     if fast is not None:
         assert fast == _outcome(read_generic, key, value), (key, value)
         assert type(fast) is TransactionLogEntry and type(fast.partitions) in (tuple, type(None))
@@ -198,7 +207,7 @@ def _fixture_records() -> list[tuple[bytes, bytes | None]]:
     return recs
 
 
-def test_every_fixture_record_takes_the_common_layout():
+def test_every_fixture_record_takes_the_common_layout(txn_entry_v2):
     recs = _fixture_records()
     assert len(recs) >= 300   # the four fixture clusters' coordinators (TV1 and TV2 brokers)
     assert all(_same_as_generic(k, v) for k, v in recs)
@@ -254,7 +263,7 @@ LEFT_TO_THE_GENERIC_READER = [
 
 
 @pytest.mark.parametrize("key,value", TAKEN)
-def test_common_layouts_are_read_as_the_generic_reader_reads_them(key, value):
+def test_common_layouts_are_read_as_the_generic_reader_reads_them(txn_entry_v2, key, value):
     assert _same_as_generic(key, value)
 
 
@@ -267,7 +276,7 @@ def test_other_buffer_types_are_read_alike():
 
 
 @pytest.mark.parametrize("key,value", LEFT_TO_THE_GENERIC_READER)
-def test_other_layouts_are_left_to_the_generic_reader(key, value):
+def test_other_layouts_are_left_to_the_generic_reader(txn_entry_v2, key, value):
     assert not _same_as_generic(key, value)
     assert _outcome(decode_txnlog_entry, key, value) == _outcome(read_generic, key, value)
 
@@ -278,7 +287,7 @@ def test_other_layouts_are_left_to_the_generic_reader(key, value):
     (K("tx-1"), _value_v0(transactionPartitions=MANY[:3])),
     (K("tx-1"), None),
 ], ids=["v1", "v1-tags", "v0", "tombstone"])
-def test_every_byte_set_to_every_value_and_every_cut(key, value):
+def test_every_byte_set_to_every_value_and_every_cut(txn_entry_v2, key, value):
     """Whatever a byte becomes, the record is read to the generic reader's entry or error."""
     raw = key + (value or b"")
     taken = 0
@@ -293,3 +302,13 @@ def test_every_byte_set_to_every_value_and_every_cut(key, value):
     for k, v in cuts:
         assert _outcome(decode_txnlog_entry, k, v) == _outcome(read_generic, k, v)
     assert taken > len(raw) * 60   # many single-byte changes keep the common layout
+
+
+def test_the_compiled_step_refuses_a_wrong_call(txn_entry_v2):
+    key, value = K("x"), V(1, **FULL)
+    assert txn_entry_v2(key, value, TransactionLogEntry, _TAGGED_DEFAULTS, _TAGGED) == read_generic(key, value)
+    for cls, defaults, tags in ((dict, _TAGGED_DEFAULTS, _TAGGED), (TransactionLogEntry, _TAGGED_DEFAULTS[:-1], _TAGGED),
+                                (TransactionLogEntry, _TAGGED_DEFAULTS, ((0, 3, 3),)),
+                                (TransactionLogEntry, _TAGGED_DEFAULTS, ((0, 8, 13),))):
+        with pytest.raises(ValueError):
+            txn_entry_v2(key, value, cls, defaults, tags)

@@ -387,16 +387,19 @@ def control_record(data: bytes) -> None:
 
 
 def txnlog(data: bytes) -> None:
-    """A __transaction_state record: typed view (the common layout's reader, when it takes the
-    record, gives the generic reader's entry) and kafka-dump-log's text."""
+    """A __transaction_state record: typed view (the compiled step for the common layout,
+    compiled.txn_entry_v2, when it takes the record, gives the generic reader's entry, and
+    takes no record that reader refuses) and kafka-dump-log's text."""
     key, value = _split(data)
-    fast = txnlog_format.read_common_layout(key, value)
+    native = compiled.txn_entry_v2
+    fast = (native(key, value, txnlog_format.TransactionLogEntry, txnlog_format._TAGGED_DEFAULTS,
+                   txnlog_format._TAGGED) if native is not None else None)
     try:
         entry = txnlog_format.read_generic(key, value)
         _check(entry.is_tombstone == (value is None), "tombstone iff the value is null")
-        _check(fast is None or fast == entry, "the common layout's reader gives the generic reader's entry")
+        _check(fast is None or fast == entry, "the compiled step gives the generic reader's entry")
     except DecodeError as e:
-        _check(fast is None, "the common layout's reader takes no record the generic reader refuses")
+        _check(fast is None, "the compiled step takes no record the generic reader refuses")
         _located(e, len(data))
     _render(render_txnlog_key_payload, key, value)
 
