@@ -504,10 +504,17 @@ fn fact_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, batch: &Bound<'py, PyT
     if batch.len() != FIELDS {
         return Err(PyValueError::new_err(format!("a RecordBatch has {FIELDS} fields, not {}", batch.len())));
     }
-    let field = |i: usize| -> PyResult<i64> { batch.get_item(i)?.extract::<i64>() };
-    let (position, base_offset, length, attributes, last_delta) = (field(0)?, field(1)?, field(2)?, field(6)?, field(7)?);
-    let (base_timestamp, max_timestamp, producer_id, epoch, base_sequence, records) =
-        (field(8)?, field(9)?, field(10)?, field(11)?, field(12)?, field(13)?);
+    // The fields up to records_count; one that is not an int of 64 bits (never so from the
+    // header decoders) is the reference's, with Python's ints.
+    let mut f = [0i64; FIELDS - 1];
+    for (i, slot) in f.iter_mut().enumerate() {
+        match batch.get_item(i).and_then(|item| item.extract::<i64>()) {
+            Ok(value) => *slot = value,
+            Err(_) => return Ok(None),
+        }
+    }
+    let (position, base_offset, length, attributes, last_delta) = (f[0], f[1], f[2], f[6], f[7]);
+    let (base_timestamp, max_timestamp, producer_id, epoch, base_sequence, records) = (f[8], f[9], f[10], f[11], f[12], f[13]);
     let Some(last_offset) = base_offset.checked_add(last_delta) else { return Ok(None) };
     let marker = if attributes & CONTROL_FLAG != 0 && records > 0 {
         let view = PyBuffer::<u8>::get(buf)?;

@@ -251,10 +251,11 @@ def test_the_compiled_step_refuses_what_it_cannot_read(fact_v2):
         fact_v2(raw, batch, 0, dict)
     with pytest.raises(ValueError):
         fact_v2(raw, batch[:-1], 0, BatchFact)
-    # A last offset past 64 bits: the reference's (Python's ints), not a wrapped one.
-    big = batch._replace(base_offset=2**63 - 1)
-    assert fact_v2(raw, big, 0, BatchFact) is None
-    assert compiled_fact(raw, big) == reference_fact(raw, big)
+    # A last offset past 64 bits, a field that is not an int64: the reference's (Python's
+    # ints), not a wrapped value or an error.
+    for big in (batch._replace(base_offset=2**63 - 1), batch._replace(max_timestamp=2**64)):
+        assert fact_v2(raw, big, 0, BatchFact) is None
+        assert compiled_fact(raw, big) == reference_fact(raw, big)
 
 
 def test_a_real_brokers_batches_are_read_by_the_compiled_step(fact_v2):
