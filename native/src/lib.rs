@@ -517,12 +517,13 @@ fn fact_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, batch: &Bound<'py, PyT
     let (base_timestamp, max_timestamp, producer_id, epoch, base_sequence, records) = (f[8], f[9], f[10], f[11], f[12], f[13]);
     let Some(last_offset) = base_offset.checked_add(last_delta) else { return Ok(None) };
     let marker = if attributes & CONTROL_FLAG != 0 && records > 0 {
-        let view = PyBuffer::<u8>::get(buf)?;
+        // Any other buffer (not bytes-like, not contiguous) or a batch outside it: the reference's.
+        let Ok(view) = PyBuffer::<u8>::get(buf) else { return Ok(None) };
         if !view.is_c_contiguous() {
-            return Err(PyValueError::new_err("the buffer must be contiguous"));
+            return Ok(None);
         }
         let len = view.len_bytes() as i64;
-        let from = position - base + HEADER as i64;
+        let Some(from) = position.checked_sub(base).and_then(|at| at.checked_add(HEADER as i64)) else { return Ok(None) };
         if from < 0 || from > len {
             return Ok(None);
         }

@@ -256,6 +256,11 @@ def test_the_compiled_step_refuses_what_it_cannot_read(fact_v2):
     for big in (batch._replace(base_offset=2**63 - 1), batch._replace(max_timestamp=2**64)):
         assert fact_v2(raw, big, 0, BatchFact) is None
         assert compiled_fact(raw, big) == reference_fact(raw, big)
+    # A marker whose bytes are not where the buffer is, or in a buffer the step does not read.
+    marker = end_txn_marker_batch(commit=True, coordinator_epoch=3, producer_id=5, producer_epoch=1, timestamp=10)
+    batch, _ = decode_batch_header(marker, 0)
+    for buf, base in ((marker, -(2**63)), (marker, 2**62), (memoryview(marker * 2)[::2], 0)):
+        assert fact_v2(buf, batch, base, BatchFact) is None
 
 
 def test_a_real_brokers_batches_are_read_by_the_compiled_step(fact_v2):
