@@ -19,14 +19,6 @@ CONTROL_KEY = struct.Struct(">hh")
 END_TXN_MARKER = struct.Struct(">hi")
 CURRENT_CONTROL_KEY_VERSION = 0
 CURRENT_END_TXN_MARKER_VERSION = 0
-#: The one record of a COMMIT or ABORT batch as a broker writes it
-#: (MemoryRecords.withEndTransactionMarker, uncompressed): Length varint (16), Attributes int8,
-#: TimestampDelta varint, OffsetDelta varint, KeyLength varint (4), the key v0, ValueLength
-#: varint (6), the value v0, header count varint (0). Zig-zag varints: 16 is 0x20, 4 is 0x08,
-#: 6 is 0x0c; a one-byte varint is below 0x80. compiled.fact_v2 reads a marker of this layout
-#: (native/src/lib.rs: marker_record); the record decoder reads every other.
-MARKER_RECORD = struct.Struct(">BxBBBhhBhiB")
-
 ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = range(7)
 CONTROL_TYPE_NAMES = {
     ABORT: "ABORT",

@@ -319,8 +319,12 @@ fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit:
     Ok((out, pos))
 }
 
-/// The one record of a COMMIT or ABORT batch as a broker writes it: 17 bytes
-/// (logscan.format.control.MARKER_RECORD).
+/// The one record of a COMMIT or ABORT batch as a broker writes it
+/// (MemoryRecords.withEndTransactionMarker, uncompressed), 17 bytes: Length varint (16),
+/// Attributes int8, TimestampDelta varint, OffsetDelta varint, KeyLength varint (4), the
+/// ControlRecordType key v0 (Version int16, Type int16), ValueLength varint (6), the
+/// EndTransactionMarker value v0 (Version int16, CoordinatorEpoch int32), header count varint
+/// (0). Zig-zag varints: 16 is 0x20, 4 is 0x08, 6 is 0x0c; a one-byte varint is below 0x80.
 const MARKER_RECORD: usize = 17;
 /// The Length of a COMMIT or ABORT batch as a broker writes it: a header and its one record.
 const MARKER_BATCH_LENGTH: i64 = MIN_V2_SIZE + MARKER_RECORD as i64;
@@ -353,9 +357,9 @@ fn last_sequence(sequence: i64, delta: i64) -> i64 {
 }
 
 /// ``(type id, coordinator epoch, timestamp delta)`` of a marker record laid out as a broker
-/// writes it (MemoryRecords.withEndTransactionMarker: logscan.format.control.MARKER_RECORD)
-/// with one-byte deltas, versions >= 0 and a COMMIT or ABORT type, which the record decoder,
-/// decode_control_key and decode_end_txn_marker read the same way: None for any other bytes.
+/// writes it (MARKER_RECORD) with one-byte deltas, versions >= 0 and a COMMIT or ABORT type,
+/// which the record decoder, decode_control_key and decode_end_txn_marker read the same way:
+/// None for any other bytes.
 fn marker_record(r: &[u8]) -> Option<(i16, i32, i64)> {
     let (length, ts_delta, offset_delta, key_length) = (r[0], r[2], r[3], r[4]);
     let key_version = i16::from_be_bytes(be(r, 5));

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from logscan.format import compiled, compression
-from logscan.format.batch import (INT32_MAX, NO_SEQUENCE, RecordBatch, decode_batch_header, first_record,
-                                   iter_records)
-from logscan.format.control import MARKER_RECORD
+from logscan.format.batch import (INT32_MAX, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RecordBatch, decode_batch_header,
+                                   first_record, iter_records)
 from logscan.format.errors import DecodeError
 from logscan.format.logfile import walk_batches
 from logscan.scan.replica import ReplicaRead, batch_fact, read_segment
@@ -190,8 +189,6 @@ def test_first_record_is_the_first_of_the_iteration(name, raw):
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
-def _marker_record_at(raw: bytes) -> int:
-    return len(raw) - MARKER_RECORD.size
 
 
 @pytest.mark.parametrize("log_append_time", [None, 1_700_000_009_000])
@@ -202,7 +199,7 @@ def test_every_byte_of_a_marker_record_changed_gives_the_decoders_fact(fact_v2, 
     the reference gives."""
     marker = end_txn_marker_batch(commit=commit, coordinator_epoch=13, producer_id=5, producer_epoch=1,
                                   base_offset=40, timestamp=1_700_000_000_500, log_append_time=log_append_time)
-    at = _marker_record_at(marker)
+    at = RECORD_BATCH_OVERHEAD  # the record, after the batch's header
     batch, _ = decode_batch_header(marker, 0)
     fact = fact_v2(marker, batch, 0, BatchFact)  # the broker's layout is taken
     assert (fact.control_type, fact.coordinator_epoch) == ("COMMIT" if commit else "ABORT", 13)
