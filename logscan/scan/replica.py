@@ -40,6 +40,7 @@ from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decod
 from logscan.format.txnlog import TRANSACTION_STATES, decode_txnlog_entry
 from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
+from logscan.state.columns import arrow_of, numpy_of, strings
 from logscan.state.facts import NO_TIMESTAMP, BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
 from logscan.state.producer_state import (BatchMetadata, BrokerLoad, ProducerStateEntry, ProducerStateManager,
@@ -456,28 +457,30 @@ def fact_schema():
 
 def facts_to_table(facts: list[BatchFact], positions: list[int]):
     """A fact table of the reference's facts (``positions``: each batch's byte position)."""
+    import numpy as np
     import pyarrow as pa
 
     rows = list(zip(*facts)) if facts else [()] * len(BatchFact._fields)
     lasts = [max(last, INT64_MIN) for last in rows[1]]
-    return pa.RecordBatch.from_arrays([pa.array(column, type=field.type) for column, field in
-                                       zip((positions, rows[0], lasts, *rows[2:]), fact_schema())],
-                                      schema=fact_schema())
+    return pa.RecordBatch.from_arrays([strings(column) if kind == "string" else
+                                       arrow_of(np.array(column, np.dtype(kind.rstrip("_"))))
+                                       for column, (_, kind) in zip((positions, rows[0], lasts, *rows[2:]),
+                                                                    FACT_TABLE_COLUMNS)], schema=fact_schema())
 
 
 def _compiled_table(arrays: dict, count: int):
     """A fact table of compiled.batch_facts' columns: the flags from the attributes, the
     marker's type name from its id (a data batch, or an emptied control batch, has none)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    attributes = arrays["attributes"]
-    type_id = arrays["control_type_id"]
-    names = pa.array([CONTROL_TYPE_NAMES[0], CONTROL_TYPE_NAMES[1]])
-    control_type = pc.take(names, pc.if_else(pc.less(type_id, 0), pa.scalar(None, pa.int16()), type_id))
-    flags = {"is_transactional": pc.not_equal(pc.bit_wise_and(attributes, TRANSACTIONAL_FLAG_MASK), 0),
-             "is_control": pc.not_equal(pc.bit_wise_and(attributes, CONTROL_FLAG_MASK), 0),
-             "control_type": control_type}
+    attributes = numpy_of(arrays["attributes"])
+    type_id = numpy_of(arrays["control_type_id"])
+    names = strings([CONTROL_TYPE_NAMES[0], CONTROL_TYPE_NAMES[1]])
+    flags = {"is_transactional": arrow_of(attributes & TRANSACTIONAL_FLAG_MASK != 0),
+             "is_control": arrow_of(attributes & CONTROL_FLAG_MASK != 0),
+             "control_type": pc.take(names, arrow_of(np.maximum(type_id, 0), valid=type_id >= 0))}
     return pa.RecordBatch.from_arrays([flags[name] if name in flags else arrays[name]
                                        for name, _ in FACT_TABLE_COLUMNS], schema=fact_schema())
 
@@ -1117,11 +1120,10 @@ class ReplicaAnalyser:
         BrokerLoad.feed_table); a row that does not, and the row where the newest snapshot's
         rebuild is taken, go through feed() itself."""
         import numpy as np
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         def column(name):
-            return table.column(name).to_numpy(zero_copy_only=False)
+            return numpy_of(table.column(name))
 
         while table.num_rows:
             base, last = column("base_offset"), column("last_offset")
@@ -1131,10 +1133,9 @@ class ReplicaAnalyser:
             if segment != self._segment:
                 self._enter_segment(segment)
             control_type = table.column("control_type")  # _MARKER_TYPES: a marker's, or none
-            marker_or_none = pc.or_(pc.is_in(control_type, value_set=pa.array(["COMMIT", "ABORT"])),
+            marker_or_none = pc.or_(pc.is_in(control_type, value_set=strings(["COMMIT", "ABORT"])),
                                     pc.is_null(control_type))
-            other = (column("is_control") & (column("producer_id") >= 0)
-                     & ~marker_or_none.to_numpy(zero_copy_only=False))
+            other = column("is_control") & (column("producer_id") >= 0) & ~numpy_of(marker_or_none)
             keeps = ((np.r_[self._prev_last, last[:-1]] < base) & (base <= last) & (self._low <= last)
                      & (last <= self._high) & ~other)
             k = int(np.argmin(keeps)) if not keeps.all() else len(keeps)
@@ -1154,19 +1155,17 @@ class ReplicaAnalyser:
         """feed_table's rows that keep the offset order, all below the newest snapshot's offset
         (the rebuild is taken at the first row at or past it, by feed()): what feed() does with
         each, in bulk."""
-        last = table.column("last_offset").to_numpy(zero_copy_only=False)
+        last = numpy_of(table.column("last_offset"))
         self._prev_last = int(last[-1])
         position = table.column("position")[-1].as_py()
         self._prev_segment, self._prev_position = segment, position
         self._batches_end = (segment, position + table.column("size_in_bytes")[-1].as_py())
-        self.max_timestamp = max(self.max_timestamp, int(table.column("max_timestamp").to_numpy().max()))
+        self.max_timestamp = max(self.max_timestamp, int(numpy_of(table.column("max_timestamp")).max()))
         self._replay.feed_table(table)
         if self._load_from is not None:
             loaded = last >= self._load_from
             if loaded.any():
-                import pyarrow as pa
-
-                self._load.feed_table(table if loaded.all() else table.filter(pa.array(loaded)))
+                self._load.feed_table(table if loaded.all() else table.filter(arrow_of(loaded)))
 
     def coordinator_fault(self, finding: Finding) -> None:
         """A `__transaction_state` record of this replica the coordinator's load stops at (a

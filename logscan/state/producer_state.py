@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
+from .columns import numpy_of, strings
 from .facts import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchFact
 
 # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
@@ -351,22 +352,21 @@ class _Columns:
     it asks of each row, computed once for all)."""
 
     def __init__(self, table) -> None:
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         def column(name):
-            return table.column(name).to_numpy(zero_copy_only=False)
+            return numpy_of(table.column(name))
 
         self._table = table
         for name in ("base_offset", "last_offset", "producer_id", "producer_epoch", "last_sequence",
                      "max_timestamp", "is_transactional", "is_control", "coordinator_epoch", "marker_timestamp"):
             setattr(self, name, column(name))
         control_type = table.column("control_type")
-        is_marker = pc.is_in(control_type, value_set=pa.array(["COMMIT", "ABORT"])).to_numpy(zero_copy_only=False)
-        self.marker = self.is_control & is_marker
-        self.empty_control = self.is_control & control_type.is_null().to_numpy(zero_copy_only=False)
+        marker_type = numpy_of(pc.index_in(control_type, value_set=strings(["ABORT", "COMMIT"])), null=-1)
+        self.marker = self.is_control & (marker_type >= 0)
+        self.empty_control = self.is_control & numpy_of(control_type.is_null())
         self.other_control = self.is_control & ~self.marker & ~self.empty_control
-        self.aborted = pc.fill_null(pc.equal(control_type, "ABORT"), False).to_numpy(zero_copy_only=False)
+        self.aborted = marker_type == 0
 
     def fact(self, row: int) -> BatchFact:
         """Row ``row`` as the BatchFact append() takes."""
@@ -450,7 +450,7 @@ class BrokerLoad:
         (ProducerStateManager.append_table) between the rows where a snapshot is loaded."""
         import numpy as np
 
-        last = table.column("last_offset").to_numpy(zero_copy_only=False)
+        last = numpy_of(table.column("last_offset"))
         at = 0
         while at < len(last) and self._pending:
             # the first row from ``at`` that reaches the next snapshot: feed() loads there

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
+from .columns import arrow_of, numpy_of, strings
 from .facts import NO_TIMESTAMP, BatchFact
 from .producer_state import ProducerStateEntry, ProducerStateManager
 
@@ -137,15 +138,14 @@ class Replay:
         the run's batches, and closes at its marker; the spans are numbered in the order they
         open and go to ``on_close`` in the order their markers come, as feed() does."""
         import numpy as np
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         def column(name):
-            return table.column(name).to_numpy(zero_copy_only=False)
+            return numpy_of(table.column(name))
 
         keep = column("last_offset") >= self._start  # (feed() skips what the seed holds)
         if not keep.all():
-            table = table.filter(pa.array(keep))
+            table = table.filter(arrow_of(keep))
         done = self.producers.append_table(table)
         pid = column("producer_id")
         data = (pid >= 0) & ~column("is_control") & column("is_transactional")
@@ -189,7 +189,7 @@ class Replay:
                 span.batches += batches[r]
                 span.records += records[r]
                 span.bytes += sizes[r]
-        aborted = pc.fill_null(pc.equal(table.column("control_type"), "ABORT"), False).to_numpy(zero_copy_only=False)
+        aborted = numpy_of(pc.is_in(table.column("control_type"), value_set=strings(["ABORT"])))
         marker_fields = zip(ends.tolist(), base[ends].tolist(), epoch[ends].tolist(), aborted[ends].tolist(),
                             column("coordinator_epoch")[ends].tolist(), column("marker_timestamp")[ends].tolist())
         closing = sorted((row, r, fields) for r, (row, *fields) in enumerate(marker_fields)
