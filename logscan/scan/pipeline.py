@@ -63,7 +63,7 @@ from .summary import iso_ms
 from .consumer_offsets import CONSUMER_OFFSETS_TOPIC
 from .groups import groups as affected, partition_offsets
 from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, TXN_STATE, ByteRange, ReplicaAnalyser,
-                      ReplicaRead, iter_segment, range_count, read_metadata_events)
+                      ReplicaRead, iter_segment, range_count, read_metadata_events, segment_fact_tables)
 
 __all__ = ["CLUSTER_METADATA_TOPIC", "TRANSACTION_STATE_TOPIC", "DEFAULT_MAX_TRANSACTION_TIMEOUT_MS",
            "DEFAULT_BOOTSTRAP", "Replay", "replica_info", "work_units", "decode", "replica_rows", "coordinator",
@@ -156,6 +156,21 @@ class Replay:
         self._analyser.feed(fact, segment, position)
         if self._newest < fact.max_timestamp <= self._ceiling:
             self._newest = fact.max_timestamp
+        return self._closed_rows()
+
+    def feed_table(self, table, segment: Optional[int] = None) -> list[tuple[str, R.Row]]:
+        """:meth:`feed` of every row of ``table``, a fact table of the segment whose base offset
+        is ``segment`` (replica.segment_fact_tables': each row's place is its ``position``), in
+        bulk (ReplicaAnalyser.feed_table); the spans its rows close, in the order they close."""
+        self._analyser.feed_table(table, segment)
+        stamps = table.column("max_timestamp").to_numpy(zero_copy_only=False)
+        stamps = stamps[stamps <= self._ceiling]
+        if stamps.size and int(stamps.max()) > self._newest:
+            self._newest = int(stamps.max())
+        return self._closed_rows()
+
+    def _closed_rows(self) -> list[tuple[str, R.Row]]:
+        """The rows of the spans closed since the last call."""
         if not self._closed:
             return []
         rows = [("span", R.span_row(span, self.key)) for span in self._closed]
@@ -215,7 +230,11 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
     log order) each "batch" is replayed as it is read, and the spans it closes come out as they
     close. With ``headers``, the batches that fail their CRC come after them as ("damaged",
     pair): rows of the batches table, never replayed by either executor (Kafka's recovery
-    truncates the log there), which only "batch" items are."""
+    truncates the log there), which only "batch" items are. With ``replay`` and without
+    ``headers``, a segment read whole whose records are not decoded (neither
+    `__transaction_state` nor `__consumer_offsets`) gives no "batch" item, which neither
+    executor takes then: it is replayed in bulk, a fact table at a time (_replay_tables), and
+    everything else comes as the walk a batch at a time gives it."""
     key = R.replica_key(unit["broker"], unit["topic"], unit["partition"])
     path = unit["file"]
     split = unit["ranges"] > 1
@@ -225,8 +244,15 @@ def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True
     segment = unit["segment_base_offset"]
     offsets = unit["topic"] == CONSUMER_OFFSETS_TOPIC
     broker = {"broker": unit["broker"]}
-    for pair in iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
-                             out=read, headers=headers, byte_range=rng, offsets=offsets):
+    if replay is not None and not headers and not split and unit["topic"] not in (TRANSACTION_STATE_TOPIC,
+                                                                                   CONSUMER_OFFSETS_TOPIC):
+        # Its batches go to the replay only, and no record of theirs is decoded: in bulk.
+        yield from _replay_tables(path, unit["partition"], segment, read, replay, ceiling)
+        iterated = ()
+    else:
+        iterated = iter_segment(path, unit["partition"], is_txn_log=unit["topic"] == TRANSACTION_STATE_TOPIC,
+                                out=read, headers=headers, byte_range=rng, offsets=offsets)
+    for pair in iterated:
         yield "batch", pair
         if offsets and read.offset_commits:
             for row in read.offset_commits:
@@ -281,6 +307,37 @@ def merge_split_files(rows: Iterable[R.Row], kept: set[tuple[str, int]]) -> list
         if r["max_timestamp"] is not None and (m["max_timestamp"] is None or r["max_timestamp"] > m["max_timestamp"]):
             m["max_timestamp"], m["max_time"] = r["max_timestamp"], r["max_time"]
     return list(merged.values())
+
+
+def _replay_tables(path: str, partition: int, segment: int, read: ReplicaRead, replay: Replay, ceiling: int
+                   ) -> Iterator[tuple[str, R.Row]]:
+    """decode's walk of a segment whose batches only its replica's replay takes (read whole, no
+    batches table, no record decoded): replica.segment_fact_tables' tables fed to
+    Replay.feed_table, the spans they close as rows. Each batch past ``ceiling`` has its
+    finding where the walk a batch at a time puts it: after the findings of the batches and
+    bytes before the batch's end, before those after it."""
+    import pyarrow.compute as pc
+
+    future: list[tuple[int, Finding]] = []
+    for table in segment_fact_tables(path, partition, out=read):
+        stamps = table.column("max_timestamp").to_numpy(zero_copy_only=False)
+        if (stamps > ceiling).any():
+            rows = table.filter(pc.greater(table.column("max_timestamp"), ceiling))
+            future.extend((position + size, _future(path, position, stamp)) for position, size, stamp in
+                          zip(*(rows.column(name).to_pylist() for name in ("position", "size_in_bytes",
+                                                                           "max_timestamp"))))
+        closed = replay.feed_table(table, segment)
+        if closed:
+            yield from closed
+    if future:
+        walked, read.findings[:] = list(read.findings), []
+        i = 0
+        for end, finding in future:
+            while i < len(walked) and walked[i].position < end:
+                read.findings.append(walked[i])
+                i += 1
+            read.findings.append(finding)
+        read.findings.extend(walked[i:])
 
 
 def _future(path: str, position: int, timestamp_ms: int) -> Finding:

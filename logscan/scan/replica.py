@@ -440,8 +440,12 @@ FACT_TABLE_COLUMNS = (("position", "int64"), ("base_offset", "int64"), ("last_of
 FACT_TABLE_ROWS = 4096
 #: The rows of a table segment_fact_tables hands on (its last may have fewer): each table
 #: costs its consumer a fixed amount (the bulk replay's array steps), which a window of
-#: 16 KiB batches (a few hundred) would not pay for; 65,536 rows are a few MB.
-FACT_TABLE_MIN_ROWS = 1 << 16
+#: 16 KiB batches (a few hundred) would not pay for. No more than a window of small batches
+#: holds (~32,000 of 130 B in 4 MiB): the consumer's memory (the bulk replay's arrays, some
+#: hundreds of bytes a row) is then bounded by the window, not by how many windows a table
+#: spans (at 65,536 the scan's peak grew by ~20 MiB from an 8 to a 64 MiB segment of small
+#: batches: tests/robust/test_memory.py).
+FACT_TABLE_MIN_ROWS = 1 << 14
 #: The smallest offset a fact table holds (Long.MIN_VALUE): a batch's last offset below it
 #: (a negative base offset and a negative lastOffsetDelta, which Kafka's sum wraps) is held as
 #: this; the replay refuses the batch for its negative base offset all the same (check_order).

@@ -1,0 +1,93 @@
+"""pipeline.decode's bulk path (issue 37): a segment whose batches only its replica's replay
+takes (read whole, no batches table, no record decoded) is read as fact tables
+(replica.segment_fact_tables) and replayed a table at a time (Replay.feed_table). What the
+decode gives without the batches table must be what it gives with it, where every batch is
+walked one at a time (iter_segment, Replay.feed): every row of every other table, in order."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+import crc32c
+import pytest
+
+from logscan.format.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, RecordBatch
+from logscan.format.logfile import walk_batches
+from logscan.scan import pipeline
+from logscan.scan.listing import list_copy
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+#: maxTimestamp's place in a v2 batch header: after BaseOffset .. BaseTimestamp.
+MAX_TIMESTAMP_AT = struct.calcsize(">qiibIhiq")
+
+
+def _decoded(root: Path, *, batches: bool) -> list[tuple[str, object]]:
+    """Every replica of the copy at ``root`` decoded and replayed as both executors do (a
+    Replay per replica, its units in order), without the batch items."""
+    items = []
+    for listed in list_copy([root]).replicas:
+        replay = pipeline.Replay(pipeline.replica_info(listed))
+        for unit in pipeline.work_units(listed):
+            items += [(kind, item) for kind, item in pipeline.decode(unit, replay, headers=batches)
+                      if kind not in pipeline.BATCH_KINDS]
+        items += list(replay.finish())
+    return items
+
+
+def _bulk_used(monkeypatch) -> list[str]:
+    """The segments decode reads as fact tables (segment_fact_tables' calls)."""
+    used = []
+    reader = pipeline.segment_fact_tables
+
+    def counted(path, *args, **kw):
+        used.append(path)
+        return reader(path, *args, **kw)
+
+    monkeypatch.setattr(pipeline, "segment_fact_tables", counted)
+    return used
+
+
+@pytest.mark.parametrize("fixture", sorted(p.parent.name for p in FIXTURES.glob("*/brokers")))
+def test_every_fixture_decodes_the_same_in_bulk(fixture, monkeypatch):
+    root = FIXTURES / fixture / "brokers"
+    reference = _decoded(root, batches=True)
+    used = _bulk_used(monkeypatch)
+    bulk = _decoded(root, batches=False)
+    assert used, "no segment was read in bulk"
+    assert not any("__transaction_state-" in p or "__consumer_offsets-" in p for p in used)
+    assert bulk == reference
+
+
+def _rewrite(data: bytearray, batch: RecordBatch, max_timestamp: int) -> None:
+    """``batch``'s maxTimestamp set, its CRC recomputed (a broker stored it so)."""
+    at = batch.position
+    struct.pack_into(">q", data, at + MAX_TIMESTAMP_AT, max_timestamp)
+    end = at + 12 + batch.batch_length
+    struct.pack_into(">I", data, at + CRC_OFFSET, crc32c.crc32c(bytes(data[at + ATTRIBUTES_OFFSET:end])))
+
+
+def test_future_timestamps_keep_their_place_among_damage(tmp_path):
+    """Batches past the scan's clock between CRC failures and garbage (their findings and
+    the walk's interleave), at the start, the middle and the end of a segment: the findings
+    come in the order the walk a batch at a time gives them, and the copy's newest time
+    leaves them out."""
+    root = tmp_path / "brokers"
+    shutil.copytree(FIXTURES / "tv2" / "brokers", root)
+    future = pipeline.timestamp_ceiling() + 10**9
+    for log in sorted(root.glob("*/java-txn-1/*.log")):
+        data = bytearray(log.read_bytes())
+        batches = [b for b in walk_batches(bytes(data)) if isinstance(b, RecordBatch)]
+        assert len(batches) == 7
+        for i in (0, 2, 3, 5, 6):
+            _rewrite(data, batches[i], future + i)
+        data[batches[1].position + batches[1].size_in_bytes - 1] ^= 1   # its CRC fails
+        middle = batches[3].position + batches[3].size_in_bytes
+        log.write_bytes(bytes(data[:middle] + b"\xee" * 40 + data[middle:]))
+    reference = _decoded(root, batches=True)
+    bulk = _decoded(root, batches=False)
+    log = str(sorted(root.glob("*/java-txn-1/*.log"))[0])
+    reasons = [item["reason"] for kind, item in reference if kind == "finding" and item["file"] == log]
+    assert reasons == ["timestamp", "crc", "timestamp", "timestamp", "corrupt", "skipped", "timestamp", "timestamp"]
+    assert bulk == reference
