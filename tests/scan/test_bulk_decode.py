@@ -49,8 +49,14 @@ def _bulk_used(monkeypatch) -> list[str]:
     return used
 
 
+@pytest.fixture
+def bulk_always(monkeypatch):
+    """decode's bulk path for a segment of any size (the fixtures' are below BULK_MIN_BYTES)."""
+    monkeypatch.setattr(pipeline, "BULK_MIN_BYTES", 0)
+
+
 @pytest.mark.parametrize("fixture", sorted(p.parent.name for p in FIXTURES.glob("*/brokers")))
-def test_every_fixture_decodes_the_same_in_bulk(fixture, monkeypatch):
+def test_every_fixture_decodes_the_same_in_bulk(fixture, monkeypatch, bulk_always):
     root = FIXTURES / fixture / "brokers"
     reference = _decoded(root, batches=True)
     used = _bulk_used(monkeypatch)
@@ -58,6 +64,17 @@ def test_every_fixture_decodes_the_same_in_bulk(fixture, monkeypatch):
     assert used, "no segment was read in bulk"
     assert not any("__transaction_state-" in p or "__consumer_offsets-" in p for p in used)
     assert bulk == reference
+
+
+def test_a_segment_below_the_bulk_size_is_read_a_batch_at_a_time(monkeypatch):
+    used = _bulk_used(monkeypatch)
+    root = FIXTURES / "tv2" / "brokers"
+    sizes = {str(f): f.stat().st_size for f in root.glob("*/*/*.log")
+             if not f.parent.name.startswith(("__transaction_state-", "__consumer_offsets-"))}
+    monkeypatch.setattr(pipeline, "BULK_MIN_BYTES", max(sizes.values()))
+    assert _decoded(root, batches=False) == _decoded(root, batches=True)
+    assert sorted(used) == sorted(f for f, size in sizes.items() if size == pipeline.BULK_MIN_BYTES)
+    assert 0 < len(used) < len(sizes)
 
 
 def _rewrite(data: bytearray, batch: RecordBatch, max_timestamp: int) -> None:
@@ -68,7 +85,7 @@ def _rewrite(data: bytearray, batch: RecordBatch, max_timestamp: int) -> None:
     struct.pack_into(">I", data, at + CRC_OFFSET, crc32c.crc32c(bytes(data[at + ATTRIBUTES_OFFSET:end])))
 
 
-def test_future_timestamps_keep_their_place_among_damage(tmp_path):
+def test_future_timestamps_keep_their_place_among_damage(tmp_path, bulk_always):
     """Batches past the scan's clock between CRC failures and garbage (their findings and
     the walk's interleave), at the start, the middle and the end of a segment: the findings
     come in the order the walk a batch at a time gives them, and the copy's newest time
