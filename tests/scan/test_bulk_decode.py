@@ -55,7 +55,8 @@ def bulk_always(monkeypatch):
     monkeypatch.setattr(pipeline, "BULK_MIN_BYTES", 0)
 
 
-@pytest.mark.parametrize("fixture", sorted(p.parent.name for p in FIXTURES.glob("*/brokers")))
+@pytest.mark.parametrize("fixture", sorted(str(p.parent.relative_to(FIXTURES))
+                                            for p in (*FIXTURES.glob("*/brokers"), *FIXTURES.glob("trimmed/*/brokers"))))
 def test_every_fixture_decodes_the_same_in_bulk(fixture, monkeypatch, bulk_always):
     root = FIXTURES / fixture / "brokers"
     reference = _decoded(root, batches=True)
