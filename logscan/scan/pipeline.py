@@ -51,6 +51,7 @@ from logscan.logdir.tree import ReplicaDir, file_size
 from logscan.state import partition as P
 from logscan.state.coordinator import (CoordinatorCopy, ReplicaEnd, index_by_producer_id, latest_states,
                                        merge_partitions)
+from logscan.state.columns import numpy_of
 from logscan.state.facts import BatchFact
 from logscan.state.history import history_rows, transactional_id_history
 from logscan.state.offsets import served_state
@@ -163,7 +164,7 @@ class Replay:
         is ``segment`` (replica.segment_fact_tables': each row's place is its ``position``), in
         bulk (ReplicaAnalyser.feed_table); the spans its rows close, in the order they close."""
         self._analyser.feed_table(table, segment)
-        stamps = table.column("max_timestamp").to_numpy(zero_copy_only=False)
+        stamps = numpy_of(table.column("max_timestamp"))
         stamps = stamps[stamps <= self._ceiling]
         if stamps.size and int(stamps.max()) > self._newest:
             self._newest = int(stamps.max())
@@ -324,16 +325,14 @@ def _replay_tables(path: str, partition: int, segment: int, read: ReplicaRead, r
     Replay.feed_table, the spans they close as rows. Each batch past ``ceiling`` has its
     finding where the walk a batch at a time puts it: after the findings of the batches and
     bytes before the batch's end, before those after it."""
-    import pyarrow.compute as pc
-
     future: list[tuple[int, Finding]] = []
     for table in segment_fact_tables(path, partition, out=read):
-        stamps = table.column("max_timestamp").to_numpy(zero_copy_only=False)
-        if (stamps > ceiling).any():
-            rows = table.filter(pc.greater(table.column("max_timestamp"), ceiling))
+        stamps = numpy_of(table.column("max_timestamp"))
+        past = stamps > ceiling
+        if past.any():
             future.extend((position + size, _future(path, position, stamp)) for position, size, stamp in
-                          zip(*(rows.column(name).to_pylist() for name in ("position", "size_in_bytes",
-                                                                           "max_timestamp"))))
+                          zip(*(numpy_of(table.column(name))[past].tolist() for name in ("position", "size_in_bytes",
+                                                                                         "max_timestamp"))))
         closed = replay.feed_table(table, segment)
         if closed:
             yield from closed
