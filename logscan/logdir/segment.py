@@ -376,11 +376,13 @@ class LogWindows:
         for it (a window up to COPY_WINDOW_BYTES; ``map`` for a larger one): for a reader that
         closes each window before it reads the next and keeps nothing of its bytes (the scan's
         bulk facts), a window costs no allocation and no page faults of fresh memory. The
-        window is valid until the next ``reused_window``."""
+        buffer is as large as the largest window asked (zero-filled, so all of it resident:
+        no larger than the reader's windows, or a file smaller than them). The window is valid
+        until the next ``reused_window``."""
         if not self.copy or stop - start > COPY_WINDOW_BYTES:
             return self.map(start, stop)
         if self._buffer is None or len(self._buffer) < stop - start:
-            self._buffer = bytearray(max(stop - start, self.window_bytes))
+            self._buffer = bytearray(stop - start)
         view = memoryview(self._buffer)[:stop - start]
         try:
             _read_into(self._fd, view, start, self.size)

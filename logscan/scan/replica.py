@@ -34,13 +34,13 @@ from logscan.format.control import CONTROL_TYPE_NAMES, decode_control_key, decod
 from logscan.format.compression import DecompressionBudget
 from logscan.format.errors import DecodeError, DecompressionBudgetSpent
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
-from logscan.format.logfile import WINDOW_BYTES, find_entry, walk_windows
+from logscan.format.logfile import find_entry, walk_windows
 from logscan.format.metadata import decode_metadata_record
 from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decode_producer_snapshot
 from logscan.format.txnlog import TRANSACTION_STATES, decode_txnlog_entry
 from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
-from logscan.state.columns import arrow_of, numpy_of, strings
+from logscan.state.columns import arrow_of, marker_types, numpy_of, pool, strings
 from logscan.state.facts import NO_TIMESTAMP, BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
 from logscan.state.producer_state import (BatchMetadata, BrokerLoad, ProducerStateEntry, ProducerStateManager,
@@ -436,16 +436,20 @@ FACT_TABLE_COLUMNS = (("position", "int64"), ("base_offset", "int64"), ("last_of
                       ("last_sequence", "int32"), ("max_timestamp", "int64"), ("is_transactional", "bool_"),
                       ("is_control", "bool_"), ("records_count", "int32"), ("size_in_bytes", "int64"),
                       ("control_type", "string"), ("coordinator_epoch", "int32"), ("marker_timestamp", "int64"))
-#: Reference facts gathered before they are made a table.
+#: The rows of a table segment_fact_tables hands on (its last may have fewer), whatever its
+#: batches' size and its segment's: the reference's facts gathered, the compiled runs' tables
+#: joined or cut to it. The consumer's memory (the bulk replay's arrays, some hundreds of bytes
+#: a row while a table is replayed) is bounded by it, and its fixed cost a table (the replay's
+#: array steps) is paid by enough rows. Joined to 16,384 rows or more (a whole 11 MB segment of
+#: 1 KiB batches), the scan's peak was ~8 MiB above the walk a batch at a time
+#: (tests/robust/test_scan_memory_flat.py); at 65,536, ~20 MiB more for a 64 MiB segment of
+#: 130 B batches than for an 8 MiB one (tests/robust/test_memory.py).
 FACT_TABLE_ROWS = 4096
-#: The rows of a table segment_fact_tables hands on (its last may have fewer): each table
-#: costs its consumer a fixed amount (the bulk replay's array steps), which a window of
-#: 16 KiB batches (a few hundred) would not pay for. No more than a window of small batches
-#: holds (~32,000 of 130 B in 4 MiB): the consumer's memory (the bulk replay's arrays, some
-#: hundreds of bytes a row) is then bounded by the window, not by how many windows a table
-#: spans (at 65,536 the scan's peak grew by ~20 MiB from an 8 to a 64 MiB segment of small
-#: batches: tests/robust/test_memory.py).
-FACT_TABLE_MIN_ROWS = 1 << 14
+#: The bytes segment_fact_tables reads at a time (a batch larger than that is read whole): the
+#: walk a batch at a time holds a window of 4 MiB (LogWindows), the bulk path a window of this
+#: and a table of FACT_TABLE_ROWS rows, and so no more than the walk (a 1 GB copy of 11 MB
+#: segments of 1 KiB batches: peak RssAnon 39.9 MiB, the walk's 40.6; with 4 MiB windows 43.6).
+FACT_WINDOW_BYTES = 1 << 20
 #: The smallest offset a fact table holds (Long.MIN_VALUE): a batch's last offset below it
 #: (a negative base offset and a negative lastOffsetDelta, which Kafka's sum wraps) is held as
 #: this; the replay refuses the batch for its negative base offset all the same (check_order).
@@ -484,7 +488,8 @@ def _compiled_table(arrays: dict, count: int):
     names = strings([CONTROL_TYPE_NAMES[0], CONTROL_TYPE_NAMES[1]])
     flags = {"is_transactional": arrow_of(attributes & TRANSACTIONAL_FLAG_MASK != 0),
              "is_control": arrow_of(attributes & CONTROL_FLAG_MASK != 0),
-             "control_type": pc.take(names, arrow_of(np.maximum(type_id, 0), valid=type_id >= 0))}
+             "control_type": pc.take(names, arrow_of(np.maximum(type_id, 0), valid=type_id >= 0),
+                                     memory_pool=pool())}
     return pa.RecordBatch.from_arrays([flags[name] if name in flags else arrays[name]
                                        for name, _ in FACT_TABLE_COLUMNS], schema=fact_schema())
 
@@ -493,29 +498,33 @@ def segment_fact_tables(path: str, partition: int, *, out: ReplicaRead,
                         window: Optional[int] = None) -> Iterator:
     """The facts of a whole segment (not `__transaction_state`, not `__consumer_offsets`: their
     records are decoded per batch by iter_segment) as Arrow record batches of FACT_TABLE_COLUMNS,
-    in log order, of FACT_TABLE_MIN_ROWS rows or more but the last: the rows are exactly
+    in log order, of FACT_TABLE_ROWS rows but the last: the rows are exactly
     iter_segment's facts, and ``out`` gets what iter_segment gives it (findings, counts, the
     first offset, the largest timestamp; while the walk goes on, they may count rows of the
     table it has not handed on yet). The runs of whole, valid v2 batches come from the compiled
     step in bulk (compiled.batch_facts: no Python object per batch); everything else, and
     everything in pure Python, through the reference (_walk_entries)."""
-    return _opened(path, out, lambda log, budget: _coalesced(_fact_tables(log, path, partition, out, window,
+    return _opened(path, out, lambda log, budget: _rebatched(_fact_tables(log, path, partition, out, window,
                                                                           budget)))
 
 
-def _coalesced(tables: Iterator) -> Iterator:
-    """``tables`` handed on joined, FACT_TABLE_MIN_ROWS rows or more a table (the last fewer)."""
+def _rebatched(tables: Iterator) -> Iterator:
+    """``tables`` handed on as tables of FACT_TABLE_ROWS rows (the last fewer): the small ones
+    joined, the large ones cut (a slice: no copy)."""
     import pyarrow as pa
 
     held, rows = [], 0
     for table in tables:
-        held.append(table)
-        rows += table.num_rows
-        if rows >= FACT_TABLE_MIN_ROWS:
-            yield held[0] if len(held) == 1 else pa.concat_batches(held)
-            held, rows = [], 0
+        while table.num_rows:
+            part = table.slice(0, FACT_TABLE_ROWS - rows)
+            held.append(part)
+            rows += part.num_rows
+            table = table.slice(part.num_rows)
+            if rows == FACT_TABLE_ROWS:
+                yield held[0] if len(held) == 1 else pa.concat_batches(held, memory_pool=pool())
+                held, rows = [], 0
     if held:
-        yield held[0] if len(held) == 1 else pa.concat_batches(held)
+        yield held[0] if len(held) == 1 else pa.concat_batches(held, memory_pool=pool())
 
 
 def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optional[int],
@@ -524,7 +533,7 @@ def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optio
     walk from where a run stops to the next valid v2 batch (where the next run starts)."""
     from logscan.format import compiled
 
-    size, window = log.size, window or getattr(log, "window_bytes", WINDOW_BYTES)
+    size, window = log.size, window or FACT_WINDOW_BYTES
     pending: tuple[list[BatchFact], list[int]] = ([], [])
     pos, needed = 0, 0
     while pos < size:
@@ -595,11 +604,9 @@ def _crossing(buf, stop: int, left: int) -> Optional[int]:
 
 def _count(out: ReplicaRead, table) -> None:
     """What iter_segment's walk counts in ``out`` for each fact, for a compiled run of them."""
-    import pyarrow.compute as pc
-
     if out.first_offset is None:
         out.first_offset = table.column(1)[0].as_py()
-    out.max_timestamp = max(out.max_timestamp, pc.max(table.column("max_timestamp")).as_py())
+    out.max_timestamp = max(out.max_timestamp, int(numpy_of(table.column("max_timestamp")).max()))
     out.batches += table.num_rows
 
 
@@ -1136,10 +1143,8 @@ class ReplicaAnalyser:
                 return
             if segment != self._segment:
                 self._enter_segment(segment)
-            control_type = table.column("control_type")  # _MARKER_TYPES: a marker's, or none
-            marker_or_none = pc.or_(pc.is_in(control_type, value_set=strings(["COMMIT", "ABORT"])),
-                                    pc.is_null(control_type))
-            other = column("is_control") & (column("producer_id") >= 0) & ~numpy_of(marker_or_none)
+            other_type = marker_types(table.column("control_type")) == -1  # not in _MARKER_TYPES
+            other = column("is_control") & (column("producer_id") >= 0) & other_type
             keeps = ((np.r_[self._prev_last, last[:-1]] < base) & (base <= last) & (self._low <= last)
                      & (last <= self._high) & ~other)
             k = int(np.argmin(keeps)) if not keeps.all() else len(keeps)
@@ -1159,6 +1164,8 @@ class ReplicaAnalyser:
         """feed_table's rows that keep the offset order, all below the newest snapshot's offset
         (the rebuild is taken at the first row at or past it, by feed()): what feed() does with
         each, in bulk."""
+        import pyarrow.compute as pc
+
         last = numpy_of(table.column("last_offset"))
         self._prev_last = int(last[-1])
         position = table.column("position")[-1].as_py()
@@ -1169,7 +1176,8 @@ class ReplicaAnalyser:
         if self._load_from is not None:
             loaded = last >= self._load_from
             if loaded.any():
-                self._load.feed_table(table if loaded.all() else table.filter(arrow_of(loaded)))
+                self._load.feed_table(table if loaded.all() else
+                                      pc.filter(table, arrow_of(loaded), memory_pool=pool()))
 
     def coordinator_fault(self, finding: Finding) -> None:
         """A `__transaction_state` record of this replica the coordinator's load stops at (a

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
-from .columns import numpy_of, strings
+from .columns import NO_CONTROL_TYPE, marker_types, numpy_of
 from .facts import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchFact
 
 # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
@@ -352,8 +352,6 @@ class _Columns:
     it asks of each row, computed once for all)."""
 
     def __init__(self, table) -> None:
-        import pyarrow.compute as pc
-
         def column(name):
             return numpy_of(table.column(name))
 
@@ -361,12 +359,11 @@ class _Columns:
         for name in ("base_offset", "last_offset", "producer_id", "producer_epoch", "last_sequence",
                      "max_timestamp", "is_transactional", "is_control", "coordinator_epoch", "marker_timestamp"):
             setattr(self, name, column(name))
-        control_type = table.column("control_type")
-        marker_type = numpy_of(pc.index_in(control_type, value_set=strings(["ABORT", "COMMIT"])), null=-1)
-        self.marker = self.is_control & (marker_type >= 0)
-        self.empty_control = self.is_control & numpy_of(control_type.is_null())
+        types = marker_types(table.column("control_type"))
+        self.marker = self.is_control & (types >= 0)
+        self.empty_control = self.is_control & (types == NO_CONTROL_TYPE)
         self.other_control = self.is_control & ~self.marker & ~self.empty_control
-        self.aborted = marker_type == 0
+        self.aborted = types == 0
 
     def fact(self, row: int) -> BatchFact:
         """Row ``row`` as the BatchFact append() takes."""

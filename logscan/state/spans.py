@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from .columns import arrow_of, numpy_of, strings
+from .columns import arrow_of, marker_types, numpy_of, pool
 from .facts import NO_TIMESTAMP, BatchFact
 from .producer_state import ProducerStateEntry, ProducerStateManager
 
@@ -145,7 +145,7 @@ class Replay:
 
         keep = column("last_offset") >= self._start  # (feed() skips what the seed holds)
         if not keep.all():
-            table = table.filter(arrow_of(keep))
+            table = pc.filter(table, arrow_of(keep), memory_pool=pool())
         done = self.producers.append_table(table)
         pid = column("producer_id")
         data = (pid >= 0) & ~column("is_control") & column("is_transactional")
@@ -189,7 +189,7 @@ class Replay:
                 span.batches += batches[r]
                 span.records += records[r]
                 span.bytes += sizes[r]
-        aborted = numpy_of(pc.is_in(table.column("control_type"), value_set=strings(["ABORT"])))
+        aborted = marker_types(table.column("control_type")) == 0
         marker_fields = zip(ends.tolist(), base[ends].tolist(), epoch[ends].tolist(), aborted[ends].tolist(),
                             column("coordinator_epoch")[ends].tolist(), column("marker_timestamp")[ends].tolist())
         closing = sorted((row, r, fields) for r, (row, *fields) in enumerate(marker_fields)

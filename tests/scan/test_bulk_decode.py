@@ -109,3 +109,31 @@ def test_future_timestamps_keep_their_place_among_damage(tmp_path, bulk_always):
     reasons = [item["reason"] for kind, item in reference if kind == "finding" and item["file"] == log]
     assert reasons == ["timestamp", "crc", "timestamp", "timestamp", "corrupt", "skipped", "timestamp", "timestamp"]
     assert bulk == reference
+
+
+@pytest.mark.parametrize("fixture", ["tv2", "kafka-4.4", "hanging", "retention"])
+def test_small_windows_and_tables_decode_the_same(fixture, monkeypatch, bulk_always):
+    """The bulk path's bounds (replica.FACT_WINDOW_BYTES, FACT_TABLE_ROWS) anywhere in a
+    segment: windows of a few batches (runs cut at every window's end, a batch crossing it read
+    again from its start) and tables of 7 rows (a window's table cut, the next one's joined)
+    give the rows of the walk a batch at a time, and every table but a segment's last has 7."""
+    from logscan.scan import replica
+
+    monkeypatch.setattr(replica, "FACT_WINDOW_BYTES", 3000)
+    monkeypatch.setattr(replica, "FACT_TABLE_ROWS", 7)
+    sizes = []
+    reader = pipeline.segment_fact_tables
+
+    def sized(path, *args, **kw):
+        sizes.append([])
+        for table in reader(path, *args, **kw):
+            sizes[-1].append(table.num_rows)
+            yield table
+
+    root = FIXTURES / fixture / "brokers"
+    reference = _decoded(root, batches=True)
+    monkeypatch.setattr(pipeline, "segment_fact_tables", sized)
+    assert _decoded(root, batches=False) == reference
+    assert any(len(tables) > 2 for tables in sizes)
+    assert all(rows == 7 for tables in sizes for rows in tables[:-1])
+    assert all(0 < tables[-1] <= 7 for tables in sizes if tables)
