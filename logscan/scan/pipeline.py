@@ -221,12 +221,14 @@ DAMAGED = "damaged"
 BATCH_KINDS = ("batch", DAMAGED)
 
 
-#: The smallest segment decode replays in bulk (_replay_tables): the bulk path costs ~1.2 ms a
-#: segment (its tables' array steps, whatever their rows) and saves ~2.8 us a batch of 256 B to
-#: 1 KiB (~1.5 us at 16 KiB), so a segment of a few hundred batches or less, as a copy of
-#: many small partitions holds, is faster a batch at a time (a bench copy of 1,000 partitions
-#: with 43 KB segments: 5.3 s against 2.3 s at 1 KiB batches).
-BULK_MIN_BYTES = 1 << 20
+#: The smallest segment decode replays in bulk (_replay_tables): the bulk path costs ~0.6 ms a
+#: segment more than the walk (its tables' array steps, whatever their rows) and saves ~4 us a
+#: batch, so it stops losing at ~150 batches: ~150 KB of 1 KiB batches, ~40 KB of 256 B ones
+#: (decode and replay of a segment, best of 5, 2026-12-07: 107 KB of 1 KiB batches 0.86 ms a
+#: batch at a time against 1.03 in bulk, 166 KB 1.36 / 1.20, 213 KB 1.47 / 1.31; 43 KB of 256 B
+#: batches 1.14 / 1.00). Segments of a few dozen larger batches (4 KiB and up) below it would
+#: lose; at or above it they are few.
+BULK_MIN_BYTES = 192 << 10
 
 
 def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True

@@ -22,7 +22,7 @@ import os
 import struct
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -40,7 +40,7 @@ from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decod
 from logscan.format.txnlog import TRANSACTION_STATES, decode_txnlog_entry
 from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
-from logscan.state.columns import arrow_of, marker_types, numpy_of, pool, strings
+from logscan.state.columns import FactColumns, arrow_of, numpy_of, pool, shifted, strings
 from logscan.state.facts import NO_TIMESTAMP, BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
 from logscan.state.producer_state import (BatchMetadata, BrokerLoad, ProducerStateEntry, ProducerStateManager,
@@ -456,8 +456,9 @@ FACT_WINDOW_BYTES = 1 << 20
 INT64_MIN = -(1 << 63)
 
 
+@lru_cache(maxsize=None)
 def fact_schema():
-    """The Arrow schema of a fact table (FACT_TABLE_COLUMNS)."""
+    """The Arrow schema of a fact table (FACT_TABLE_COLUMNS; made once: it is immutable)."""
     import pyarrow as pa
 
     return pa.schema([(name, getattr(pa, kind)()) for name, kind in FACT_TABLE_COLUMNS])
@@ -476,6 +477,13 @@ def facts_to_table(facts: list[BatchFact], positions: list[int]):
                                                                     FACT_TABLE_COLUMNS)], schema=fact_schema())
 
 
+@lru_cache(maxsize=None)
+def _control_names():
+    """The names of the control types compiled.batch_facts gives the id of (ABORT, COMMIT), as
+    an Arrow array (made once: it is immutable)."""
+    return strings([CONTROL_TYPE_NAMES[0], CONTROL_TYPE_NAMES[1]])
+
+
 def _compiled_table(arrays: dict, count: int):
     """A fact table of compiled.batch_facts' columns: the flags from the attributes, the
     marker's type name from its id (a data batch, or an emptied control batch, has none)."""
@@ -485,10 +493,9 @@ def _compiled_table(arrays: dict, count: int):
 
     attributes = numpy_of(arrays["attributes"])
     type_id = numpy_of(arrays["control_type_id"])
-    names = strings([CONTROL_TYPE_NAMES[0], CONTROL_TYPE_NAMES[1]])
     flags = {"is_transactional": arrow_of(attributes & TRANSACTIONAL_FLAG_MASK != 0),
              "is_control": arrow_of(attributes & CONTROL_FLAG_MASK != 0),
-             "control_type": pc.take(names, arrow_of(np.maximum(type_id, 0), valid=type_id >= 0),
+             "control_type": pc.take(_control_names(), arrow_of(np.maximum(type_id, 0), valid=type_id >= 0),
                                      memory_pool=pool())}
     return pa.RecordBatch.from_arrays([flags[name] if name in flags else arrays[name]
                                        for name, _ in FACT_TABLE_COLUMNS], schema=fact_schema())
@@ -1130,22 +1137,21 @@ class ReplicaAnalyser:
         type than a marker) go to the replay and the broker's load as tables (Replay.feed_table,
         BrokerLoad.feed_table); a row that does not, and the row where the newest snapshot's
         rebuild is taken, go through feed() itself."""
+        self.feed_columns(FactColumns(table), segment)
+
+    def feed_columns(self, c: FactColumns, segment: Optional[int] = None) -> None:
+        """feed_table over a fact table's columns."""
         import numpy as np
-        import pyarrow.compute as pc
 
-        def column(name):
-            return numpy_of(table.column(name))
-
-        while table.num_rows:
-            base, last = column("base_offset"), column("last_offset")
+        while len(c):
+            base, last = c.base_offset, c.last_offset
             if self.fault is not None:
                 self._copy_end = max(self._copy_end, int(last.max()) + 1)
                 return
             if segment != self._segment:
                 self._enter_segment(segment)
-            other_type = marker_types(table.column("control_type")) == -1  # not in _MARKER_TYPES
-            other = column("is_control") & (column("producer_id") >= 0) & other_type
-            keeps = ((np.r_[self._prev_last, last[:-1]] < base) & (base <= last) & (self._low <= last)
+            other = c.is_control & (c.producer_id >= 0) & (c.types == -1)  # a type not in _MARKER_TYPES
+            keeps = ((shifted(last, self._prev_last) < base) & (base <= last) & (self._low <= last)
                      & (last <= self._high) & ~other)
             k = int(np.argmin(keeps)) if not keeps.all() else len(keeps)
             if self._replay is None and k:
@@ -1154,30 +1160,29 @@ class ReplicaAnalyser:
             if self._newest_offset is not None and k:
                 k = min(k, int(np.argmax(base >= self._newest_offset)) if (base >= self._newest_offset).any() else k)
             if k:
-                self._feed_in_order(table.slice(0, k), segment)
-            if k < table.num_rows:
-                self.feed(_fact_of(table, k), segment, int(column("position")[k]))  # (feed()'s own rules)
-                k += 1
-            table = table.slice(k)
+                self._feed_in_order(c if k == len(c) else c.take(slice(0, k)), segment)
+            if k == len(c):
+                break
+            self.feed(c.fact(k), segment, int(c.position[k]))  # (feed()'s own rules)
+            c = c.take(slice(k + 1, None))
 
-    def _feed_in_order(self, table, segment: Optional[int]) -> None:
-        """feed_table's rows that keep the offset order, all below the newest snapshot's offset
+    def _feed_in_order(self, c: FactColumns, segment: Optional[int]) -> None:
+        """feed_columns' rows that keep the offset order, all below the newest snapshot's offset
         (the rebuild is taken at the first row at or past it, by feed()): what feed() does with
         each, in bulk."""
-        import pyarrow.compute as pc
+        import numpy as np
 
-        last = numpy_of(table.column("last_offset"))
+        last = c.last_offset
         self._prev_last = int(last[-1])
-        position = table.column("position")[-1].as_py()
+        position = int(c.position[-1])
         self._prev_segment, self._prev_position = segment, position
-        self._batches_end = (segment, position + table.column("size_in_bytes")[-1].as_py())
-        self.max_timestamp = max(self.max_timestamp, int(numpy_of(table.column("max_timestamp")).max()))
-        self._replay.feed_table(table)
+        self._batches_end = (segment, position + int(c.size_in_bytes[-1]))
+        self.max_timestamp = max(self.max_timestamp, int(c.max_timestamp.max()))
+        self._replay.feed_columns(c)
         if self._load_from is not None:
             loaded = last >= self._load_from
             if loaded.any():
-                self._load.feed_table(table if loaded.all() else
-                                      pc.filter(table, arrow_of(loaded), memory_pool=pool()))
+                self._load.feed_columns(c if loaded.all() else c.take(np.flatnonzero(loaded)))
 
     def coordinator_fault(self, finding: Finding) -> None:
         """A `__transaction_state` record of this replica the coordinator's load stops at (a
@@ -1247,11 +1252,6 @@ class ReplicaAnalyser:
         check = check_newest_snapshot(self.snapshots, self._at_newest, self._seed)
         return ReplicaAnalysis(state, rep, self.max_timestamp, self.snapshots, check,
                                max((e.epoch for e in epochs), default=None), self.findings)
-
-
-def _fact_of(table, row: int) -> BatchFact:
-    """Row ``row`` of a fact table as the BatchFact feed() takes."""
-    return BatchFact(*(table.column(name)[row].as_py() for name in BatchFact._fields))
 
 
 def analyse_replica(replica: ReplicaDir, facts: Iterable[BatchFact], *, hw_checkpoint: Optional[int],

@@ -13,7 +13,10 @@ system pool), paid for a few short-lived tables.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional, Sequence
+
+from .facts import BatchFact
 
 
 #: The names of a marker's control types, by ControlRecordType id (0 ABORT, 1 COMMIT).
@@ -39,13 +42,19 @@ def numpy_of(array, null=0):
         array = array.combine_chunks(memory_pool=pool())
     n, at = len(array), array.offset
     validity, data = array.buffers()[:2]
-    if str(array.type) == "bool":
+    width = array.type.bit_width
+    if width == 1:
         values = _bits(data, at, n)
     else:
-        values = np.frombuffer(data, np.dtype(str(array.type)), count=n, offset=at * array.type.byte_width)
+        values = np.frombuffer(data, _DTYPES[str(array.type)], count=n, offset=at * (width // 8))
     if validity is not None and array.null_count:
         values = np.where(_bits(validity, at, n), values, null)
     return values
+
+
+#: numpy's type of each fixed-width Arrow type numpy_of reads.
+_DTYPES = {name: name for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                   "float", "double")} | {"float": "float32", "double": "float64"}
 
 
 def valid_of(array):
@@ -67,8 +76,14 @@ def marker_types(control_type):
 
     if hasattr(control_type, "combine_chunks"):
         control_type = control_type.combine_chunks(memory_pool=pool())
-    types = numpy_of(pc.index_in(control_type, value_set=strings(MARKER_NAMES), memory_pool=pool()), null=-1)
+    types = numpy_of(pc.index_in(control_type, value_set=_marker_names(), memory_pool=pool()), null=-1)
     return np.where(valid_of(control_type), types, NO_CONTROL_TYPE)
+
+
+@lru_cache(maxsize=None)
+def _marker_names():
+    """MARKER_NAMES as an Arrow array (made once: it is immutable)."""
+    return strings(MARKER_NAMES)
 
 
 def _bits(buffer, at: int, n: int):
@@ -104,3 +119,69 @@ def strings(values: Sequence[Optional[str]]):
     valid = np.array([v is not None for v in values], bool)
     return pa.StringArray.from_buffers(len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data)),
                                        None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little")))
+
+
+def starts(values):
+    """Where each run of equal values starts in ``values`` (a numpy array): True at its first
+    element and where an element differs from the one before it."""
+    import numpy as np
+
+    out = np.ones(len(values), bool)
+    np.not_equal(values[1:], values[:-1], out=out[1:])
+    return out
+
+
+def shifted(values, first):
+    """``values`` moved one place on (a numpy array of the same type): ``first``, then each
+    element but the last."""
+    import numpy as np
+
+    out = np.empty(len(values), values.dtype)
+    if len(out):
+        out[0] = first
+        out[1:] = values[:-1]
+    return out
+
+
+#: FactColumns' numpy columns: the fact table's (logscan.scan.replica.FACT_TABLE_COLUMNS) the
+#: replay in bulk reads, all but base_sequence and control_type (which ``types`` gives).
+FACT_NUMPY_COLUMNS = ("position", "base_offset", "last_offset", "producer_id", "producer_epoch", "last_sequence",
+                      "max_timestamp", "is_transactional", "is_control", "records_count", "size_in_bytes",
+                      "coordinator_epoch", "marker_timestamp")
+
+
+class FactColumns:
+    """A fact table's rows as the replay in bulk reads them: each column a numpy array (read
+    once a table, numpy_of), its control types as marker_types (``types``) and the flags
+    append() asks of each row; some of its rows (``take``) without Arrow, each still made the
+    BatchFact the reference takes (``fact``)."""
+
+    def __init__(self, table, rows=None, columns: Optional[dict] = None) -> None:
+        self._table = table
+        self._rows = rows  # the table's row of each of these (None: all, in order)
+        if columns is None:
+            columns = {name: numpy_of(table.column(name)) for name in FACT_NUMPY_COLUMNS}
+            columns["types"] = marker_types(table.column("control_type"))
+        self._columns = columns
+        self.__dict__.update(columns)
+        #: A COMMIT or ABORT batch; an emptied control batch (no record: Kafka reads nothing of
+        #: it); a control batch of another type; an ABORT marker.
+        self.marker = self.is_control & (self.types >= 0)
+        self.empty_control = self.is_control & (self.types == NO_CONTROL_TYPE)
+        self.other_control = self.is_control & ~self.marker & ~self.empty_control
+        self.aborted = self.types == 0
+
+    def __len__(self) -> int:
+        return len(self.base_offset)
+
+    def take(self, rows) -> "FactColumns":
+        """These rows (a numpy array of indices, or a slice), in that order."""
+        import numpy as np
+
+        at = np.arange(len(self))[rows] if self._rows is None else self._rows[rows]
+        return FactColumns(self._table, at, {name: values[rows] for name, values in self._columns.items()})
+
+    def fact(self, row: int) -> BatchFact:
+        """Row ``row`` as the BatchFact append() and feed() take."""
+        at = row if self._rows is None else int(self._rows[row])
+        return BatchFact(*(self._table.column(name)[at].as_py() for name in BatchFact._fields))

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
-from .columns import NO_CONTROL_TYPE, marker_types, numpy_of
+from .columns import FactColumns, shifted, starts
 from .facts import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchFact
 
 # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
@@ -164,16 +164,19 @@ class ProducerStateManager:
 
         Returns the rows (ascending, a numpy array) whose marker completed a transaction: where
         append() returns a CompletedTxn."""
+        return self.append_columns(FactColumns(table))
+
+    def append_columns(self, c: FactColumns):
+        """append_table over a fact table's columns."""
         import numpy as np
 
-        if table.num_rows == 0:
+        if len(c) == 0:
             return np.zeros(0, np.int64)
-        c = _Columns(table)
         owned = np.flatnonzero(c.producer_id >= 0)
         owned = owned[np.argsort(c.producer_id[owned], kind="stable")]  # by producer, in log order
         pid = c.producer_id[owned]
-        starts = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]]) if len(owned) else owned
-        new = [(int(owned[s]), p) for s, p in zip(starts.tolist(), pid[starts].tolist()) if p not in self.producers]
+        first = np.flatnonzero(starts(pid))
+        new = [(int(owned[s]), p) for s, p in zip(first.tolist(), pid[first].tolist()) if p not in self.producers]
         for _, p in sorted(new):  # created in the order append() creates them: its first row's
             self.producers[p] = ProducerStateEntry(p)
         rows = owned[~c.empty_control[owned]]  # an emptied control batch: nothing is read from it
@@ -181,41 +184,40 @@ class ProducerStateManager:
         self.map_end_offset = int(c.last_offset[-1]) + 1
         return done
 
-    def _append_rows(self, c: "_Columns", rows):
+    def _append_rows(self, c: FactColumns, rows):
         """append_table's work over ``rows``: producer-owned data batches and control batches
         with a record, grouped by producer, in log order within a group; the rows whose marker
         completed a transaction."""
         import numpy as np
 
         pid, epoch, marker = c.producer_id[rows], c.producer_epoch[rows], c.marker[rows]
-        start = np.r_[True, pid[1:] != pid[:-1]]
+        start = starts(pid)
         gid = np.cumsum(start) - 1
-        starts = np.flatnonzero(start)
-        entries = [self.producers[p] for p in pid[starts].tolist()]
+        group_at = np.flatnonzero(start)
+        entries = [self.producers[p] for p in pid[group_at].tolist()]
         entry_epoch = np.array([e.producer_epoch for e in entries])
         entry_coordinator = np.array([e.coordinator_epoch for e in entries])
         entry_open = np.array([e.current_txn_first_offset is not None for e in entries])
         entry_first = np.array([e.current_txn_first_offset or 0 for e in entries])
         # _check_epoch: an epoch below the one before it (the entry's, for a producer's first row).
-        prev_epoch = np.where(start, entry_epoch[gid], np.r_[0, epoch[:-1]])
+        prev_epoch = np.where(start, entry_epoch[gid], shifted(epoch, 0))
         unusual = (epoch < prev_epoch) | c.other_control[rows]
         # _append_marker: a coordinator epoch below the producer's last marker's.
         at = np.flatnonzero(marker)
         m_gid, m_epoch = gid[at], c.coordinator_epoch[rows][at]
-        m_start = np.r_[True, m_gid[1:] != m_gid[:-1]] if len(at) else np.zeros(0, bool)
-        unusual[at] |= np.where(m_start, entry_coordinator[m_gid], np.r_[0, m_epoch[:-1]]) > m_epoch
+        unusual[at] |= np.where(starts(m_gid), entry_coordinator[m_gid], shifted(m_epoch, 0)) > m_epoch
         # The transaction open before each row: a transactional data batch since the producer's
         # last marker (a "span": the rows after a marker, or a producer's first rows), or the
         # entry's own open transaction, before its first marker.
         data = ~marker & ~c.other_control[rows]
         txn_data = data & c.is_transactional[rows]
-        span_start = start | np.r_[False, marker[:-1]]
+        span_start = start | shifted(marker, False)
         span = np.cumsum(span_start) - 1
         before = np.cumsum(txn_data) - txn_data
         entry_span = start[span_start] & entry_open[gid[span_start]]
         open_before = (before - before[span_start][span] > 0) | entry_span[span]
         unusual |= data & ~c.is_transactional[rows] & open_before  # non_transactional_in_txn
-        unusual_group = np.bincount(gid, weights=unusual, minlength=len(starts)) > 0
+        unusual_group = np.bincount(gid, weights=unusual, minlength=len(group_at)) > 0
         # Where each span's transaction starts: the entry's, or its first transactional data batch.
         txn_at = np.flatnonzero(txn_data)
         spans, first_in = np.unique(span[txn_at], return_index=True)
@@ -225,7 +227,7 @@ class ProducerStateManager:
         span_open[spans] = True
         changed = np.flatnonzero((epoch != prev_epoch) & ~unusual_group[gid])
         for g in np.flatnonzero(~unusual_group).tolist():
-            s, e = int(starts[g]), int(starts[g + 1]) if g + 1 < len(starts) else len(rows)
+            s, e = int(group_at[g]), int(group_at[g + 1]) if g + 1 < len(group_at) else len(rows)
             k = int(np.searchsorted(changed, e)) - 1
             change = int(changed[k]) - s if k >= 0 and changed[k] >= s else -1
             self._apply_common(entries[g], c, rows[s:e], marker[s:e], data[s:e], change,
@@ -236,7 +238,7 @@ class ProducerStateManager:
         completed = (rows[done], span_first[span[done]], c.base_offset[rows][done], c.aborted[rows][done])
         return self._keep_all(c, completed, rows[unusual_group[gid]])
 
-    def _apply_common(self, entry: ProducerStateEntry, c: "_Columns", rows, marker, data, change: int,
+    def _apply_common(self, entry: ProducerStateEntry, c: FactColumns, rows, marker, data, change: int,
                       open_from: Optional[int]) -> None:
         """One common producer's rows applied to its entry: what append() of each leaves.
         ``change``: the last row whose epoch differs from the one before it (-1: none);
@@ -257,7 +259,7 @@ class ProducerStateManager:
         entry.last_timestamp = int(c.marker_timestamp[last] if marker[-1] else c.max_timestamp[last])
         entry.current_txn_first_offset = open_from
 
-    def _keep_all(self, c: "_Columns", completed: tuple, reference_rows):
+    def _keep_all(self, c: FactColumns, completed: tuple, reference_rows):
         """The common producers' completed transactions ((rows, first offsets, marker offsets,
         aborted)) kept, and ``reference_rows`` taken by append(), in log order. With a high
         watermark floor _keep keeps the earliest transaction whatever the order: one is made.
@@ -347,34 +349,6 @@ class ProducerStateManager:
         self.anomalies.append(Anomaly(offset, producer_id, kind, detail))
 
 
-class _Columns:
-    """A fact table's columns as numpy arrays, for append_table (the flags and control types
-    it asks of each row, computed once for all)."""
-
-    def __init__(self, table) -> None:
-        def column(name):
-            return numpy_of(table.column(name))
-
-        self._table = table
-        for name in ("base_offset", "last_offset", "producer_id", "producer_epoch", "last_sequence",
-                     "max_timestamp", "is_transactional", "is_control", "coordinator_epoch", "marker_timestamp"):
-            setattr(self, name, column(name))
-        types = marker_types(table.column("control_type"))
-        self.marker = self.is_control & (types >= 0)
-        self.empty_control = self.is_control & (types == NO_CONTROL_TYPE)
-        self.other_control = self.is_control & ~self.marker & ~self.empty_control
-        self.aborted = types == 0
-
-    def fact(self, row: int) -> BatchFact:
-        """Row ``row`` as the BatchFact append() takes."""
-        return _row(self._table, row)
-
-
-def _row(table, row: int) -> BatchFact:
-    """Row ``row`` of a fact table as a BatchFact."""
-    return BatchFact(**{name: table.column(name)[row].as_py() for name in BatchFact._fields})
-
-
 #: A producer snapshot as BrokerLoad takes it: (offset from the file name, a function giving
 #: fresh entries of the file, or None when the file cannot be loaded, e.g. a bad CRC).
 SnapshotSource = tuple[int, Optional[Callable[[], list[ProducerStateEntry]]]]
@@ -445,9 +419,13 @@ class BrokerLoad:
         """feed() of every row of ``table`` (a fact table, logscan.scan.replica's, of rows whose
         last offset is at or past ``start_offset``), in order, the replay in bulk
         (ProducerStateManager.append_table) between the rows where a snapshot is loaded."""
+        self.feed_columns(FactColumns(table))
+
+    def feed_columns(self, c: FactColumns) -> None:
+        """feed_table over a fact table's columns."""
         import numpy as np
 
-        last = numpy_of(table.column("last_offset"))
+        last = c.last_offset
         at = 0
         while at < len(last) and self._pending:
             # the first row from ``at`` that reaches the next snapshot: feed() loads there
@@ -455,11 +433,11 @@ class BrokerLoad:
             if reach >= len(last):
                 break
             if self.psm is not None and reach > at:
-                self.psm.append_table(table.slice(at, reach - at))
-            self.feed(_row(table, reach))
+                self.psm.append_columns(c.take(slice(at, reach)))
+            self.feed(c.fact(reach))
             at = reach + 1
         if self.psm is not None and at < len(last):
-            self.psm.append_table(table.slice(at))
+            self.psm.append_columns(c.take(slice(at, None)))
 
     def finish(self, log_end_offset: int) -> Optional[ProducerStateManager]:
         """The broker's producers for a log ending at ``log_end_offset``: the newest snapshot

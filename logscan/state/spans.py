@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
-from .columns import arrow_of, marker_types, numpy_of, pool
+from .columns import FactColumns, shifted, starts
 from .facts import NO_TIMESTAMP, BatchFact
 from .producer_state import ProducerStateEntry, ProducerStateManager
 
@@ -137,18 +137,18 @@ class Replay:
         transaction): a span opens at a run's first data batch unless one is open already, takes
         the run's batches, and closes at its marker; the spans are numbered in the order they
         open and go to ``on_close`` in the order their markers come, as feed() does."""
+        self.feed_columns(FactColumns(table))
+
+    def feed_columns(self, c: FactColumns) -> None:
+        """feed_table over a fact table's columns."""
         import numpy as np
-        import pyarrow.compute as pc
 
-        def column(name):
-            return numpy_of(table.column(name))
-
-        keep = column("last_offset") >= self._start  # (feed() skips what the seed holds)
+        keep = c.last_offset >= self._start  # (feed() skips what the seed holds)
         if not keep.all():
-            table = pc.filter(table, arrow_of(keep), memory_pool=pool())
-        done = self.producers.append_table(table)
-        pid = column("producer_id")
-        data = (pid >= 0) & ~column("is_control") & column("is_transactional")
+            c = c.take(np.flatnonzero(keep))
+        done = self.producers.append_columns(c)
+        pid = c.producer_id
+        data = (pid >= 0) & ~c.is_control & c.is_transactional
         marker = np.zeros(len(pid), bool)
         marker[done] = True
         rows = np.flatnonzero(data | marker)
@@ -156,22 +156,21 @@ class Replay:
         if not len(rows):
             return
         m = marker[rows]
-        start = np.r_[True, pid[rows][1:] != pid[rows][:-1]]
-        run_start = start | np.r_[False, m[:-1]]  # a run: data batches, up to a completing marker
+        start = starts(pid[rows])
+        run_start = start | shifted(m, False)  # a run: data batches, up to a completing marker
         run = np.cumsum(run_start) - 1
         n = int(run[-1]) + 1
         firsts = rows[run_start]
-        ends = np.r_[np.flatnonzero(run_start)[1:], len(rows)] - 1
+        ends = np.append(np.flatnonzero(run_start)[1:], len(rows)) - 1
         closes = m[ends].tolist()
         last_data = rows[np.where(m[ends], ends - 1, ends)]  # (where the run has data)
         ends = rows[ends]
         producers, first_run = pid[firsts].tolist(), start[run_start].tolist()
         batches = np.bincount(run, weights=~m, minlength=n).astype(np.int64).tolist()
-        records = np.bincount(run, weights=np.where(m, 0, column("records_count")[rows]), minlength=n)
-        sizes = np.bincount(run, weights=np.where(m, 0, column("size_in_bytes")[rows]), minlength=n)
+        records = np.bincount(run, weights=np.where(m, 0, c.records_count[rows]), minlength=n)
+        sizes = np.bincount(run, weights=np.where(m, 0, c.size_in_bytes[rows]), minlength=n)
         records, sizes = records.astype(np.int64).tolist(), sizes.astype(np.int64).tolist()
-        base, epoch, last, max_ts = (column(name) for name in ("base_offset", "producer_epoch", "last_offset",
-                                                                 "max_timestamp"))
+        base, epoch, last, max_ts = c.base_offset, c.producer_epoch, c.last_offset, c.max_timestamp
         current = self._current
         spans = [current.get(producers[r]) if first_run[r] else None for r in range(n)]
         opening = sorted((row, r) for r, row in enumerate(firsts.tolist()) if spans[r] is None and batches[r])
@@ -189,9 +188,8 @@ class Replay:
                 span.batches += batches[r]
                 span.records += records[r]
                 span.bytes += sizes[r]
-        aborted = marker_types(table.column("control_type")) == 0
-        marker_fields = zip(ends.tolist(), base[ends].tolist(), epoch[ends].tolist(), aborted[ends].tolist(),
-                            column("coordinator_epoch")[ends].tolist(), column("marker_timestamp")[ends].tolist())
+        marker_fields = zip(ends.tolist(), base[ends].tolist(), epoch[ends].tolist(), c.aborted[ends].tolist(),
+                            c.coordinator_epoch[ends].tolist(), c.marker_timestamp[ends].tolist())
         closing = sorted((row, r, fields) for r, (row, *fields) in enumerate(marker_fields)
                          if closes[r] and spans[r] is not None)
         for _, r, (offset, epoch_, is_abort, coordinator, ts) in closing:
