@@ -34,8 +34,8 @@ def pool():
 
 
 def numpy_of(array, null=0):
-    """``array`` (a fixed-width or boolean Arrow array, or a chunked one) as a numpy array: a
-    view of its values where it can be (read-only), ``null`` where a value is null."""
+    """``array`` (an integer or boolean Arrow array, or a chunked one) as a numpy array: a view
+    of its values where it can be (read-only), ``null`` where a value is null."""
     import numpy as np
 
     if hasattr(array, "combine_chunks"):
@@ -46,15 +46,18 @@ def numpy_of(array, null=0):
     if width == 1:
         values = _bits(data, at, n)
     else:
-        values = np.frombuffer(data, _DTYPES[str(array.type)], count=n, offset=at * (width // 8))
+        values = np.frombuffer(data, _dtype(str(array.type)), count=n, offset=at * (width // 8))
     if validity is not None and array.null_count:
         values = np.where(_bits(validity, at, n), values, null)
     return values
 
 
-#: numpy's type of each fixed-width Arrow type numpy_of reads.
-_DTYPES = {name: name for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                                   "float", "double")} | {"float": "float32", "double": "float64"}
+@lru_cache(maxsize=None)
+def _dtype(name: str):
+    """numpy's type of an Arrow integer type, by name (int8 .. uint64: the same names)."""
+    import numpy as np
+
+    return np.dtype(name)
 
 
 def valid_of(array):
