@@ -6,9 +6,9 @@ are iterated. Validation follows DefaultRecordBatch/DefaultRecord of Kafka 4.1 (
 quoted), so a batch Kafka's consumer would reject is rejected here, at the same place.
 
 Well-formed records are decoded by a compiled step when logscan was installed with its
-extension module (``compiled.records_v2``, from 1 up to 1024 records a call): it stops
-before any record the Python loop below would report, or would compute past 64 bits, and
-that loop reads it, so every error is still the loop's.
+extension module (``compiled.records_iter``, a record a ``next()``; ``compiled.records_v2``
+for first_record): it stops before any record the Python loop below would report, or would
+compute past 64 bits, and that loop reads it, so every error is still the loop's.
 """
 
 from __future__ import annotations
@@ -258,7 +258,11 @@ def iter_records(buf, batch: RecordBatch, *, max_decompressed: int = compression
     inside the decompressed stream in the message. ``budget``: the file's decompression
     budget (compression.DecompressionBudget), charged for this batch.
     """
-    return _decode_records(buf, batch, base, max_decompressed, budget=budget)
+    iterator = compiled.records_iter
+    if iterator is None:
+        return _decode_records(buf, batch, base, max_decompressed, budget=budget)
+    return iterator(_decode_records(buf, batch, base, max_decompressed, budget=budget, stretches=True),
+                    tuple, Record)
 
 
 def first_record(buf, batch: RecordBatch, *, max_decompressed: int = compression.DEFAULT_MAX_OUTPUT,
@@ -273,9 +277,12 @@ def first_record(buf, batch: RecordBatch, *, max_decompressed: int = compression
     return record
 
 
-def _record_bytes(buf, batch: RecordBatch, count: int, base: int, max_decompressed: int, budget=None
-                  ) -> tuple[bytes, int, bool]:
-    """(the batch's record bytes, decompressed; where they are located; compressed or not)."""
+def _record_bytes(buf, batch: RecordBatch, count: int, base: int, max_decompressed: int, budget=None,
+                  in_place: bool = False) -> tuple[bytes, int, int, int, bool]:
+    """The batch's record bytes, decompressed: (data, start, end, origin, compressed), the
+    records being data[start:end]; an error at data[i] of an uncompressed batch is at byte
+    origin + i of the log, of a compressed one at its payload, origin. ``in_place``: the
+    bytes of an uncompressed batch of a bytes ``buf`` are read where they are, not copied."""
     if count < 0:
         raise CorruptRecordError(f"Found invalid record count {count} in magic v2 batch",
                                  batch.position + RECORD_BATCH_OVERHEAD - 4, expected=">= 0", found=count)
@@ -285,15 +292,20 @@ def _record_bytes(buf, batch: RecordBatch, count: int, base: int, max_decompress
     if end > len(buf):
         raise TruncatedInput("batch runs past the end of the buffer", batch.position,
                              expected=batch.size_in_bytes, found=len(buf) - at)
-    mv = memoryview(buf)
     codec = batch.attributes & COMPRESSION_CODEC_MASK
     if codec == compression.NONE:
-        # One bounded copy of the batch's record bytes: indexing and slicing bytes is several
-        # times cheaper than going through a memoryview, and the batch is already in memory.
-        return bytes(mv[start:end]), start + base, False
-    payload = compression.decompress(codec, mv[start:end], magic=batch.magic,
+        if type(buf) is bytes:
+            if in_place and 0 <= start <= end:
+                return buf, start, end, base, False
+            data = buf[start:end]
+        else:
+            # One bounded copy of the batch's record bytes: indexing and slicing bytes is several
+            # times cheaper than going through a memoryview, and the batch is already in memory.
+            data = bytes(memoryview(buf)[start:end])
+        return data, 0, len(data), start + base, False
+    payload = compression.decompress(codec, memoryview(buf)[start:end], magic=batch.magic,
                                      max_output=max_decompressed, position=start + base, budget=budget)
-    return payload, start + base, True
+    return payload, 0, len(payload), start + base, True
 
 
 def _varint(data, p: int, end: int, max_bytes: int = 5, bits: int = 32) -> tuple[int, int]:
@@ -327,7 +339,7 @@ def _varint(data, p: int, end: int, max_bytes: int = 5, bits: int = 32) -> tuple
 
 
 def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
-                    whole: bool = True, budget=None) -> Iterator[Record]:
+                    whole: bool = True, budget=None, stretches: bool = False) -> Iterator[Record]:
     """The batch's records (``whole``: all of them, the bytes after them checked; else the
     first only), read from its record bytes in ``buf`` (see iter_records), decompressed on
     first ``next()``. An empty batch's bytes are not looked at (DefaultRecordBatch.iterator).
@@ -335,22 +347,26 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
     with the byte inside the decompressed stream.
 
     The loop below is the reference reader of a record, field by field as DefaultRecord
-    reads it; where the module is built, compiled.records_v2 reads the well-formed records
-    (nearly all of them) and this loop only the one it stops before. One generator:
-    iter_records returns this one, since delegating to it cost a frame switch per record.
+    reads it; where the module is built, the compiled step reads the well-formed records
+    (nearly all of them) and this loop only the one it stops before. ``stretches``: for
+    compiled.records_iter, which wraps this generator: it yields the records left as one
+    stretch, a plain tuple (record bytes, position, their end, records left, base offset,
+    base timestamp, base sequence, LogAppendTime or None), which the iterator reads a record a
+    ``next()`` (no frame switch here per record), and is sent back (position, records left)
+    where it stopped. Else compiled.records_v2 reads them in
+    chunks, from 1 doubling, so a reader that stops after a few has not paid for many.
     """
     count = batch.records_count
     if count == 0:
         return
-    data, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed, budget)
+    data, p, end, origin, compressed = _record_bytes(buf, batch, count, base, max_decompressed, budget,
+                                                     in_place=stretches)
     base_offset = batch.base_offset
     base_timestamp = batch.base_timestamp
     base_sequence = batch.base_sequence
     log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
     varint = _varint
     new_record = tuple.__new__  # skips NamedTuple's Python-level __new__: half the cost
-    end = len(data)
-    p = 0
 
     def fail(message: str, at: int, **kw) -> CorruptRecordError:
         if compressed:
@@ -361,7 +377,12 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
     chunk = 1
     left = count if whole else 1
     while left > 0:
-        if native is not None:
+        if stretches and type(data) is bytes:
+            p, left = yield data, p, end, left, base_offset, base_timestamp, base_sequence, log_append_time
+            if left == 0:
+                break
+            # The iterator stopped before a record this loop reads (and reports).
+        elif native is not None:
             asked = chunk if chunk < left else left
             records, p = native(data, p, asked, base_offset, base_timestamp, base_sequence, log_append_time, Record)
             left -= len(records)

@@ -38,6 +38,9 @@ _MODULE = _native()
 walk_v2 = _MODULE.walk_v2 if _MODULE is not None else None
 #: The record loop's common step, or None.
 records_v2 = _MODULE.records_v2 if _MODULE is not None else None
+#: iter_records' iterator (the record loop's stretches of well-formed records read a record a
+#: ``next()``, without a Python frame), or None (also from a module built before it).
+records_iter = getattr(_MODULE, "RecordsIter", None)
 #: The scan's per-batch facts of a run of batches, in bulk, or None (batch_facts reads it; None
 #: too from a module built before it existed, until it is rebuilt: the facts are then read by
 #: the reference, and tests/format/test_native.py fails to say so).
@@ -58,13 +61,13 @@ MAX_CHUNK = 1024
 def pure_python() -> Iterator[None]:
     """Decodes that start inside run in pure Python (the bench's and the tests' comparison
     with the compiled steps)."""
-    global walk_v2, records_v2, facts_v2, fact_v2, header_v2, txn_entry_v2
-    saved = walk_v2, records_v2, facts_v2, fact_v2, header_v2, txn_entry_v2
-    walk_v2 = records_v2 = facts_v2 = fact_v2 = header_v2 = txn_entry_v2 = None
+    global walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2
+    saved = walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2
+    walk_v2 = records_v2 = records_iter = facts_v2 = fact_v2 = header_v2 = txn_entry_v2 = None
     try:
         yield
     finally:
-        walk_v2, records_v2, facts_v2, fact_v2, header_v2, txn_entry_v2 = saved
+        walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2 = saved
 
 
 #: facts_v2's columns, in its order: a v2 batch's position in the log, its header's fields

@@ -13,7 +13,9 @@
 //! decoded here into a `Record` (its key, value and header values copied out as bytes, header
 //! keys decoded as UTF-8 with Java's replacement), and anything the Python loop would report, or
 //! would compute in a way that needs more than 64 bits, stops the step before that record, so
-//! the Python loop decodes it (and raises what it raises).
+//! the Python loop decodes it (and raises what it raises). `RecordsIter` is `iter_records`'
+//! iterator over that step: a record a `next()`, the Python generator resumed only where the
+//! step stops, so neither a Python frame nor a call per chunk is paid per record.
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -161,7 +163,28 @@ fn walk_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, ba
 /// A zig-zag varint at ``at`` of ``data[..end]`` as ByteUtils reads it (at most ``max_bytes``
 /// bytes, a ``bits``-bit value): (value, next position); None where the Python reader fails or
 /// would drop bits past the width (the Python loop then reads the record).
+#[inline(always)]
 fn varint(data: &[u8], at: usize, end: usize, max_bytes: usize, bits: u32) -> Option<(i64, usize)> {
+    // One or two bytes, the common cases: below 2^14, which fits every width.
+    let zigzag = |raw: u64| ((raw >> 1) as i64) ^ -((raw & 1) as i64);
+    let end = end.min(data.len());
+    if at < end {
+        let b0 = data[at];
+        if b0 < 0x80 {
+            return Some((zigzag(b0 as u64), at + 1));
+        }
+        if at + 1 < end && max_bytes >= 2 {
+            let b1 = data[at + 1];
+            if b1 < 0x80 {
+                return Some((zigzag((b0 & 0x7F) as u64 | (b1 as u64) << 7), at + 2));
+            }
+        }
+    }
+    long_varint(data, at, end, max_bytes, bits)
+}
+
+/// varint's general case: a varint of any length.
+fn long_varint(data: &[u8], at: usize, end: usize, max_bytes: usize, bits: u32) -> Option<(i64, usize)> {
     let mut raw: u64 = 0;
     let mut shift = 0u32;
     let mut p = at;
@@ -189,6 +212,7 @@ type Span = Option<(usize, usize)>;
 
 /// A varint-length-prefixed byte string (Utils.readBytes): (its span, next position), or None
 /// where the Python reader fails.
+#[inline]
 fn bytes_field(data: &[u8], p: usize, end: usize) -> Option<(Span, usize)> {
     let (n, p) = varint(data, p, end, 5, 32)?;
     if n < 0 {
@@ -208,11 +232,21 @@ struct RawRecord {
     attributes: i8,
     key: Span,
     value: Span,
-    headers: Vec<((usize, usize), Span)>,
+    /// Where its headers start, and how many (each a non-null key and a value, checked).
+    headers: (usize, usize),
     next: usize,
 }
 
+/// A header of a well-formed record at ``p`` (checked by raw_record): (key span, value span,
+/// next position).
+fn header(data: &[u8], p: usize, end: usize) -> Option<((usize, usize), Span, usize)> {
+    let (key, p) = bytes_field(data, p, end)?;
+    let (value, p) = bytes_field(data, p, end)?;
+    Some((key?, value, p)) // a null header key: the Python loop reports it
+}
+
 /// The record at ``at`` of ``data[..end]``, or None for one the Python loop must read.
+#[inline]
 fn raw_record(data: &[u8], at: usize, end: usize) -> Option<RawRecord> {
     let (body, p) = varint(data, at, end, 5, 32)?;
     if body < 0 {
@@ -227,21 +261,19 @@ fn raw_record(data: &[u8], at: usize, end: usize) -> Option<RawRecord> {
     let (offset_delta, p) = varint(data, p, body_end, 5, 32)?;
     let (key, p) = bytes_field(data, p, body_end)?;
     let (value, p) = bytes_field(data, p, body_end)?;
-    let (count, mut p) = varint(data, p, body_end, 5, 32)?;
-    if count < 0 || count as usize > body_end - p {
+    let (count, headers_at) = varint(data, p, body_end, 5, 32)?;
+    if count < 0 || count as usize > body_end - headers_at {
         return None;
     }
-    let mut headers = Vec::with_capacity(count as usize);
+    let mut p = headers_at;
     for _ in 0..count {
-        let (header_key, q) = bytes_field(data, p, body_end)?;
-        let (header_value, q) = bytes_field(data, q, body_end)?;
-        headers.push((header_key?, header_value)); // a null header key: the Python loop reports it
-        p = q;
+        (_, _, p) = header(data, p, body_end)?;
     }
     if p != body_end {
         return None;
     }
-    Some(RawRecord { offset_delta, timestamp_delta, attributes, key, value, headers, next: p })
+    Some(RawRecord { offset_delta, timestamp_delta, attributes, key, value, headers: (headers_at, count as usize),
+                     next: p })
 }
 
 /// Decode up to ``limit`` records of ``data`` (a v2 batch's record bytes, decompressed) from
@@ -265,30 +297,59 @@ fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit:
         assert!(from <= to && to <= len);
         unsafe { std::slice::from_raw_parts(start.add(from), to - from) }
     };
+    let batch = BatchBase { base_offset, base_timestamp, base_sequence, log_append_time };
+    let out = PyList::empty(py);
+    let mut pos = pos;
+    while out.len() < limit && pos < len {
+        let Some((record, next)) = record_at(py, &bytes, len, pos, &batch, record_class)? else { break };
+        out.append(record)?;
+        pos = next;
+    }
+    Ok((out, pos))
+}
+
+/// What a batch's header gives each of its records: the bases of its offsets, timestamps and
+/// sequences, and its MaxTimestamp where the timestamp type is LogAppendTime.
+struct BatchBase {
+    base_offset: i64,
+    base_timestamp: i64,
+    base_sequence: i64,
+    log_append_time: Option<i64>,
+}
+
+/// The ``record_class`` instance of the record at ``pos`` of the ``len`` bytes ``bytes`` reads
+/// (their span from, to), with the position after it: records_v2's step for one record. None
+/// where it stops (see records_v2), before that record.
+fn record_at<'py, 'b, F>(py: Python<'py>, bytes: &F, len: usize, pos: usize, batch: &BatchBase,
+                         record_class: &Bound<'py, PyType>) -> PyResult<Option<(Bound<'py, PyAny>, usize)>>
+where F: Fn(usize, usize) -> &'b [u8] {
     let byte_string = |span: Span| -> Bound<'py, PyAny> {
         match span {
             None => py.None().into_bound(py),
             Some((a, b)) => PyBytes::new(py, bytes(a, b)).into_any(),
         }
     };
-    let out = PyList::empty(py);
-    let mut pos = pos;
-    while out.len() < limit && pos < len {
-        let Some(raw) = raw_record(bytes(0, len), pos, len) else { break };
-        let Some(offset) = base_offset.checked_add(raw.offset_delta) else { break };
-        let timestamp = match log_append_time {
+    let Some(raw) = raw_record(bytes(0, len), pos, len) else { return Ok(None) };
+    let Some(offset) = batch.base_offset.checked_add(raw.offset_delta) else { return Ok(None) };
+    let timestamp = match batch.log_append_time {
+        Some(t) => t,
+        None => match batch.base_timestamp.checked_add(raw.timestamp_delta) {
             Some(t) => t,
-            None => match base_timestamp.checked_add(raw.timestamp_delta) {
-                Some(t) => t,
-                None => break,
-            },
-        };
-        let sequence = if base_sequence >= 0 { base_sequence + raw.offset_delta } else { -1 };
-        if sequence > i32::MAX as i64 {
-            break;
-        }
-        let mut headers = Vec::with_capacity(raw.headers.len());
-        for &((a, b), value) in &raw.headers {
+            None => return Ok(None),
+        },
+    };
+    let sequence = if batch.base_sequence >= 0 { batch.base_sequence + raw.offset_delta } else { -1 };
+    if sequence > i32::MAX as i64 {
+        return Ok(None);
+    }
+    let (mut at, count) = raw.headers;
+    let headers = if count == 0 {
+        PyTuple::empty(py) // the one empty tuple, as the Python loop's ``()``
+    } else {
+        let mut headers = Vec::with_capacity(count);
+        for _ in 0..count {
+            let Some(((a, b), value, next)) = header(bytes(0, len), at, raw.next) else { return Ok(None) };
+            at = next;
             let key = bytes(a, b);
             // RecordHeader decodes keys with Java's UTF-8 decoder, which substitutes bad bytes:
             // the error handler logscan.format.primitives registers (one U+FFFD per malformed
@@ -301,22 +362,142 @@ fn records_v2<'py>(py: Python<'py>, data: &Bound<'py, PyAny>, pos: usize, limit:
             };
             headers.push(PyTuple::new(py, [key, byte_string(value)])?);
         }
-        let items = [
-            int(py, offset),
-            int(py, raw.offset_delta),
-            int(py, timestamp),
-            int(py, raw.timestamp_delta),
-            int(py, raw.attributes as i64),
-            int(py, sequence),
-            byte_string(raw.key),
-            byte_string(raw.value),
-            PyTuple::new(py, headers)?.into_any(),
-            int(py, (raw.next - pos) as i64),
-        ];
-        out.append(tuple_instance(py, record_class, items)?)?;
-        pos = raw.next;
+        PyTuple::new(py, headers)?
+    };
+    let items = [
+        int(py, offset),
+        int(py, raw.offset_delta),
+        int(py, timestamp),
+        int(py, raw.timestamp_delta),
+        int(py, raw.attributes as i64),
+        int(py, sequence),
+        byte_string(raw.key),
+        byte_string(raw.value),
+        headers.into_any(),
+        int(py, (raw.next - pos) as i64),
+    ];
+    Ok(Some((tuple_instance(py, record_class, items)?, raw.next)))
+}
+
+/// A run of a batch's records that ``RecordsIter`` reads itself: ``left`` records at most of
+/// the first ``len`` bytes of ``data`` (record bytes, immutable), from ``pos``.
+struct Stretch {
+    /// The bytes object, kept alive (and bytes never change) while ``start`` and ``len`` are used.
+    _data: Py<PyBytes>,
+    /// The address of its first byte (an address, so that the iterator stays Send).
+    start: usize,
+    len: usize,
+    pos: usize,
+    left: usize,
+    batch: BatchBase,
+}
+
+/// ``logscan.format.batch.iter_records``' iterator where the module is built: the records of a
+/// generator (``_decode_records`` in its stretch mode), whose every item it passes on except
+/// one of type ``stretch_class`` exactly (a tuple: data, pos, end, left, base_offset,
+/// base_timestamp, base_sequence, log_append_time): the records of ``data[pos:end]`` it decodes itself, one a ``next()`` (as
+/// records_v2 would, and nothing ahead of the reader), and where it stops (all ``left`` read,
+/// the end of the data, or a record records_v2 stops before) it sends ``(pos, left)`` back into
+/// the generator, which reads on from there. So the generator's frame runs once a stretch, not
+/// once a record; everything the generator does (decompression on first ``next()``, errors and
+/// their locations, the check of the bytes after the records) is unchanged.
+#[pyclass(module = "logscan._native")]
+struct RecordsIter {
+    source: Py<PyAny>,
+    stretch_class: Py<PyType>,
+    record_class: Py<PyType>,
+    stretch: Option<Stretch>,
+    done: bool,
+}
+
+#[pymethods]
+impl RecordsIter {
+    #[new]
+    fn new(source: &Bound<'_, PyAny>, stretch_class: &Bound<'_, PyType>, record_class: &Bound<'_, PyType>)
+        -> PyResult<Self> {
+        if !record_class.is_subclass_of::<PyTuple>()? {
+            return Err(PyTypeError::new_err("record_class must be a subclass of tuple"));
+        }
+        // SAFETY: a type check of a live object. PyIter_Send calls an iterator's tp_iternext.
+        if unsafe { ffi::PyIter_Check(source.as_ptr()) } == 0 {
+            return Err(PyTypeError::new_err("source must be an iterator"));
+        }
+        Ok(RecordsIter { source: source.clone().unbind(), stretch_class: stretch_class.clone().unbind(),
+                         record_class: record_class.clone().unbind(), stretch: None, done: false })
     }
-    Ok((out, pos))
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = slf.py();
+        loop {
+            // The stretch's next record, else what to ask the generator for.
+            let (source, back) = {
+                let mut this = slf.borrow_mut();
+                let this = &mut *this;
+                if this.done {
+                    return Ok(None);
+                }
+                match this.stretch.as_mut() {
+                    Some(stretch) => {
+                        // SAFETY: ``start`` and ``len`` are the bytes of the bytes object the
+                        // stretch holds a reference to; a bytes object's contents never change.
+                        let data = unsafe { std::slice::from_raw_parts(stretch.start as *const u8, stretch.len) };
+                        if stretch.left > 0 && stretch.pos < data.len() {
+                            let view = |from: usize, to: usize| -> &[u8] { &data[from..to] };
+                            let found = record_at(py, &view, data.len(), stretch.pos, &stretch.batch,
+                                                  this.record_class.bind(py))?;
+                            if let Some((record, next)) = found {
+                                stretch.pos = next;
+                                stretch.left -= 1;
+                                return Ok(Some(record));
+                            }
+                        }
+                        let back = (stretch.pos, stretch.left);
+                        this.stretch = None;
+                        (this.source.bind(py).clone(), Some(back))
+                    }
+                    None => (this.source.bind(py).clone(), None),
+                }
+            };
+            // No borrow of this iterator is held while the generator runs. PyIter_Send is
+            // ``send``, ``next`` for None, and says the generator returned without raising
+            // StopIteration.
+            let arg = match back {
+                Some(back) => back.into_pyobject(py)?.into_any(),
+                None => py.None().into_bound(py),
+            };
+            let mut result: *mut ffi::PyObject = std::ptr::null_mut();
+            // SAFETY: both are live references held across the call; ``result`` receives a new
+            // reference (PYGEN_NEXT or PYGEN_RETURN) or stays NULL with an exception set.
+            let sent = unsafe { ffi::PyIter_Send(source.as_ptr(), arg.as_ptr(), &mut result) };
+            let item = match sent {
+                ffi::PySendResult::PYGEN_ERROR => return Err(PyErr::fetch(py)),
+                ffi::PySendResult::PYGEN_RETURN => {
+                    // SAFETY: the generator's return value, a new reference, dropped here.
+                    drop(unsafe { Bound::from_owned_ptr(py, result) });
+                    slf.borrow_mut().done = true;
+                    return Ok(None);
+                }
+                // SAFETY: the yielded item, a new reference.
+                ffi::PySendResult::PYGEN_NEXT => unsafe { Bound::from_owned_ptr(py, result) },
+            };
+            let mut this = slf.borrow_mut();
+            if !item.get_type().is(this.stretch_class.bind(py)) {
+                return Ok(Some(item));
+            }
+            let (data, pos, len, left, base_offset, base_timestamp, base_sequence, log_append_time):
+                (Bound<'py, PyBytes>, usize, usize, usize, i64, i64, i64, Option<i64>) = item.extract()?;
+            if len > data.as_bytes().len() {
+                return Err(PyValueError::new_err("a stretch's end must be within its bytes"));
+            }
+            let start = data.as_bytes().as_ptr() as usize;
+            this.stretch = Some(Stretch { _data: data.unbind(), start, len, pos, left,
+                                          batch: BatchBase { base_offset, base_timestamp, base_sequence, log_append_time } });
+        }
+    }
 }
 
 /// The one record of a COMMIT or ABORT batch as a broker writes it
@@ -795,5 +976,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fact_v2, m)?)?;
     m.add_function(wrap_pyfunction!(header_v2, m)?)?;
     m.add_function(wrap_pyfunction!(txn_entry_v2, m)?)?;
+    m.add_class::<RecordsIter>()?;
     Ok(())
 }

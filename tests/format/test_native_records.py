@@ -10,6 +10,7 @@ is built and used: tests/format/test_native.py).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import struct
 import tracemalloc
@@ -199,4 +200,113 @@ def test_no_reference_is_leaked(records_v2):
     finally:
         tracemalloc.stop()
     # 300 reads of 40 records: a leaked object per record alone would be ~400 KB
+    assert grown < 20_000, grown
+
+
+@pytest.fixture
+def records_iter():
+    if compiled.records_iter is None:
+        pytest.skip("logscan._native is not in use (LOGSCAN_PURE_PYTHON)")
+    return compiled.records_iter
+
+
+def test_iter_records_is_the_compiled_iterator(records_iter):
+    from logscan import _native
+
+    assert records_iter is _native.RecordsIter
+    with compiled.pure_python():
+        assert compiled.records_iter is None
+    raw = encode_batch([Rec(b"v%d" % i, None, (), T0 + i) for i in range(5)])
+    batch, _ = decode_batch_header(raw, 0)
+    it = B.iter_records(raw, batch)
+    assert type(it) is records_iter and iter(it) is it
+    assert all(type(r) is Record for r in it) and next(it, None) is None
+
+
+def test_a_reader_that_stops_reads_no_further():
+    """Records come one a next(): the bad fourth record is not reached by a reader of three
+    (compiled or not), and first_record stops at the first."""
+    good = _record(b"\x00\x00\x00\x01\x02v\x00")
+    raw = _batch_of(good * 3 + _record(b"\x00\x00\x00\x01\x02v\x01"), 5)
+    batch, _ = decode_batch_header(raw, 0, verify_crc=False)
+    for pure in (False, True):
+        with compiled.pure_python() if pure else contextlib.nullcontext():
+            it = B.iter_records(raw, batch)
+            assert [next(it).offset for _ in range(3)] == [0, 0, 0]
+            with pytest.raises(B.CorruptRecordError, match="invalid number of record headers"):
+                next(it)
+            assert B.first_record(raw, batch).value == b"v"
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_a_batch_inside_a_window_reads_the_same(kind):
+    """A batch at a position of a larger buffer (a window of a log from byte ``base``): its
+    records read where they are (bytes) or copied (others); the same records, and an error
+    at the same byte of the log, as in pure Python."""
+    raw = encode_batch([Rec(b"value-%d" % i, b"k", (("h", b"v"),), T0 + i) for i in range(20)])
+    damaged = bytearray(raw)
+    damaged[-5] = 0x7F  # the last record's header count: negative
+    for batch_bytes in (raw, bytes(damaged)):
+        window = b"\x00" * 37 + batch_bytes + b"\xff" * 11
+        batch, _ = decode_batch_header(window, 37, verify_crc=False)
+        batch = batch._replace(position=1000 + 37)
+        native, python = _both(kind(window), batch, base=1000)
+        assert native == python
+        assert (native[-1][0] == "error") == (batch_bytes is not raw)
+        if batch_bytes is not raw:
+            assert native[-1][2] > 1000 + 37 + B.RECORD_BATCH_OVERHEAD
+
+
+def test_the_iterator_takes_what_it_is_given(records_iter):
+    """Items of the source other than a stretch pass through; a stretch's records are read
+    from its position to its end, then (position, records left) goes back to the source."""
+    raw = encode_batch([Rec(b"v%d" % i, None, (), T0 + i) for i in range(6)], base_offset=40)
+    sent = []
+
+    def source(stretch):
+        yield "first"
+        sent.append((yield stretch))
+        yield "last"
+
+    data = b"\x00" * 5 + raw[B.RECORD_BATCH_OVERHEAD:]
+    records = list(records_iter(source((data, 5, len(data), 4, 40, T0, -1, None)), tuple, Record))
+    assert records[0] == "first" and records[-1] == "last"
+    assert [r.offset for r in records[1:-1]] == [40, 41, 42, 43] and sent[0][1] == 0
+    rest = list(records_iter(source((data, sent[0][0], len(data), 9, 40, T0, -1, None)), tuple, Record))
+    assert [r.offset for r in rest[1:-1]] == [44, 45] and rest[-1] == "last"
+    with pytest.raises(TypeError):
+        records_iter([1], tuple, Record)
+    with pytest.raises(TypeError):
+        records_iter(iter([1]), tuple, dict)
+    with pytest.raises(ValueError):
+        list(records_iter(source((data, 0, len(data) + 1, 1, 0, 0, -1, None)), tuple, Record))
+
+    def failing():
+        yield (data, 5, len(data), 1, 0, 0, -1, None)
+        raise KeyError("the source's own error")
+
+    it = records_iter(failing(), tuple, Record)
+    assert next(it).offset == 0
+    with pytest.raises(KeyError):
+        next(it)
+    assert next(it, None) is None
+
+
+def test_no_reference_is_leaked_by_the_iterator(records_iter):
+    raw = encode_batch([Rec(b"value-%d" % i, b"k", (("h", b"v"), ("g", None)), T0 + i) for i in range(40)])
+    batch, _ = decode_batch_header(raw, 0)
+
+    def read():
+        list(B.iter_records(raw, batch))
+        next(B.iter_records(raw, batch))  # abandoned after one
+
+    read()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(300):
+            read()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
     assert grown < 20_000, grown
