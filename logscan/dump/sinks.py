@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from logscan.format.batch import INT32_MAX, RecordBatch
+from logscan.format.batch import RecordBatch
 from logscan.format.compression import codec_name
 
 from .javaisms import java_bool, optional_long
@@ -107,12 +107,8 @@ class TextSink:
             self._last_key, self._last_templates = key, templates
         if templates is None:
             templates = _v2_templates(b, b.delete_horizon_ms)
-        if 0 <= base_sequence <= INT32_MAX - last_delta and last_delta >= 0:
-            last_sequence = base_sequence + last_delta
-        else:
-            last_sequence = b.last_sequence  # no sequence, or Kafka's wrap-around
         self.out.write(templates[0 if valid else 1] % (
-            base_offset, base_offset + last_delta, count, base_sequence, last_sequence,
+            base_offset, base_offset + last_delta, count, base_sequence, b.last_sequence,
             position, max_ts, length + 12, crc))
 
     def _legacy_batch(self, b) -> None:
