@@ -400,7 +400,8 @@ struct Stretch {
 /// the end of the data, or a record records_v2 stops before) it sends ``(pos, left)`` back into
 /// the generator, which reads on from there. So the generator's frame runs once a stretch, not
 /// once a record; everything the generator does (decompression on first ``next()``, errors and
-/// their locations, the check of the bytes after the records) is unchanged.
+/// their locations, the check of the bytes after the records) is unchanged. A stretch it
+/// cannot take (a base past 64 bits) goes back untaken, and the generator reads its records.
 #[pyclass(module = "logscan._native")]
 struct RecordsIter {
     source: Py<PyAny>,
@@ -432,40 +433,38 @@ impl RecordsIter {
 
     fn __next__<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = slf.py();
+        // What goes back into the generator: (position, records left) where a stretch stopped.
+        let mut back: Option<(usize, usize)> = None;
         loop {
-            // The stretch's next record, else what to ask the generator for.
-            let (source, back) = {
+            let source = {
                 let mut this = slf.borrow_mut();
                 let this = &mut *this;
                 if this.done {
                     return Ok(None);
                 }
-                match this.stretch.as_mut() {
-                    Some(stretch) => {
-                        // SAFETY: ``start`` and ``len`` are the bytes of the bytes object the
-                        // stretch holds a reference to; a bytes object's contents never change.
-                        let data = unsafe { std::slice::from_raw_parts(stretch.start as *const u8, stretch.len) };
-                        if stretch.left > 0 && stretch.pos < data.len() {
-                            let view = |from: usize, to: usize| -> &[u8] { &data[from..to] };
-                            let found = record_at(py, &view, data.len(), stretch.pos, &stretch.batch,
-                                                  this.record_class.bind(py))?;
-                            if let Some((record, next)) = found {
-                                stretch.pos = next;
-                                stretch.left -= 1;
-                                return Ok(Some(record));
-                            }
+                if let Some(stretch) = this.stretch.as_mut() {
+                    // SAFETY: ``start`` and ``len`` are the bytes of the bytes object the
+                    // stretch holds a reference to; a bytes object's contents never change.
+                    let data = unsafe { std::slice::from_raw_parts(stretch.start as *const u8, stretch.len) };
+                    if stretch.left > 0 && stretch.pos < data.len() {
+                        let view = |from: usize, to: usize| -> &[u8] { &data[from..to] };
+                        let found = record_at(py, &view, data.len(), stretch.pos, &stretch.batch,
+                                              this.record_class.bind(py))?;
+                        if let Some((record, next)) = found {
+                            stretch.pos = next;
+                            stretch.left -= 1;
+                            return Ok(Some(record));
                         }
-                        let back = (stretch.pos, stretch.left);
-                        this.stretch = None;
-                        (this.source.bind(py).clone(), Some(back))
                     }
-                    None => (this.source.bind(py).clone(), None),
+                    back = Some((stretch.pos, stretch.left));
+                    this.stretch = None;
                 }
+                this.source.bind(py).clone()
             };
             // No borrow of this iterator is held while the generator runs. PyIter_Send is
             // ``send``, ``next`` for None, and says the generator returned without raising
             // StopIteration.
-            let arg = match back {
+            let arg = match back.take() {
                 Some(back) => back.into_pyobject(py)?.into_any(),
                 None => py.None().into_bound(py),
             };
@@ -488,14 +487,20 @@ impl RecordsIter {
             if !item.get_type().is(this.stretch_class.bind(py)) {
                 return Ok(Some(item));
             }
-            let (data, pos, len, left, base_offset, base_timestamp, base_sequence, log_append_time):
-                (Bound<'py, PyBytes>, usize, usize, usize, i64, i64, i64, Option<i64>) = item.extract()?;
-            if len > data.as_bytes().len() {
-                return Err(PyValueError::new_err("a stretch's end must be within its bytes"));
+            type Fields<'py> = (Bound<'py, PyBytes>, usize, usize, usize, i64, i64, i64, Option<i64>);
+            match item.extract::<Fields<'py>>() {
+                Ok((data, pos, len, left, base_offset, base_timestamp, base_sequence, log_append_time)) => {
+                    if len > data.as_bytes().len() {
+                        return Err(PyValueError::new_err("a stretch's end must be within its bytes"));
+                    }
+                    let start = data.as_bytes().as_ptr() as usize;
+                    let batch = BatchBase { base_offset, base_timestamp, base_sequence, log_append_time };
+                    this.stretch = Some(Stretch { _data: data.unbind(), start, len, pos, left, batch });
+                }
+                // A base past 64 bits (a caller's RecordBatch._replace can make one), or data
+                // not bytes: the stretch goes back untaken, for the generator's loop to read.
+                Err(_) => back = Some((item.get_item(1)?.extract()?, item.get_item(3)?.extract()?)),
             }
-            let start = data.as_bytes().as_ptr() as usize;
-            this.stretch = Some(Stretch { _data: data.unbind(), start, len, pos, left,
-                                          batch: BatchBase { base_offset, base_timestamp, base_sequence, log_append_time } });
         }
     }
 }

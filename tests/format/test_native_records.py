@@ -292,6 +292,20 @@ def test_the_iterator_takes_what_it_is_given(records_iter):
     assert next(it, None) is None
 
 
+def test_bases_past_64_bits_are_read_by_the_loop(records_iter):
+    """A RecordBatch whose bases are not 64-bit ints (a caller's _replace makes one; the header
+    decoders never do): the iterator hands the stretch back and the loop reads each record
+    with Python's ints, as in pure Python."""
+    raw = encode_batch([Rec(b"a", None, (), T0), Rec(b"b", None, (), T0 + 1)], producer_id=1, producer_epoch=0,
+                       base_sequence=5)
+    batch, _ = decode_batch_header(raw, 0)
+    for changes in ({"base_offset": 2**63 + 5}, {"base_offset": -(2**63) - 1}, {"base_timestamp": 2**64},
+                    {"base_sequence": 2**63}, {"max_timestamp": 2**70, "attributes": batch.attributes | 0x08}):
+        changed = batch._replace(**changes)
+        native, python = _both(raw, changed)
+        assert native == python and len(native) == 2 and native[0][0] != "error", changes
+
+
 def test_no_reference_is_leaked_by_the_iterator(records_iter):
     raw = encode_batch([Rec(b"value-%d" % i, b"k", (("h", b"v"), ("g", None)), T0 + i) for i in range(40)])
     batch, _ = decode_batch_header(raw, 0)
