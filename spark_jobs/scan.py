@@ -68,9 +68,9 @@ per table row of the copy:
    `__transaction_state` partition, out of the blobs, one group per partition) and the
    metadata's (the `__cluster_metadata` replica);
 4. the last one: the writers of the blobs (Parquet, once as_of is known) and the partition
-   step (leader, agreement, find-hanging, abort plans per (topic, partition), over the
-   states, open transactions and the runs of closed spans, merged per partition), which writes
-   its own tables;
+   step (leader, agreement, find-hanging, abort plans per (topic, partition), over the runs
+   of states, open transactions and the runs of closed spans, merged per partition), which
+   writes its own tables;
 5. after it, the steps after assess (spark_jobs.blast: committed_offsets, affected_groups,
    partition_impact, transactional_id_history), a few small jobs over the cached decode output
    and the driver.
@@ -417,19 +417,18 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     metadata_findings = [r["finding"].asDict() for r in told if r["record_type"] == "finding"]
 
     leaders = S.members(metadata_out, "leader")
-    # Per partition: states and open transactions first, then the runs of closed spans by their
-    # first spans' end-marker offset (then broker and span index), the order in which
-    # tasks.partition_stream merges them and compares the replicas' end markers without holding
-    # them. A state goes without the columns the step fills (tasks.ASSESSED_ONLY: the comment
-    # before tasks.REPLICA_STREAM_IN says why).
+    # Per partition: the runs of its replicas' states and its open transactions first, then the
+    # runs of closed spans by their first spans' end-marker offset (then broker and span index),
+    # the order in which tasks.partition_stream merges them and compares the replicas' end
+    # markers without holding them. The states go packed (tasks.STATE_RUN), without the columns
+    # the step fills.
     row_order = F.lit(len(tasks.PARTITION_ROW_ORDER))
     for i, kind in reversed(list(enumerate(tasks.PARTITION_ROW_ORDER))):
         row_order = F.when(F.col("record_type") == kind, F.lit(i)).otherwise(row_order)
     partition_in = (reduce(DataFrame.unionByName,
                            (o.where(F.col("record_type").isin(*tasks.PARTITION_KINDS))
-                            .select("record_type", *PARTITION_KEYS,
-                                    F.col("state").dropFields(*tasks.ASSESSED_ONLY).alias("state"), "open_txn",
-                                    "span_run") for o in outputs))
+                            .select("record_type", *PARTITION_KEYS, "state_run", "open_txn", "span_run")
+                            for o in outputs))
                     .join(F.broadcast(leaders), PARTITION_KEYS, "left")
                     .repartition(*PARTITION_KEYS)
                     .sortWithinPartitions(*PARTITION_KEYS, row_order,

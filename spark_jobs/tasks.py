@@ -10,8 +10,9 @@ logscan, not spark_jobs, on their path.
 What the decode and the per-replica step hand Spark (OUT, built by :class:`TaskOutput`): each
 table's rows of a task as a few large values, not a row each (``blob`` rows: the Arrow IPC
 stream of the rows, written as Parquet only once the scan's as_of is known, by write_blobs);
-the rows a later step reads, narrow (``state``, ``open_txn`` and runs of closed spans,
-``span_run``: a few spans of a replica packed in a row, for the partition step, ``fact`` rows for the per-replica step); and the task's tally (what the driver
+the rows a later step reads, narrow (the replicas' states packed a partition's at a time,
+``state_run``, ``open_txn`` rows and runs of closed spans, ``span_run``: a few spans of a
+replica packed in a row, for the partition step, ``fact`` rows for the per-replica step); and the task's tally (what the driver
 needs to plan the rest: byte ranges' hand-offs, the internal topics' states, the newest times,
 split files' rows). A Spark row per batch of the copy, or per span, in every member's columns,
 cost the JVM ~1.2 CPU-s per GB of the bench copy (make bench, 2026-11-27) moving them into
@@ -83,6 +84,17 @@ SPAN_RUN = pa.schema([*(R.TXN_SPANS.field(n) for n in pipeline.CLOSED_SPAN_ORDER
                       pa.field("spans", pa.int32()), pa.field("data", pa.binary())])
 _SPAN_ORDER = len(pipeline.CLOSED_SPAN_ORDER)
 assert pipeline.CLOSED_SPAN_COLUMNS[:_SPAN_ORDER] == pipeline.CLOSED_SPAN_ORDER   # a run's values start with it
+#: The partition_state columns the partition step itself fills (pipeline.assess): not in the
+#: states it is handed (STATE_RUN).
+ASSESSED_ONLY = R.ASSESSMENT_COLUMNS
+#: What the partition step reads of a replica's partition_state row.
+PARTITION_STATE_IN = pa.schema([f for f in R.PARTITION_STATE if f.name not in ASSESSED_ONLY])
+#: The states of one partition's replicas a task made, what the partition step reads of them:
+#: ``data`` holds the values of PARTITION_STATE_IN's columns of ``states`` rows (a chunk,
+#: spool.pack, as the local executor's rows hold them); its topic and partition are OUT's key
+#: columns. A state as a struct of its 26 columns was a wide member of OUT, null in every other
+#: row of it, through Spark's cache, shuffle and sort (make bench's 1 GB copy: 3,000 states).
+STATE_RUN = pa.schema([pa.field("states", pa.int32()), pa.field("data", pa.binary())])
 _INTERNAL_STATE = ("topic", *pipeline.REPLICA_END_COLUMNS)
 #: The internal topics whose replicas' states the driver picks the replica to load by
 #: (coordinator.coordinator_copy, choose_replicas).
@@ -101,15 +113,16 @@ TALLY_MEMBERS = {
     "split_file": pa.schema([*R.FILES, pa.field("range_index", pa.int32())]),
 }
 #: The rows of the decode and of the per-replica step (TaskOutput): blobs, the partition step's
-#: rows (``state``, ``open_txn``, ``span_run``: runs of closed spans, SPAN_RUN), the facts of the
+#: rows (``state_run``: states, STATE_RUN; ``open_txn``; ``span_run``: runs of closed spans,
+#: SPAN_RUN), the facts of the
 #: replicas a decode task does not replay (``fact``), the tally. ``segment``, ``range_index``
 #: and ``ranges`` name the byte range a row comes from when its file was split (a split
 #: file's rows count only for the ranges replica.valid_ranges keeps); ``topic`` and
 #: ``partition`` are the partition step's keys.
-OUT = R.tagged_schema({"blob": BLOB, "state": R.PARTITION_STATE, "open_txn": R.OPEN_TXNS, "span_run": SPAN_RUN,
+OUT = R.tagged_schema({"blob": BLOB, "state_run": STATE_RUN, "open_txn": R.OPEN_TXNS, "span_run": SPAN_RUN,
                        "fact": FACTS, **TALLY_MEMBERS}, _RANGE_KEYS + _PARTITION_KEYS)
 #: The partition step's input rows, by kind.
-PARTITION_KINDS = ("state", "open_txn", "span_run")
+PARTITION_KINDS = ("state_run", "open_txn", "span_run")
 
 # What a Python step is handed holds no list column that is null in most rows. Spark's Arrow
 # writer for a Python step's input (mapInArrow, applyInArrow) checks a batch's size after every
@@ -130,16 +143,9 @@ PARTITION_KINDS = ("state", "open_txn", "span_run")
 REPLICA_STREAM_IN = pa.schema([*(FACTS.field(n) for n in ("broker", "topic", "partition")),
                                pa.field("kind", pa.int32()), pa.field("info", pa.string()),
                                *(FACTS.field(n) for n in ("segment_base_offset", "position", *BatchFact._fields))])
-#: The partition_state columns the partition step itself fills (pipeline.assess), left out of
-#: its input's ``state``: null in a replica's own row, and ``replica_differences``, a list,
-#: would be null in every open_txn and span row too.
-ASSESSED_ONLY = R.ASSESSMENT_COLUMNS
-#: What the partition step reads of a replica's partition_state row.
-PARTITION_STATE_IN = pa.schema([f for f in R.PARTITION_STATE if f.name not in ASSESSED_ONLY])
 #: The partition step's input (scan.build_tables' partition_in): OUT's rows of PARTITION_KINDS,
-#: ``state`` without ASSESSED_ONLY, with the partition's leaders (LEADERS).
-PARTITION_IN = pa.schema([OUT.field("record_type"), *_PARTITION_KEYS,
-                          pa.field("state", pa.struct(list(PARTITION_STATE_IN))), OUT.field("open_txn"),
+#: with the partition's leaders (LEADERS).
+PARTITION_IN = pa.schema([OUT.field("record_type"), *_PARTITION_KEYS, OUT.field("state_run"), OUT.field("open_txn"),
                           OUT.field("span_run"), LEADERS.field("leader"), LEADERS.field("last_leader")])
 #: Partition count of each topic at as_of, from __cluster_metadata.
 TOPICS = pa.schema([pa.field("topic", pa.string()), pa.field("partitions", pa.int32())])
@@ -200,9 +206,9 @@ class TaskOutput:
 
     ``add(kind, row, unit)`` takes a row of pipeline.decode or Replay (``unit``: the work unit it
     comes from, None for a replica's own rows): a table's row (pipeline.TABLE_OF) joins its
-    table's pending rows, a blob's to be; the partition step's (state, open_txn, a closed span)
-    join the narrow rows; the tally takes what it needs of ranges, files of split files, states
-    and coordinator records. ``batches(struct, run_keys)`` takes rows of the batches table made
+    table's pending rows, a blob's to be; the partition step's (a state, an open_txn, a closed
+    span) join the narrow rows (a state its partition's run, a closed span its replica's); the
+    tally takes what it needs of ranges, files of split files, states and coordinator records. ``batches(struct, run_keys)`` takes rows of the batches table made
     column-wise (R.batch_struct), ``facts(struct, keys)`` the per-replica step's input rows.
     Made batches wait in :meth:`ready`; :meth:`finish` gives the rest and the tally.
 
@@ -215,6 +221,8 @@ class TaskOutput:
         self._max_blob_bytes = blob_bytes or BLOB_BYTES
         self._ready: list[pa.RecordBatch] = []
         self._narrow: list[tuple[str, R.Row]] = []
+        self._states: dict[tuple, list[tuple]] = {}   # (topic, partition) -> its states' STATE_RUN values
+        self._narrow_states = 0
         self._run: list[tuple] = []           # the closed spans of the run being made (SPAN_RUN's values)
         self._run_of: Optional[tuple] = None  # its replica: (topic, partition, broker)
         self._runs: list[tuple] = []          # the runs made: (topic, partition, first span's order, count, data)
@@ -242,8 +250,12 @@ class TaskOutput:
         if kind == "range":
             self._ranges.append((row, keys))
             return
-        if kind == "state":
-            self._narrow_row("state", row, keys)
+        if kind == "state":   # a replica's own row: read whole (_WHOLE)
+            self._states.setdefault((row["topic"], row["partition"]), []).append(
+                tuple(row.get(n) for n in PARTITION_STATE_IN.names))
+            self._narrow_states += 1
+            if len(self._narrow) + self._narrow_states >= self._flush_rows:
+                self._flush_narrow()
             if row["topic"] in INTERNAL_TOPICS:
                 self._internal.append({c: row[c] for c in _INTERNAL_STATE})
             t = row["max_timestamp"]
@@ -279,7 +291,7 @@ class TaskOutput:
     def _narrow_row(self, kind: str, row: R.Row, keys: tuple) -> None:
         self._narrow.append((kind, row))
         self._narrow_keys.append(keys)
-        if len(self._narrow) >= self._flush_rows:
+        if len(self._narrow) + self._narrow_states >= self._flush_rows:
             self._flush_narrow()
 
     def _closed_span(self, row: R.Row) -> None:
@@ -320,12 +332,23 @@ class TaskOutput:
             gc.collect(1)
 
     def _flush_narrow(self) -> None:
+        if self._states:
+            (topics, partitions), runs = zip(*self._states), list(self._states.values())
+            n = len(runs)
+            struct = pa.StructArray.from_arrays([pa.array(list(map(len, runs)), pa.int32()),
+                                                 pa.array(list(map(spool.pack, runs)), pa.binary())],
+                                                fields=list(STATE_RUN))
+            keys = {"segment": [None] * n, "range_index": [_WHOLE[1]] * n, "ranges": [_WHOLE[2]] * n,
+                    "topic": list(topics), "partition": list(partitions)}
+            self._ready.append(R.to_member_batch(struct, OUT, "state_run", keys))
+            self._states.clear()
+            self._narrow_states = 0
         if self._narrow:
             extras = [{"segment": k[0], "range_index": k[1], "ranges": k[2]} for k in self._narrow_keys]
             self._ready.append(R.to_tagged_batch(self._narrow, OUT, extras=extras))
             self._narrow.clear()
             self._narrow_keys.clear()
-            gc.collect(1)
+        gc.collect(1)
 
     def _to_blob(self, table: str, keys: tuple, batch: pa.RecordBatch) -> None:
         self._blobs.setdefault((table, keys), []).append(batch)
@@ -627,15 +650,15 @@ def metadata_step(as_of_ms: int):
 #: Order of the partition step's rows within a partition (scan.py sorts them so): the states
 #: and open transactions, few, before the runs of closed spans, which come in the
 #: pipeline.CLOSED_SPAN_ORDER of their first spans.
-PARTITION_ROW_ORDER = ("state", "open_txn", "span_run")
+PARTITION_ROW_ORDER = ("state_run", "open_txn", "span_run")
 _span_order = itemgetter(*pipeline.CLOSED_SPAN_ORDER)
 
 
 def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
                      coordinator: CoordinatorCopy, bootstrap: str, output: str, scan_id: str,
                      tables: Iterable[str] = tuple(pipeline.ASSESSED.values()), max_prepare_ms: Optional[int] = None):
-    """mapInArrow body over the replicas' state, open-transaction and closed-span-run rows
-    (PARTITION_IN: a state without the columns assess fills), clustered by (topic, partition),
+    """mapInArrow body over the replicas' state-run, open-transaction and closed-span-run rows
+    (PARTITION_IN: states without the columns assess fills), clustered by (topic, partition),
     each carrying the partition's leader at as_of and its last leader from __cluster_metadata
     (null when it names none): per partition, logscan.state.partition.assess_partition
     against the coordinator state: ``index.value``,
@@ -664,12 +687,12 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
         states: list[R.Row] = []
         open_txns: list[R.Row] = []
         leader, last_leader, first_run, last = None, None, None, -1
-        for _, kind, state, txn, run, leader, last_leader in rows:
+        for _, kind, state_run, txn, run, leader, last_leader in rows:
             if order[kind] < last:
                 raise ValueError(f"partition rows out of order: a {kind} row after {PARTITION_ROW_ORDER[last]} rows")
             last = order[kind]
-            if kind == "state":
-                states.append(state)
+            if kind == "state_run":
+                states.extend(states_of(state_run))
             elif kind == "open_txn":
                 open_txns.append(txn)
             else:
@@ -693,10 +716,16 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
 
     def rows_of(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple]:
         for batch in batches:
-            cols = [batch.column(n).to_pylist() for n in ("topic", "partition", "record_type", "state",
+            cols = [batch.column(n).to_pylist() for n in ("topic", "partition", "record_type", "state_run",
                                                           "open_txn", "span_run", "leader", "last_leader")]
             for topic, partition, *rest in zip(*cols):
                 yield ((topic, partition), *rest)
+
+    def states_of(run: R.Row) -> list[R.Row]:
+        states = [dict(zip(PARTITION_STATE_IN.names, values)) for values in spool.unpack(run["data"])]
+        if len(states) != run["states"]:
+            raise ValueError(f"a run of {run['states']} states holds {len(states)}")
+        return states
 
     def spans_of(run: R.Row) -> list[R.Row]:
         spans = [dict(zip(pipeline.CLOSED_SPAN_COLUMNS, values)) for values in spool.unpack(run["data"])]

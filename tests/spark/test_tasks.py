@@ -83,7 +83,8 @@ _WHOLE = (None, 0, 1)
 def _expand_rows(batches) -> dict[str, list[tuple]]:
     """tasks.OUT batches by where their rows go, each row with its byte-range keys: a blob's
     rows under "table:<name>" (its table), a run's closed spans (with their topic and
-    partition) under "span", the narrow and tally rows under their kind."""
+    partition) under "span", a run's states under "state" (through Arrow, as _routed has
+    them), the narrow and tally rows under their kind."""
     out: dict[str, list[tuple]] = {}
     for batch in batches:
         assert batch.schema.equals(tasks.OUT)
@@ -102,6 +103,13 @@ def _expand_rows(batches) -> dict[str, list[tuple]]:
                 assert sorted(spans, key=itemgetter(*pipeline.CLOSED_SPAN_ORDER)) == spans
                 out.setdefault("span", []).extend((keys, {"topic": r["topic"], "partition": r["partition"], **x})
                                                   for x in spans)
+            elif kind == "state_run":
+                run = r["state_run"]
+                states = [dict(zip(tasks.PARTITION_STATE_IN.names, v)) for v in spool.unpack(run["data"])]
+                assert len(states) == run["states"] > 0
+                assert {(s["topic"], s["partition"]) for s in states} == {(r["topic"], r["partition"])}
+                out.setdefault("state", []).extend(
+                    (keys, x) for x in pa.Table.from_pylist(states, schema=tasks.PARTITION_STATE_IN).to_pylist())
             else:
                 out.setdefault(kind, []).append((keys, r[kind]))
     return out
@@ -112,7 +120,7 @@ def _expand(batches) -> dict[str, list[str]]:
     return {k: sorted(map(repr, v)) for k, v in _expand_rows(batches).items()}
 
 
-_NARROW = {"state": R.PARTITION_STATE, "open_txn": R.OPEN_TXNS}
+_NARROW = {"state": tasks.PARTITION_STATE_IN, "open_txn": R.OPEN_TXNS}
 #: A closed span as _expand_rows gives it out of its run.
 _CLOSED_SPAN = pa.schema([R.TXN_SPANS.field(n) for n in ("topic", "partition", *pipeline.CLOSED_SPAN_COLUMNS)])
 
@@ -174,6 +182,17 @@ def test_replica_stream_equals_one_call_per_replica(chunk):
     assert _tables_and_steps(got) == _merged(*(_routed(pipeline.replica_rows(info, facts)) for info, facts in listed))
     assert len(got["state"]) == len(listed)  # one state row per replica, also the empty ones
     assert {k for k in got if k.startswith("table:")} >= {"table:producer_state", "table:txn_spans", "table:files"}
+
+
+def test_states_leave_packed_a_partition_at_a_time():
+    # A task's states cross Spark as one row per partition (tasks.STATE_RUN), not one per
+    # replica: the replicas of a partition replayed by one task share a row.
+    listed = _listed()
+    stream = pa.Table.from_pylist(_stream_rows(listed), schema=_STREAM).to_batches()
+    kinds = [k for b in tasks.replica_stream(iter(stream)) for k in b.column("record_type").to_pylist()]
+    partitions = {(info["topic"], info["partition"]) for info, _ in listed}
+    assert len(partitions) < len(listed)   # partitions of several replicas
+    assert "state" not in kinds and kinds.count("state_run") == len(partitions)
 
 
 @pytest.mark.parametrize("flush", [1, 2, 20_000])
@@ -493,9 +512,9 @@ _PARTITION_IN = tasks.PARTITION_IN
 
 
 def _partition_case(cluster, run=10_000, change=lambda span: span):
-    """The partition step's input as scan.build_tables makes it (the replica step's state and
-    open-transaction rows and its runs of closed spans, TaskOutput's with ``run`` spans at most,
-    each with the partition's leader, sorted as there) and the local driver's result for the
+    """The partition step's input as scan.build_tables makes it (the replica step's runs of
+    states and of closed spans, TaskOutput's with ``run`` rows at most, and its open-transaction
+    rows, each with the partition's leader, sorted as there) and the local driver's result for the
     same copy. ``change``: applied to each closed span before it joins its run."""
     result = local.scan([cluster])
     rows = []
@@ -507,13 +526,15 @@ def _partition_case(cluster, run=10_000, change=lambda span: span):
 
     for info, facts in _listed(cluster):
         for kind, row in pipeline.replica_rows(info, facts):
-            if kind in ("state", "open_txn"):
+            if kind == "open_txn":
                 rows.append({"record_type": kind, "topic": row["topic"], "partition": row["partition"], kind: row,
                              **told(row)})
+            elif kind == "state":
+                out.add(kind, row)
             elif kind == "span" and row["end_marker_offset"] is not None:
                 out.add(kind, change(dict(row)))
     for batch in out.finish():
-        rows.extend({**r, **told(r)} for r in batch.to_pylist() if r["record_type"] == "span_run")
+        rows.extend({**r, **told(r)} for r in batch.to_pylist() if r["record_type"] in ("state_run", "span_run"))
     order = {k: i for i, k in enumerate(tasks.PARTITION_ROW_ORDER)}
 
     def key(r):
@@ -630,7 +651,8 @@ def test_partition_stream_refuses_rows_out_of_order():
     key = max(set(runs), key=runs.count)  # the partition with the most closed spans
     first_run = next(i for i, r in enumerate(rows)
                      if r["record_type"] == "span_run" and (r["topic"], r["partition"]) == key)
-    state = next(i for i, r in enumerate(rows) if r["record_type"] == "state" and (r["topic"], r["partition"]) == key)
+    state = next(i for i, r in enumerate(rows)
+                 if r["record_type"] == "state_run" and (r["topic"], r["partition"]) == key)
     moved = rows[:state] + rows[state + 1:first_run] + [rows[first_run], rows[state]] + rows[first_run + 1:]
     with pytest.raises(ValueError, match="out of order"):
         _partition_out(result, moved, 10_000)
