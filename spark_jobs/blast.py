@@ -204,6 +204,33 @@ def tables(blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset
 def _streamed(frame) -> Iterator[R.Row]:
     """A frame's rows as plain values, streamed to the driver a partition at a time
     (toLocalIterator; the next partition's job runs while one is read): what grows with the
-    copy's traffic is never collected whole."""
+    copy's traffic is never collected whole.
+
+    What Row.asDict(recursive=True) gives, with only the nested columns (a coordinator record's
+    ``partitions``) converted value by value: asDict's recursion tests every value of every row,
+    and on make bench's 1 GB copy it was most of this function's driver CPU and ~30% of the
+    driver's CPU growing with the copy (a cProfile of a warm local[1] scan of it against its
+    tenth's, issue 30, 2026-12-07), a cost the local executor, whose rows are dicts already,
+    does not pay."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    names = frame.columns
+    nested = [n for n, f in zip(names, frame.schema.fields) if isinstance(f.dataType, (ArrayType, MapType, StructType))]
     for row in frame.toLocalIterator(prefetchPartitions=True):
-        yield row.asDict(recursive=True)
+        values = dict(zip(names, row))
+        for n in nested:
+            values[n] = _plain(values[n])
+        yield values
+
+
+def _plain(value):
+    """A value of a Spark Row as plain values, as Row.asDict(recursive=True) converts it."""
+    from pyspark.sql import Row
+
+    if isinstance(value, Row):
+        return value.asDict(recursive=True)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value

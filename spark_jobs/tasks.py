@@ -332,6 +332,8 @@ class TaskOutput:
             gc.collect(1)
 
     def _flush_narrow(self) -> None:
+        if not (self._states or self._narrow):
+            return
         if self._states:
             (topics, partitions), runs = zip(*self._states), list(self._states.values())
             n = len(runs)
