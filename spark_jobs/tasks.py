@@ -196,6 +196,14 @@ def _range_keys(unit: Optional[R.Row]) -> tuple:
     return unit["file"], unit["range_index"], unit["ranges"]
 
 
+def _partition_keys(topics: tuple, partitions: tuple) -> dict[str, list]:
+    """OUT's keys of rows that each carry a run of one partition (span_run, state_run): the
+    partition's, with _WHOLE's byte-range keys."""
+    n = len(topics)
+    return {"segment": [None] * n, "range_index": [_WHOLE[1]] * n, "ranges": [_WHOLE[2]] * n,
+            "topic": list(topics), "partition": list(partitions)}
+
+
 def blob_batches(data: pa.Buffer | bytes) -> Iterator[pa.RecordBatch]:
     """A blob's rows back: the Arrow batches of its IPC stream (no copy of a buffer)."""
     yield from pa.ipc.open_stream(data)
@@ -319,14 +327,11 @@ class TaskOutput:
 
     def _flush_runs(self) -> None:
         if self._runs:
-            n = len(self._runs)
             topics, partitions, firsts, counts, data = zip(*self._runs)
             columns = [*zip(*firsts), counts, data]
             struct = pa.StructArray.from_arrays([pa.array(c, f.type) for c, f in zip(columns, SPAN_RUN)],
                                                 fields=list(SPAN_RUN))
-            keys = {"segment": [None] * n, "range_index": [_WHOLE[1]] * n, "ranges": [_WHOLE[2]] * n,
-                    "topic": list(topics), "partition": list(partitions)}
-            self._ready.append(R.to_member_batch(struct, OUT, "span_run", keys))
+            self._ready.append(R.to_member_batch(struct, OUT, "span_run", _partition_keys(topics, partitions)))
             self._runs.clear()
             self._runs_spans = 0
             gc.collect(1)
@@ -336,13 +341,10 @@ class TaskOutput:
             return
         if self._states:
             (topics, partitions), runs = zip(*self._states), list(self._states.values())
-            n = len(runs)
             struct = pa.StructArray.from_arrays([pa.array(list(map(len, runs)), pa.int32()),
                                                  pa.array(list(map(spool.pack, runs)), pa.binary())],
                                                 fields=list(STATE_RUN))
-            keys = {"segment": [None] * n, "range_index": [_WHOLE[1]] * n, "ranges": [_WHOLE[2]] * n,
-                    "topic": list(topics), "partition": list(partitions)}
-            self._ready.append(R.to_member_batch(struct, OUT, "state_run", keys))
+            self._ready.append(R.to_member_batch(struct, OUT, "state_run", _partition_keys(topics, partitions)))
             self._states.clear()
             self._narrow_states = 0
         if self._narrow:
