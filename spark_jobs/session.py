@@ -80,20 +80,21 @@ BASE_CONF = {
     # segment read in byte ranges, its batch facts shuffled and sorted for the per-replica
     # step, took 18-21 CPU-s of task threads against 4.7-5.4 (25-30 CPU-s in all against
     # 18.5-21, local[1], 2026-11-28). Large partitions are the copies Spark is for.
-    # The JIT's thresholds 3x Java's (CompileThresholdScaling), both tiers kept. A warm scan
-    # still compiles 700-2,800 methods (-XX:+PrintCompilation), most of them for the first time
-    # in the session and fewer each scan (871, 615, 465 in three rounds of the 106 MiB copy):
-    # Spark's planner (catalyst), the scheduler's and the Arrow runner's per-task code crossing
-    # the thresholds as invocations add up, more of it in a scan of more tasks. Not generated
-    # code made anew per query: Spark's codegen metrics count no Janino compile in a warm scan
-    # (none in three of the 106 MiB copy, one class in two of the 1 GB copy). At 3x, methods run
-    # a few hundred times a scan stay in the interpreter or C1: in a warm local[1] scan of make
-    # bench's 1065 MiB copy the C2 threads' CPU fell from 1.73 to 0.94 s, of its tenth from
-    # 1.16 to 0.52 s, the other JVM threads' within the noise (medians of 9 scans each, three
-    # sessions of each in turns, load 1.4-3.8; with the states' packing, tasks.STATE_RUN): mostly a fixed cost per scan; at the margin
-    # (the copy minus its tenth, per GB) C2 0.59 -> 0.44 CPU-s/GB (docs/spark.md has the
-    # figures). The large work is not slower: a second scan of a 1.2 GB single-segment
-    # partition (byte ranges, the per-replica step's shuffle) 7.6 CPU-s against 7.9. At 10x the JIT's share went (0.09) but the interpreted JVM threads grew as much (0.64
+    # The JIT's thresholds 3x Java's (CompileThresholdScaling), both tiers kept. A warm scan still
+    # compiles 700-2,800 methods (-XX:+PrintCompilation), most of them for the first time in the
+    # session and fewer each scan (871, 615, 465 in three rounds of the 106 MiB copy): Spark's
+    # planner (catalyst), the scheduler's and the Arrow runner's per-task code crossing the
+    # thresholds as invocations add up, more of it in a scan of more tasks. Not generated code
+    # made anew per query: Spark's codegen metrics count no Janino compile in a warm scan (none in
+    # three of the 106 MiB copy, one class in two of the 1 GB copy). At 3x, methods run a few
+    # hundred times a scan stay in the interpreter or C1: in a warm local[1] scan of make bench's
+    # 1065 MiB copy the C2 threads' CPU fell from 1.73 to 0.94 s, of its tenth from 1.16 to 0.52
+    # s, the other JVM threads' within the noise (medians of 9 scans each, three sessions of each
+    # in turns, load 1.4-3.8; with the states' packing, tasks.STATE_RUN): mostly a fixed cost per
+    # scan; at the margin (the copy minus its tenth, per GB) C2 0.59 -> 0.44 CPU-s/GB
+    # (docs/spark.md has the figures). The large work is not slower: a second scan of a 1.2 GB
+    # single-segment partition (byte ranges, the per-replica step's shuffle) 7.6 CPU-s against
+    # 7.9. At 10x the JIT's share went (0.09) but the interpreted JVM threads grew as much (0.64
     # against 0.4 CPU-s/GB), as in docs/benchmarks.md's earlier try; C2 only
     # (-XX:-TieredCompilation) moved it into the interpreter too and doubled a cold scan's time;
     # C2's thresholds alone raised 3x, C2 0.43 (issue 30, 2026-12-07).

@@ -9,14 +9,14 @@ logscan, not spark_jobs, on their path.
 
 What the decode and the per-replica step hand Spark (OUT, built by :class:`TaskOutput`): each
 table's rows of a task as a few large values, not a row each (``blob`` rows: the Arrow IPC
-stream of the rows, written as Parquet only once the scan's as_of is known, by write_blobs);
-the rows a later step reads, narrow (the replicas' states packed a partition's at a time,
+stream of the rows, written as Parquet only once the scan's as_of is known, by write_blobs); the
+rows a later step reads, narrow (the replicas' states packed a partition's at a time,
 ``state_run``, ``open_txn`` rows and runs of closed spans, ``span_run``: a few spans of a
-replica packed in a row, for the partition step, ``fact`` rows for the per-replica step); and the task's tally (what the driver
-needs to plan the rest: byte ranges' hand-offs, the internal topics' states, the newest times,
-split files' rows). A Spark row per batch of the copy, or per span, in every member's columns,
-cost the JVM ~1.2 CPU-s per GB of the bench copy (make bench, 2026-11-27) moving them into
-Spark's rows and back.
+replica packed in a row, for the partition step, ``fact`` rows for the per-replica step); and
+the task's tally (what the driver needs to plan the rest: byte ranges' hand-offs, the internal
+topics' states, the newest times, split files' rows). A Spark row per batch of the copy, or per
+span, in every member's columns, cost the JVM ~1.2 CPU-s per GB of the bench copy (make bench,
+2026-11-27) moving them into Spark's rows and back.
 """
 
 from __future__ import annotations
@@ -216,9 +216,10 @@ class TaskOutput:
     comes from, None for a replica's own rows): a table's row (pipeline.TABLE_OF) joins its
     table's pending rows, a blob's to be; the partition step's (a state, an open_txn, a closed
     span) join the narrow rows (a state its partition's run, a closed span its replica's); the
-    tally takes what it needs of ranges, files of split files, states and coordinator records. ``batches(struct, run_keys)`` takes rows of the batches table made
-    column-wise (R.batch_struct), ``facts(struct, keys)`` the per-replica step's input rows.
-    Made batches wait in :meth:`ready`; :meth:`finish` gives the rest and the tally.
+    tally takes what it needs of ranges, files of split files, states and coordinator records.
+    ``batches(struct, run_keys)`` takes rows of the batches table made column-wise
+    (R.batch_struct), ``facts(struct, keys)`` the per-replica step's input rows. Made batches
+    wait in :meth:`ready`; :meth:`finish` gives the rest and the tally.
 
     Memory: at most ``flush_rows`` narrow or pending rows of a table, and ``blob_bytes`` of
     Arrow in the blobs not yet handed over (default _FLUSH_ROWS and BLOB_BYTES)."""

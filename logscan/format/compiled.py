@@ -1,19 +1,21 @@
 """The compiled steps of logscan's decoders: the extension module ``logscan._native``, built
 from native/ by cargo when logscan is installed.
 
-Each step does the common case of one decoder's loop and stops where that loop would do
-anything else, so every finding and error is still the Python code's: ``walk_v2`` for
+Each step does the common case of one decoder's loop and stops where that loop would do anything
+else, so every finding and error is still the Python code's: ``walk_v2`` for
 ``logfile.walk_batches`` (a run of whole, valid v2 batches), ``records_v2`` for
-``batch.iter_records`` (a run of well-formed records), ``facts_v2`` for the scan's per-batch
-facts (logscan.scan.replica.batch_fact over a run of whole, valid v2 batches, in bulk: a
-column per field, :func:`batch_facts`), ``fact_v2`` for batch_fact's common case one walked
-batch at a time, ``header_v2`` for a v2 batch's header columns of the batches table
+``batch.iter_records`` (a run of well-formed records; ``records_iter``, RecordsIter, the same
+one record a ``next()``), ``facts_v2`` for the scan's per-batch
+facts (logscan.scan.replica.batch_fact over a run of whole, valid v2 batches, in bulk: a column
+per field, :func:`batch_facts`), ``fact_v2`` for batch_fact's common case one walked batch at a
+time, ``header_v2`` for a v2 batch's header columns of the batches table
 (logscan.scan.rows.header_values), ``txn_entry_v2`` for a ``__transaction_state`` record laid
-out as a coordinator writes it (logscan.format.txnlog.decode_txnlog_entry). Each is None where the module was not built or
-``LOGSCAN_PURE_PYTHON`` is set, and the decoders then run in pure Python, which the compiled
-steps are held to (tests/format/test_native.py, tests/format/test_native_records.py,
-tests/format/test_native_facts.py, tests/scan/test_batch_shortcuts.py,
-tests/format/test_txnlog.py and the fuzz targets ``native`` and ``txnlog``).
+out as a coordinator writes it (logscan.format.txnlog.decode_txnlog_entry). Each is None where
+the module was not built or ``LOGSCAN_PURE_PYTHON`` is set, and the decoders then run in pure
+Python, which the compiled steps are held to (tests/format/test_native.py,
+tests/format/test_native_records.py, tests/format/test_native_facts.py,
+tests/scan/test_batch_shortcuts.py, tests/format/test_txnlog.py and the fuzz targets ``native``
+and ``txnlog``).
 """
 
 from __future__ import annotations
