@@ -181,6 +181,48 @@ def test_waiting_for_an_isr_asks_again_after_a_metadata_timeout(monkeypatch):
     assert answers == []
 
 
+
+class _Admin:
+    """Answers CreateTopics with ``outcomes`` in turn (an exception or None) and keeps the
+    topics each request named."""
+
+    def __init__(self, outcomes):
+        self.outcomes, self.sent = list(outcomes), []
+
+    def create_topics(self, topics):
+        from concurrent.futures import Future
+        self.sent.append([t.topic for t in topics])
+        fut, outcome = Future(), self.outcomes.pop(0)
+        fut.set_exception(outcome) if outcome else fut.set_result(None)
+        return {topics[0].topic: fut}
+
+
+def test_a_create_topics_request_lost_on_the_client_is_sent_again(monkeypatch):
+    # CI, 3.9.2: librdkafka dropped its bootstrap broker handle under the first CreateTopics
+    # (_DESTROY_BROKER); when the broker had created the topic, the resend finds it there.
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    monkeypatch.setattr(cluster.time, "sleep", lambda s: None)
+    lost = KafkaException(KafkaError(KafkaError._DESTROY_BROKER, "Broker handle destroyed"))
+    exists = KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "Topic 'hang' already exists."))
+    for outcomes in ([lost, exists], [lost, None], [lost, lost, None]):
+        admin = _Admin(outcomes)
+        cluster.create_topic(admin, NewTopic("hang", 3, 3))
+        assert admin.sent == [["hang"]] * (len(outcomes)) and admin.outcomes == []
+
+
+def test_a_topic_that_existed_before_or_a_refusal_is_an_error_not_a_resend(monkeypatch):
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    monkeypatch.setattr(cluster.time, "sleep", lambda s: None)
+    for refusal in (KafkaError.TOPIC_ALREADY_EXISTS, KafkaError.INVALID_REPLICATION_FACTOR):
+        admin = _Admin([KafkaException(KafkaError(refusal, "no"))])
+        with pytest.raises(KafkaException):
+            cluster.create_topic(admin, NewTopic("hang", 3, 3))
+        assert admin.sent == [["hang"]]
+
 def test_wait_for_returns_the_first_answer_that_is_done(monkeypatch):
     slept = []
     monkeypatch.setattr(cluster.time, "sleep", slept.append)

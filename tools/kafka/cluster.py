@@ -193,6 +193,41 @@ def wait_for(probe: Callable[[], T], done: Callable[[T], bool], *, timeout: floa
         time.sleep(every)
 
 
+class _Resend(Exception):
+    """A request librdkafka failed on the client's side, before or without the broker's
+    answer: it may be sent again."""
+
+
+def create_topic(admin, topic) -> None:
+    """Sends CreateTopics for ``topic`` (a confluent_kafka ``NewTopic``) until an answer comes.
+    librdkafka drops its bootstrap broker handle once it has learned the cluster's brokers and
+    fails what was in flight on it with _DESTROY_BROKER (seen in CI on 3.9.2); such a request,
+    or one lost to the transport or a timeout, is sent again. A topic an earlier request did
+    create is then TOPIC_ALREADY_EXISTS, which is taken as created; on the first request, it
+    is an error."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    lost_on_client = {KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT}
+    sent = 0
+
+    def create() -> bool:
+        nonlocal sent
+        sent += 1
+        try:
+            admin.create_topics([topic])[topic.topic].result(30)
+        except KafkaException as e:
+            code = e.args[0].code()
+            if code == KafkaError.TOPIC_ALREADY_EXISTS and sent > 1:
+                return True
+            if code in lost_on_client:
+                raise _Resend from e
+            raise
+        return True
+
+    wait_for(create, bool, timeout=60, every=0.5, retry=(_Resend,),
+             failure=lambda _: f"topic {topic.topic}: {sent} CreateTopics requests lost on the client")
+
+
 def jars_present(libs: Path = LIBS, version: str | None = None) -> bool:
     """True when the broker, tools and clients jars of ``version`` (by default the release
     ``libs`` is the folder of, else the default one) have been resolved into ``libs``."""

@@ -52,7 +52,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tools.kafka.cluster import REPO, Cluster, libs_for, run_java_tool, wait_for
+from tools.kafka.cluster import REPO, Cluster, create_topic, libs_for, run_java_tool, wait_for
 from tools.kafka.rawclient import CONCURRENT_TRANSACTIONS, RawClient
 from tools.kafka.scenarios import (CLUSTERS, JBOD_CLUSTER, KAFKA_39_CLUSTER, KAFKA_44_CLUSTER, ClusterSpec,
                                    ScenarioContext, _wait_cleaned, scenario, send)
@@ -205,8 +205,8 @@ def create_topic_on(cluster: Cluster, name: str, assignment: list[list[int]],
     from confluent_kafka.admin import NewTopic
 
     admin = cluster.admin()
-    admin.create_topics([NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
-                                  config={k: str(v) for k, v in (config or {}).items()})])[name].result(30)
+    create_topic(admin, NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment,
+                                 config={k: str(v) for k, v in (config or {}).items()}))
 
     def led(t) -> bool:
         return bool(t and t.error is None and len(t.partitions) == len(assignment) and all(

@@ -22,7 +22,8 @@ from typing import Callable, Optional
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from tools.kafka.cluster import DEFAULT_KAFKA_VERSION, Cluster, _quiet_logger, release_defines, wait_for
+from tools.kafka.cluster import (DEFAULT_KAFKA_VERSION, Cluster, _quiet_logger, create_topic, release_defines,
+                                 wait_for)
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,8 @@ class ScenarioContext:
         return {name: segment_bytes}
 
     def create_topic(self, name: str, partitions: int = 1, config: dict | None = None) -> None:
-        fut = self.cluster.admin().create_topics(
-            [NewTopic(name, partitions, 3, config={k: str(v) for k, v in (config or {}).items()})])
-        fut[name].result(30)
+        create_topic(self.cluster.admin(),
+                     NewTopic(name, partitions, 3, config={k: str(v) for k, v in (config or {}).items()}))
         self._wait_leaders(name, partitions)
 
     def _wait_leaders(self, name: str, partitions: int, timeout: float = 30) -> None:
@@ -137,7 +137,7 @@ class ScenarioContext:
                 p.leader >= 0 and len(p.isrs) == 3 for p in t.partitions.values()))
 
         wait_for(lambda: admin.list_topics(name, timeout=5).topics.get(name), led, timeout=timeout, every=0.2,
-                 failure=lambda _: f"topic {name} has no full ISR after {timeout}s")
+                 retry=(KafkaException,), failure=lambda _: f"topic {name} has no full ISR after {timeout}s")
 
     def producer(self, **config) -> Producer:
         conf = {"bootstrap.servers": self.cluster.bootstrap, "linger.ms": 5, "acks": "all",
