@@ -7,7 +7,7 @@ else, so every finding and error is still the Python code's: ``walk_v2`` for
 ``batch.iter_records`` (a run of well-formed records; ``records_iter``, RecordsIter, the same
 one record a ``next()``), ``facts_v2`` for the scan's per-batch
 facts (logscan.scan.replica.batch_fact over a run of whole, valid v2 batches, in bulk: a column
-per field, :func:`batch_facts`), ``fact_v2`` for batch_fact's common case one walked batch at a
+per field, :func:`fact_arrays`), ``fact_v2`` for batch_fact's common case one walked batch at a
 time, ``header_v2`` for a v2 batch's header columns of the batches table
 (logscan.scan.rows.header_values), ``txn_entry_v2`` for a ``__transaction_state`` record laid
 out as a coordinator writes it (logscan.format.txnlog.decode_txnlog_entry). Each is None where
@@ -43,7 +43,7 @@ records_v2 = _MODULE.records_v2 if _MODULE is not None else None
 #: iter_records' iterator (the record loop's stretches of well-formed records read a record a
 #: ``next()``, without a Python frame), or None (also from a module built before it).
 records_iter = getattr(_MODULE, "RecordsIter", None)
-#: The scan's per-batch facts of a run of batches, in bulk, or None (batch_facts reads it; None
+#: The scan's per-batch facts of a run of batches, in bulk, or None (fact_arrays reads it; None
 #: too from a module built before it existed, until it is rebuilt: the facts are then read by
 #: the reference, and tests/format/test_native.py fails to say so).
 facts_v2 = getattr(_MODULE, "facts_v2", None)
@@ -85,14 +85,21 @@ FACT_COLUMNS = (("position", "int64"), ("base_offset", "int64"), ("last_offset",
                 ("marker_timestamp", "int64"))
 
 
-def batch_facts(buf, pos: int, end: int, base: int, limit: int):
+def fact_arrays(buf, pos: int, end: int, base: int, limit: int):
     """facts_v2 (which must be built) over ``buf[pos:end]``, a window of the log starting at
-    byte ``base``: (the columns of FACT_COLUMNS as Arrow arrays by name, how many batches, the
-    position in ``buf`` it stopped at). Each column is Arrow's view of the bytes facts_v2 wrote:
-    no copy, no Python object per batch."""
-    import pyarrow as pa
+    byte ``base``: (the columns of FACT_COLUMNS as numpy arrays by name, how many batches, the
+    position in ``buf`` it stopped at). Each column is numpy's read-only view of the bytes
+    facts_v2 wrote: no copy, no Python object per batch."""
+    import numpy as np
 
     columns, count, stop = facts_v2(buf, pos, end, base, limit)
-    arrays = {name: pa.Array.from_buffers(getattr(pa, kind)(), count, [None, pa.py_buffer(data)])
-              for (name, kind), data in zip(FACT_COLUMNS, columns)}
-    return arrays, count, stop
+    return {name: np.frombuffer(data, kind) for (name, kind), data in zip(FACT_COLUMNS, columns)}, count, stop
+
+
+def batch_facts(buf, pos: int, end: int, base: int, limit: int):
+    """fact_arrays' columns as Arrow arrays by name (Arrow's view of the same bytes)."""
+    import pyarrow as pa
+
+    arrays, count, stop = fact_arrays(buf, pos, end, base, limit)
+    return ({name: pa.Array.from_buffers(getattr(pa, kind)(), count, [None, pa.py_buffer(arrays[name])])
+             for name, kind in FACT_COLUMNS}, count, stop)

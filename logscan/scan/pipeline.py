@@ -51,7 +51,6 @@ from logscan.logdir.tree import ReplicaDir, file_size
 from logscan.state import partition as P
 from logscan.state.coordinator import (CoordinatorCopy, ReplicaEnd, index_by_producer_id, latest_states,
                                        merge_partitions)
-from logscan.state.columns import numpy_of
 from logscan.state.facts import BatchFact
 from logscan.state.history import history_rows, transactional_id_history
 from logscan.state.offsets import served_state
@@ -64,7 +63,7 @@ from .summary import iso_ms
 from .consumer_offsets import CONSUMER_OFFSETS_TOPIC
 from .groups import groups as affected, partition_offsets
 from .replica import (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, TXN_STATE, ByteRange, ReplicaAnalyser,
-                      ReplicaRead, iter_segment, range_count, read_metadata_events, segment_fact_tables)
+                      ReplicaRead, iter_segment, range_count, read_metadata_events, segment_fact_columns)
 
 __all__ = ["CLUSTER_METADATA_TOPIC", "TRANSACTION_STATE_TOPIC", "DEFAULT_MAX_TRANSACTION_TIMEOUT_MS",
            "DEFAULT_BOOTSTRAP", "Replay", "replica_info", "work_units", "decode", "replica_rows", "coordinator",
@@ -159,15 +158,18 @@ class Replay:
             self._newest = fact.max_timestamp
         return self._closed_rows()
 
-    def feed_table(self, table, segment: Optional[int] = None) -> list[tuple[str, R.Row]]:
-        """:meth:`feed` of every row of ``table``, a fact table of the segment whose base offset
-        is ``segment`` (replica.segment_fact_tables': each row's place is its ``position``), in
-        bulk (ReplicaAnalyser.feed_table); the spans its rows close, in the order they close."""
-        self._analyser.feed_table(table, segment)
-        stamps = numpy_of(table.column("max_timestamp"))
-        stamps = stamps[stamps <= self._ceiling]
-        if stamps.size and int(stamps.max()) > self._newest:
-            self._newest = int(stamps.max())
+    def feed_columns(self, c, segment: Optional[int] = None) -> list[tuple[str, R.Row]]:
+        """:meth:`feed` of every row of ``c`` (FactColumns of the segment whose base offset is
+        ``segment``: replica.segment_fact_columns'; each row's place is its ``position``), in
+        bulk (ReplicaAnalyser.feed_columns); the spans its rows close, in the order they close."""
+        self._analyser.feed_columns(c, segment)
+        stamps = c.max_timestamp
+        newest = int(stamps.max())
+        if newest > self._ceiling:
+            stamps = stamps[stamps <= self._ceiling]
+            newest = int(stamps.max()) if stamps.size else -1
+        if newest > self._newest:
+            self._newest = newest
         return self._closed_rows()
 
     def _closed_rows(self) -> list[tuple[str, R.Row]]:
@@ -323,19 +325,18 @@ def merge_split_files(rows: Iterable[R.Row], kept: set[tuple[str, int]]) -> list
 def _replay_tables(path: str, partition: int, segment: int, read: ReplicaRead, replay: Replay, ceiling: int
                    ) -> Iterator[tuple[str, R.Row]]:
     """decode's walk of a segment whose batches only its replica's replay takes (read whole, no
-    batches table, no record decoded): replica.segment_fact_tables' tables fed to
-    Replay.feed_table, the spans they close as rows. Each batch past ``ceiling`` has its
+    batches table, no record decoded): replica.segment_fact_columns' columns fed to
+    Replay.feed_columns, the spans they close as rows. Each batch past ``ceiling`` has its
     finding where the walk a batch at a time puts it: after the findings of the batches and
     bytes before the batch's end, before those after it."""
     future: list[tuple[int, Finding]] = []
-    for table in segment_fact_tables(path, partition, out=read):
-        stamps = numpy_of(table.column("max_timestamp"))
-        past = stamps > ceiling
+    for c in segment_fact_columns(path, partition, out=read):
+        past = c.max_timestamp > ceiling
         if past.any():
             future.extend((position + size, _future(path, position, stamp)) for position, size, stamp in
-                          zip(*(numpy_of(table.column(name))[past].tolist() for name in ("position", "size_in_bytes",
-                                                                                         "max_timestamp"))))
-        closed = replay.feed_table(table, segment)
+                          zip(c.position[past].tolist(), c.size_in_bytes[past].tolist(),
+                              c.max_timestamp[past].tolist()))
+        closed = replay.feed_columns(c, segment)
         if closed:
             yield from closed
     if future:

@@ -30,7 +30,7 @@ from logscan.format import compiled
 from logscan.format.batch import (CONTROL_FLAG_MASK, INT32_MAX, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
                                    TRANSACTIONAL_FLAG_MASK, RecordBatch, first_record, iter_records)
 from logscan.format.checkpoint import LeaderEpochEntry, parse_leader_epoch_checkpoint
-from logscan.format.control import CONTROL_TYPE_NAMES, decode_control_key, decode_end_txn_marker
+from logscan.format.control import decode_control_key, decode_end_txn_marker
 from logscan.format.compression import DecompressionBudget
 from logscan.format.errors import DecodeError, DecompressionBudgetSpent
 from logscan.format.legacy import LegacyBatch, iter_legacy_records
@@ -40,7 +40,9 @@ from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decod
 from logscan.format.txnlog import TRANSACTION_STATES, decode_txnlog_entry
 from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
-from logscan.state.columns import FactColumns, arrow_of, numpy_of, pool, shifted, strings
+from logscan.state.columns import (FACT_NUMPY_COLUMNS, MARKER_NAMES, NO_CONTROL_TYPE, FactColumns, arrow_of, shifted,
+                                   strings)
+from logscan.state.columns import INT64_MIN  # noqa: F401 (a fact table's smallest last offset: tests read it here)
 from logscan.state.facts import NO_TIMESTAMP, BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
 from logscan.state.producer_state import (BatchMetadata, BrokerLoad, ProducerStateEntry, ProducerStateManager,
@@ -436,24 +438,21 @@ FACT_TABLE_COLUMNS = (("position", "int64"), ("base_offset", "int64"), ("last_of
                       ("last_sequence", "int32"), ("max_timestamp", "int64"), ("is_transactional", "bool_"),
                       ("is_control", "bool_"), ("records_count", "int32"), ("size_in_bytes", "int64"),
                       ("control_type", "string"), ("coordinator_epoch", "int32"), ("marker_timestamp", "int64"))
-#: The rows of a table segment_fact_tables hands on (its last may have fewer), whatever its
-#: batches' size and its segment's: the reference's facts gathered, the compiled runs' tables
-#: joined or cut to it. The consumer's memory (the bulk replay's arrays, some hundreds of bytes
-#: a row while a table is replayed) is bounded by it, and its fixed cost a table (the replay's
-#: array steps) is paid by enough rows. Joined to 16,384 rows or more (a whole 11 MB segment of
-#: 1 KiB batches), the scan's peak was ~8 MiB above the walk a batch at a time
+#: The rows of the columns segment_fact_columns hands on (its last may have fewer), whatever
+#: its batches' size and its segment's: the reference's facts gathered, the compiled runs'
+#: columns joined or cut to it. The consumer's memory (the bulk replay's arrays, some hundreds
+#: of bytes a row while a table is replayed) is bounded by it, and its fixed cost a table (the
+#: replay's array steps) is paid by enough rows. Joined to 16,384 rows or more (a whole 11 MB
+#: segment of 1 KiB batches), the scan's peak was ~8 MiB above the walk a batch at a time
 #: (tests/robust/test_scan_memory_flat.py); at 65,536, ~20 MiB more for a 64 MiB segment of
 #: 130 B batches than for an 8 MiB one (tests/robust/test_memory.py).
 FACT_TABLE_ROWS = 4096
-#: The bytes segment_fact_tables reads at a time (a batch larger than that is read whole): the
-#: walk a batch at a time holds a window of 4 MiB (LogWindows), the bulk path a window of this
-#: and a table of FACT_TABLE_ROWS rows, and so no more than the walk (a 1 GB copy of 11 MB
-#: segments of 1 KiB batches: peak RssAnon 39.9 MiB, the walk's 40.6; with 4 MiB windows 43.6).
+#: The bytes segment_fact_columns reads at a time (a batch larger than that is read whole):
+#: the walk a batch at a time holds a window of 4 MiB (LogWindows), the bulk path a window of
+#: this and a table of FACT_TABLE_ROWS rows, and so no more than the walk (a 1 GB copy of 11
+#: MB segments of 1 KiB batches: peak RssAnon 39.9 MiB, the walk's 40.6; with 4 MiB windows
+#: 43.6).
 FACT_WINDOW_BYTES = 1 << 20
-#: The smallest offset a fact table holds (Long.MIN_VALUE): a batch's last offset below it
-#: (a negative base offset and a negative lastOffsetDelta, which Kafka's sum wraps) is held as
-#: this; the replay refuses the batch for its negative base offset all the same (check_order).
-INT64_MIN = -(1 << 63)
 
 
 @lru_cache(maxsize=None)
@@ -466,77 +465,76 @@ def fact_schema():
 
 def facts_to_table(facts: list[BatchFact], positions: list[int]):
     """A fact table of the reference's facts (``positions``: each batch's byte position)."""
+    return fact_table(FactColumns.of_facts(facts, positions))
+
+
+def fact_table(c: FactColumns):
+    """FactColumns as a fact table (an Arrow record batch of FACT_TABLE_COLUMNS)."""
     import numpy as np
     import pyarrow as pa
 
-    rows = list(zip(*facts)) if facts else [()] * len(BatchFact._fields)
-    lasts = [max(last, INT64_MIN) for last in rows[1]]
-    return pa.RecordBatch.from_arrays([strings(column) if kind == "string" else
-                                       arrow_of(np.array(column, np.dtype(kind.rstrip("_"))))
-                                       for column, (_, kind) in zip((positions, rows[0], lasts, *rows[2:]),
-                                                                    FACT_TABLE_COLUMNS)], schema=fact_schema())
+    names = np.array([None, None, *MARKER_NAMES], object)[c.types + 2]  # (-2: none; -1: c.names)
+    if c.names is not None:
+        names = np.where(c.types == -1, c.names, names)
+    return pa.RecordBatch.from_arrays([strings(names.tolist()) if name == "control_type" else
+                                       arrow_of(getattr(c, name)) for name, _ in FACT_TABLE_COLUMNS],
+                                      schema=fact_schema())
 
 
-@lru_cache(maxsize=None)
-def _control_names():
-    """The names of the control types compiled.batch_facts gives the id of (ABORT, COMMIT), as
-    an Arrow array (made once: it is immutable)."""
-    return strings([CONTROL_TYPE_NAMES[0], CONTROL_TYPE_NAMES[1]])
-
-
-def _compiled_table(arrays: dict, count: int):
-    """A fact table of compiled.batch_facts' columns: the flags from the attributes, the
-    marker's type name from its id (a data batch, or an emptied control batch, has none)."""
+def _compiled_columns(arrays: dict) -> FactColumns:
+    """FactColumns of compiled.fact_arrays' columns: the flags from the attributes, the marker
+    types from the type ids (a COMMIT or ABORT batch's; the compiled step makes no fact of a
+    control batch of another type)."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
-    attributes = numpy_of(arrays["attributes"])
-    type_id = numpy_of(arrays["control_type_id"])
-    flags = {"is_transactional": arrow_of(attributes & TRANSACTIONAL_FLAG_MASK != 0),
-             "is_control": arrow_of(attributes & CONTROL_FLAG_MASK != 0),
-             "control_type": pc.take(_control_names(), arrow_of(np.maximum(type_id, 0), valid=type_id >= 0),
-                                     memory_pool=pool())}
-    return pa.RecordBatch.from_arrays([flags[name] if name in flags else arrays[name]
-                                       for name, _ in FACT_TABLE_COLUMNS], schema=fact_schema())
+    columns = {name: arrays[name] for name in FACT_NUMPY_COLUMNS if name in arrays}
+    attributes, type_id = arrays["attributes"], arrays["control_type_id"]
+    columns["is_transactional"] = (attributes & TRANSACTIONAL_FLAG_MASK) != 0
+    columns["is_control"] = (attributes & CONTROL_FLAG_MASK) != 0
+    columns["types"] = np.where(type_id < 0, NO_CONTROL_TYPE, type_id)
+    return FactColumns(columns)
 
 
-def segment_fact_tables(path: str, partition: int, *, out: ReplicaRead,
-                        window: Optional[int] = None) -> Iterator:
+def segment_fact_tables(path: str, partition: int, *, out: ReplicaRead, window: Optional[int] = None) -> Iterator:
+    """segment_fact_columns' columns as fact tables (Arrow record batches of FACT_TABLE_COLUMNS)."""
+    return (fact_table(c) for c in segment_fact_columns(path, partition, out=out, window=window))
+
+
+def segment_fact_columns(path: str, partition: int, *, out: ReplicaRead,
+                         window: Optional[int] = None) -> Iterator[FactColumns]:
     """The facts of a whole segment (not `__transaction_state`, not `__consumer_offsets`: their
-    records are decoded per batch by iter_segment) as Arrow record batches of FACT_TABLE_COLUMNS,
-    in log order, of FACT_TABLE_ROWS rows but the last: the rows are exactly
-    iter_segment's facts, and ``out`` gets what iter_segment gives it (findings, counts, the
-    first offset, the largest timestamp; while the walk goes on, they may count rows of the
-    table it has not handed on yet). The runs of whole, valid v2 batches come from the compiled
-    step in bulk (compiled.batch_facts: no Python object per batch); everything else, and
-    everything in pure Python, through the reference (_walk_entries)."""
-    return _opened(path, out, lambda log, budget: _rebatched(_fact_tables(log, path, partition, out, window,
-                                                                          budget)))
+    records are decoded per batch by iter_segment) as FactColumns, in log order, of
+    FACT_TABLE_ROWS rows but the last: the rows are exactly iter_segment's facts, and ``out``
+    gets what iter_segment gives it (findings, counts, the first offset, the largest timestamp;
+    while the walk goes on, they may count rows it has not handed on yet). The runs of whole,
+    valid v2 batches come from the compiled step in bulk (compiled.fact_arrays: numpy's view of
+    its columns, no Python object per batch); everything else, and everything in pure Python,
+    through the reference (_walk_entries)."""
+    return _opened(path, out, lambda log, budget: _rebatched(_fact_columns(log, path, partition, out, window,
+                                                                           budget)))
 
 
-def _rebatched(tables: Iterator) -> Iterator:
-    """``tables`` handed on as tables of FACT_TABLE_ROWS rows (the last fewer): the small ones
-    joined, the large ones cut (a slice: no copy)."""
-    import pyarrow as pa
-
+def _rebatched(parts: Iterator[FactColumns]) -> Iterator[FactColumns]:
+    """``parts`` handed on as FactColumns of FACT_TABLE_ROWS rows (the last fewer): the small
+    ones joined, the large ones cut (a slice: no copy)."""
     held, rows = [], 0
-    for table in tables:
-        while table.num_rows:
-            part = table.slice(0, FACT_TABLE_ROWS - rows)
-            held.append(part)
-            rows += part.num_rows
-            table = table.slice(part.num_rows)
+    for c in parts:
+        at = 0
+        while at < len(c):
+            n = min(len(c) - at, FACT_TABLE_ROWS - rows)
+            held.append(c if n == len(c) else c.take(slice(at, at + n)))
+            at += n
+            rows += n
             if rows == FACT_TABLE_ROWS:
-                yield held[0] if len(held) == 1 else pa.concat_batches(held, memory_pool=pool())
+                yield FactColumns.concat(held)
                 held, rows = [], 0
     if held:
-        yield held[0] if len(held) == 1 else pa.concat_batches(held, memory_pool=pool())
+        yield FactColumns.concat(held)
 
 
-def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optional[int],
-                 budget: DecompressionBudget) -> Iterator:
-    """segment_fact_tables' walk of an opened segment: the compiled runs, and the reference's
+def _fact_columns(log, path: str, partition: int, out: ReplicaRead, window: Optional[int],
+                  budget: DecompressionBudget) -> Iterator[FactColumns]:
+    """segment_fact_columns' walk of an opened segment: the compiled runs, and the reference's
     walk from where a run stops to the next valid v2 batch (where the next run starts)."""
     from logscan.format import compiled
 
@@ -546,13 +544,13 @@ def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optio
     while pos < size:
         run = _compiled_run(log, pos, min(size, pos + max(window, needed))) if compiled.facts_v2 else None
         if run is not None:
-            table, pos, needed = run
-            if table is not None:
+            columns, pos, needed = run
+            if columns is not None:
                 if pending[0]:
-                    yield facts_to_table(*pending)
+                    yield FactColumns.of_facts(*pending)
                     pending = ([], [])
-                _count(out, table)
-                yield table
+                _count(out, columns)
+                yield columns
             if pos >= size:
                 break
             if needed is not None:
@@ -564,7 +562,7 @@ def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optio
                 pending[0].append(fact)
                 pending[1].append(entry.position)
                 if len(pending[0]) >= FACT_TABLE_ROWS:
-                    yield facts_to_table(*pending)
+                    yield FactColumns.of_facts(*pending)
                     pending = ([], [])
                 if compiled.facts_v2 is not None and type(entry) is RecordBatch:
                     pos = entry.position + entry.size_in_bytes  # a valid v2 batch: a run may start after it
@@ -573,12 +571,12 @@ def _fact_tables(log, path: str, partition: int, out: ReplicaRead, window: Optio
             walk.close()
         needed = 0
     if pending[0]:
-        yield facts_to_table(*pending)
+        yield FactColumns.of_facts(*pending)
 
 
 def _compiled_run(log, start: int, stop: int):
     """The compiled facts of the run of batches from ``start`` in a window [start, stop) of
-    ``log``: (their table or None, where the run stopped, _crossing's bytes needed); None
+    ``log``: (their FactColumns or None, where the run stopped, _crossing's bytes needed); None
     where the window cannot be read (the reference walk from there says so, located)."""
     from logscan.format import compiled
 
@@ -588,12 +586,12 @@ def _compiled_run(log, start: int, stop: int):
     except OSError:
         return None
     try:
-        arrays, count, end = compiled.batch_facts(win.buf, start - win.base, len(win.buf), win.base, 1 << 62)
+        arrays, count, end = compiled.fact_arrays(win.buf, start - win.base, len(win.buf), win.base, 1 << 62)
         needed = _crossing(win.buf, end, log.size - win.base)
         end += win.base
     finally:
         win.close()
-    return (_compiled_table(arrays, count) if count else None), end, needed
+    return (_compiled_columns(arrays) if count else None), end, needed
 
 
 def _crossing(buf, stop: int, left: int) -> Optional[int]:
@@ -609,12 +607,12 @@ def _crossing(buf, stop: int, left: int) -> Optional[int]:
     return None
 
 
-def _count(out: ReplicaRead, table) -> None:
+def _count(out: ReplicaRead, c: FactColumns) -> None:
     """What iter_segment's walk counts in ``out`` for each fact, for a compiled run of them."""
     if out.first_offset is None:
-        out.first_offset = table.column(1)[0].as_py()
-    out.max_timestamp = max(out.max_timestamp, int(numpy_of(table.column("max_timestamp")).max()))
-    out.batches += table.num_rows
+        out.first_offset = int(c.base_offset[0])
+    out.max_timestamp = max(out.max_timestamp, int(c.max_timestamp.max()))
+    out.batches += len(c)
 
 
 def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,
@@ -1137,7 +1135,7 @@ class ReplicaAnalyser:
         type than a marker) go to the replay and the broker's load as tables (Replay.feed_table,
         BrokerLoad.feed_table); a row that does not, and the row where the newest snapshot's
         rebuild is taken, go through feed() itself."""
-        self.feed_columns(FactColumns(table), segment)
+        self.feed_columns(FactColumns.of_table(table), segment)
 
     def feed_columns(self, c: FactColumns, segment: Optional[int] = None) -> None:
         """feed_table over a fact table's columns."""

@@ -1,5 +1,6 @@
-"""Arrow columns as numpy arrays and back, for the replay in bulk over fact tables, at no
-memory cost beyond their arrays.
+"""Batch facts as numpy columns (FactColumns), for the replay in bulk: what the compiled step
+writes, read without a copy and without Arrow; and Arrow columns as numpy arrays and back, for
+fact tables, at no memory cost beyond their arrays.
 
 pyarrow converts Python objects and numpy arrays (pa.array, pa.scalar, a Python value given to
 a compute function, Array.to_numpy) through its pandas bridge, which imports pandas the first
@@ -21,7 +22,8 @@ from .facts import BatchFact
 
 #: The names of a marker's control types, by ControlRecordType id (0 ABORT, 1 COMMIT).
 MARKER_NAMES = ("ABORT", "COMMIT")
-#: marker_types' value for a row with no control type (a data batch, an emptied control batch).
+#: FactColumns.types' value for a row with no control type (a data batch, an emptied control
+#: batch); -1 is a control type of another name, 0 and 1 the index of its name in MARKER_NAMES.
 NO_CONTROL_TYPE = -2
 
 
@@ -58,35 +60,6 @@ def _dtype(name: str):
     import numpy as np
 
     return np.dtype(name)
-
-
-def valid_of(array):
-    """Whether each value of ``array`` (an Arrow array) is not null, as a numpy bool array."""
-    import numpy as np
-
-    validity = array.buffers()[0]
-    if validity is None or not array.null_count:
-        return np.ones(len(array), bool)
-    return _bits(validity, array.offset, len(array))
-
-
-def marker_types(control_type):
-    """A fact table's ``control_type`` column as numpy: the index of each row's name in
-    MARKER_NAMES (0 ABORT, 1 COMMIT), -1 for another control type's name, NO_CONTROL_TYPE where
-    it has none."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    if hasattr(control_type, "combine_chunks"):
-        control_type = control_type.combine_chunks(memory_pool=pool())
-    types = numpy_of(pc.index_in(control_type, value_set=_marker_names(), memory_pool=pool()), null=-1)
-    return np.where(valid_of(control_type), types, NO_CONTROL_TYPE)
-
-
-@lru_cache(maxsize=None)
-def _marker_names():
-    """MARKER_NAMES as an Arrow array (made once: it is immutable)."""
-    return strings(MARKER_NAMES)
 
 
 def _bits(buffer, at: int, n: int):
@@ -146,45 +119,114 @@ def shifted(values, first):
     return out
 
 
-#: FactColumns' numpy columns: the fact table's (logscan.scan.replica.FACT_TABLE_COLUMNS) the
-#: replay in bulk reads, all but base_sequence and control_type (which ``types`` gives).
-FACT_NUMPY_COLUMNS = ("position", "base_offset", "last_offset", "producer_id", "producer_epoch", "last_sequence",
-                      "max_timestamp", "is_transactional", "is_control", "records_count", "size_in_bytes",
-                      "coordinator_epoch", "marker_timestamp")
+#: FactColumns' numpy columns: a fact table's (logscan.scan.replica.FACT_TABLE_COLUMNS) but
+#: control_type, which ``types`` (and ``names``) give.
+FACT_NUMPY_COLUMNS = ("position", "base_offset", "last_offset", "producer_id", "producer_epoch", "base_sequence",
+                      "last_sequence", "max_timestamp", "is_transactional", "is_control", "records_count",
+                      "size_in_bytes", "coordinator_epoch", "marker_timestamp")
+#: Their numpy types (a fact table's Arrow types).
+FACT_NUMPY_TYPES = ("int64", "int64", "int64", "int64", "int16", "int32", "int32", "int64", "bool", "bool", "int32",
+                    "int64", "int32", "int64")
+#: The smallest offset FactColumns holds (Long.MIN_VALUE): a batch's last offset below it (a
+#: negative base offset and a negative lastOffsetDelta, which Kafka's sum wraps) is held as
+#: this; the replay refuses the batch for its negative base offset all the same (check_order).
+INT64_MIN = -(1 << 63)
 
 
 class FactColumns:
-    """A fact table's rows as the replay in bulk reads them: each column a numpy array (read
-    once a table, numpy_of), its control types as marker_types (``types``) and the flags
-    append() asks of each row; some of its rows (``take``) without Arrow, each still made the
-    BatchFact the reference takes (``fact``)."""
+    """A run of batch facts in log order as the replay in bulk reads them: each column a numpy
+    array (FACT_NUMPY_COLUMNS), the control types as marker_types (``types``; ``names``: the
+    name of each row of another control type, an object array, or None where no row has one)
+    and the flags append() asks of each row; some of its rows (``take``), or runs joined
+    (``concat``), without a copy of what is not taken; any row made the BatchFact the
+    reference takes (``fact``). Made from the compiled step's columns
+    (logscan.scan.replica's), from the reference's facts (``of_facts``) or from a fact table
+    (``of_table``).
 
-    def __init__(self, table, rows=None, columns: Optional[dict] = None) -> None:
-        self._table = table
-        self._rows = rows  # the table's row of each of these (None: all, in order)
-        if columns is None:
-            columns = {name: numpy_of(table.column(name)) for name in FACT_NUMPY_COLUMNS}
-            columns["types"] = marker_types(table.column("control_type"))
+    ``columns``: FACT_NUMPY_COLUMNS and ``types`` by name (and the flags, when taken from
+    other FactColumns)."""
+
+    def __init__(self, columns: dict, names=None) -> None:
         self._columns = columns
+        self.names = names
+        if "marker" not in columns:
+            is_control, types = columns["is_control"], columns["types"]
+            #: A COMMIT or ABORT batch; an emptied control batch (no record: Kafka reads nothing of
+            #: it); a control batch of another type; an ABORT marker.
+            columns["marker"] = is_control & (types >= 0)
+            columns["empty_control"] = is_control & (types == NO_CONTROL_TYPE)
+            columns["other_control"] = is_control & (types == -1)
+            columns["aborted"] = types == 0
         self.__dict__.update(columns)
-        #: A COMMIT or ABORT batch; an emptied control batch (no record: Kafka reads nothing of
-        #: it); a control batch of another type; an ABORT marker.
-        self.marker = self.is_control & (self.types >= 0)
-        self.empty_control = self.is_control & (self.types == NO_CONTROL_TYPE)
-        self.other_control = self.is_control & ~self.marker & ~self.empty_control
-        self.aborted = self.types == 0
+        self._by_producer = None
+
+    @classmethod
+    def of_facts(cls, facts: Sequence[BatchFact], positions: Sequence[int]) -> "FactColumns":
+        """The reference's facts (``positions``: each batch's byte position)."""
+        import numpy as np
+
+        rows = list(zip(*facts)) if facts else [()] * len(BatchFact._fields)
+        by_name = dict(zip(BatchFact._fields, rows))
+        by_name["position"] = positions
+        by_name["last_offset"] = [max(last, INT64_MIN) for last in by_name["last_offset"]]
+        columns = {name: np.array(by_name[name], np.dtype(kind)) for name, kind in zip(FACT_NUMPY_COLUMNS,
+                                                                                        FACT_NUMPY_TYPES)}
+        return cls._named(columns, by_name["control_type"])
+
+    @classmethod
+    def of_table(cls, table) -> "FactColumns":
+        """A fact table's rows (an Arrow record batch or table of FACT_TABLE_COLUMNS)."""
+        columns = {name: numpy_of(table.column(name)) for name in FACT_NUMPY_COLUMNS}
+        return cls._named(columns, table.column("control_type").to_pylist())
+
+    @classmethod
+    def _named(cls, columns: dict, control_types: Sequence[Optional[str]]) -> "FactColumns":
+        """``columns`` with the rows' control type names (None: none)."""
+        import numpy as np
+
+        ids = {name: i for i, name in enumerate(MARKER_NAMES)}
+        ids[None] = NO_CONTROL_TYPE
+        columns["types"] = np.array([ids.get(name, -1) for name in control_types], np.int8)
+        other = columns["types"] == -1
+        return cls(columns, np.array(control_types, object) if other.any() else None)
+
+    @classmethod
+    def concat(cls, parts: Sequence["FactColumns"]) -> "FactColumns":
+        """``parts`` joined, in order."""
+        import numpy as np
+
+        if len(parts) == 1:
+            return parts[0]
+        names = None
+        if any(p.names is not None for p in parts):
+            names = np.concatenate([np.full(len(p), None, object) if p.names is None else p.names for p in parts])
+        return cls({name: np.concatenate([p._columns[name] for p in parts]) for name in parts[0]._columns}, names)
 
     def __len__(self) -> int:
         return len(self.base_offset)
 
-    def take(self, rows) -> "FactColumns":
-        """These rows (a numpy array of indices, or a slice), in that order."""
+    @property
+    def by_producer(self):
+        """Every row, by producer id, in log order within a producer (a stable sort, made once:
+        the producers' replay and the spans group by it)."""
         import numpy as np
 
-        at = np.arange(len(self))[rows] if self._rows is None else self._rows[rows]
-        return FactColumns(self._table, at, {name: values[rows] for name, values in self._columns.items()})
+        if self._by_producer is None:
+            self._by_producer = np.argsort(self.producer_id, kind="stable")
+        return self._by_producer
+
+    def take(self, rows) -> "FactColumns":
+        """These rows (a numpy array of indices, or a slice), in that order."""
+        return FactColumns({name: values[rows] for name, values in self._columns.items()},
+                           None if self.names is None else self.names[rows])
+
+    def control_type(self, row: int) -> Optional[str]:
+        """Row ``row``'s control type name (None: none)."""
+        t = int(self.types[row])
+        return MARKER_NAMES[t] if t >= 0 else None if t == NO_CONTROL_TYPE else self.names[row]
 
     def fact(self, row: int) -> BatchFact:
         """Row ``row`` as the BatchFact append() and feed() take."""
-        at = row if self._rows is None else int(self._rows[row])
-        return BatchFact(*(self._table.column(name)[at].as_py() for name in BatchFact._fields))
+        c = self._columns
+        return BatchFact(*(c[name][row].item() if name != "control_type" else self.control_type(row)
+                           for name in BatchFact._fields))

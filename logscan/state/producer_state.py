@@ -164,7 +164,7 @@ class ProducerStateManager:
 
         Returns the rows (ascending, a numpy array) whose marker completed a transaction: where
         append() returns a CompletedTxn."""
-        return self.append_columns(FactColumns(table))
+        return self.append_columns(FactColumns.of_table(table))
 
     def append_columns(self, c: FactColumns):
         """append_table over a fact table's columns."""
@@ -172,8 +172,8 @@ class ProducerStateManager:
 
         if len(c) == 0:
             return np.zeros(0, np.int64)
-        owned = np.flatnonzero(c.producer_id >= 0)
-        owned = owned[np.argsort(c.producer_id[owned], kind="stable")]  # by producer, in log order
+        order = c.by_producer
+        owned = order[c.producer_id[order] >= 0]  # by producer, in log order
         pid = c.producer_id[owned]
         first = np.flatnonzero(starts(pid))
         new = [(int(owned[s]), p) for s, p in zip(first.tolist(), pid[first].tolist()) if p not in self.producers]
@@ -419,7 +419,7 @@ class BrokerLoad:
         """feed() of every row of ``table`` (a fact table, logscan.scan.replica's, of rows whose
         last offset is at or past ``start_offset``), in order, the replay in bulk
         (ProducerStateManager.append_table) between the rows where a snapshot is loaded."""
-        self.feed_columns(FactColumns(table))
+        self.feed_columns(FactColumns.of_table(table))
 
     def feed_columns(self, c: FactColumns) -> None:
         """feed_table over a fact table's columns."""

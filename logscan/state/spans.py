@@ -137,7 +137,7 @@ class Replay:
         transaction): a span opens at a run's first data batch unless one is open already, takes
         the run's batches, and closes at its marker; the spans are numbered in the order they
         open and go to ``on_close`` in the order their markers come, as feed() does."""
-        self.feed_columns(FactColumns(table))
+        self.feed_columns(FactColumns.of_table(table))
 
     def feed_columns(self, c: FactColumns) -> None:
         """feed_table over a fact table's columns."""
@@ -151,8 +151,8 @@ class Replay:
         data = (pid >= 0) & ~c.is_control & c.is_transactional
         marker = np.zeros(len(pid), bool)
         marker[done] = True
-        rows = np.flatnonzero(data | marker)
-        rows = rows[np.argsort(pid[rows], kind="stable")]  # by producer, in log order
+        order = c.by_producer
+        rows = order[(data | marker)[order]]  # by producer, in log order
         if not len(rows):
             return
         m = marker[rows]

@@ -1,4 +1,4 @@
-"""The bulk decode (pipeline.decode's: replica.segment_fact_tables, Replay.feed_table, the replay
+"""The bulk decode (pipeline.decode's: replica.segment_fact_columns, Replay.feed_columns, the replay
 over fact tables) never imports pandas, nor allocates from Arrow's default pool (issue 37).
 
 pyarrow imports pandas on its first conversion of Python objects or to numpy (pa.array,
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Every fixture copy decoded and replayed as `logscan scan` does without --output (a Replay per
 #: replica, its units in order, no batches table), every segment in bulk (BULK_MIN_BYTES 0: the
-#: fixtures' are below it); then how many segments went through segment_fact_tables, whether
+#: fixtures' are below it); then how many segments went through segment_fact_columns, whether
 #: pandas was imported, and the most Arrow's default pool held.
 SCRIPT = """
 import sys
@@ -31,8 +31,8 @@ from logscan.scan import pipeline
 from logscan.scan.listing import list_copy
 
 pipeline.BULK_MIN_BYTES = 0
-read, bulk = pipeline.segment_fact_tables, []
-pipeline.segment_fact_tables = lambda path, *a, **k: bulk.append(path) or read(path, *a, **k)
+read, bulk = pipeline.segment_fact_columns, []
+pipeline.segment_fact_columns = lambda path, *a, **k: bulk.append(path) or read(path, *a, **k)
 for root in sorted(Path("fixtures").glob("*/brokers")):
     for listed in list_copy([root]).replicas:
         replay = pipeline.Replay(pipeline.replica_info(listed))

@@ -1,6 +1,6 @@
 """pipeline.decode's bulk path (issue 37): a segment whose batches only its replica's replay
 takes (read whole, no batches table, no record decoded) is read as fact tables
-(replica.segment_fact_tables) and replayed a table at a time (Replay.feed_table). What the
+(replica.segment_fact_columns) and replayed a table at a time (Replay.feed_columns). What the
 decode gives without the batches table must be what it gives with it, where every batch is
 walked one at a time (iter_segment, Replay.feed): every row of every other table, in order."""
 
@@ -37,15 +37,15 @@ def _decoded(root: Path, *, batches: bool) -> list[tuple[str, object]]:
 
 
 def _bulk_used(monkeypatch) -> list[str]:
-    """The segments decode reads as fact tables (segment_fact_tables' calls)."""
+    """The segments decode reads in bulk (segment_fact_columns' calls)."""
     used = []
-    reader = pipeline.segment_fact_tables
+    reader = pipeline.segment_fact_columns
 
     def counted(path, *args, **kw):
         used.append(path)
         return reader(path, *args, **kw)
 
-    monkeypatch.setattr(pipeline, "segment_fact_tables", counted)
+    monkeypatch.setattr(pipeline, "segment_fact_columns", counted)
     return used
 
 
@@ -122,17 +122,17 @@ def test_small_windows_and_tables_decode_the_same(fixture, monkeypatch, bulk_alw
     monkeypatch.setattr(replica, "FACT_WINDOW_BYTES", 3000)
     monkeypatch.setattr(replica, "FACT_TABLE_ROWS", 7)
     sizes = []
-    reader = pipeline.segment_fact_tables
+    reader = pipeline.segment_fact_columns
 
     def sized(path, *args, **kw):
         sizes.append([])
-        for table in reader(path, *args, **kw):
-            sizes[-1].append(table.num_rows)
-            yield table
+        for columns in reader(path, *args, **kw):
+            sizes[-1].append(len(columns))
+            yield columns
 
     root = FIXTURES / fixture / "brokers"
     reference = _decoded(root, batches=True)
-    monkeypatch.setattr(pipeline, "segment_fact_tables", sized)
+    monkeypatch.setattr(pipeline, "segment_fact_columns", sized)
     assert _decoded(root, batches=False) == reference
     assert any(len(tables) > 2 for tables in sizes)
     assert all(rows == 7 for tables in sizes for rows in tables[:-1])
