@@ -162,48 +162,59 @@ class Replay:
         n = int(run[-1]) + 1
         firsts = rows[run_start]
         ends = np.append(np.flatnonzero(run_start)[1:], len(rows)) - 1
-        closes = m[ends].tolist()
-        last_data = rows[np.where(m[ends], ends - 1, ends)]  # (where the run has data)
+        closes = m[ends]
+        last_data = rows[np.where(closes, ends - 1, ends)]  # (where the run has data)
         ends = rows[ends]
-        producers, first_run = pid[firsts].tolist(), start[run_start].tolist()
-        batches = np.bincount(run, weights=~m, minlength=n).astype(np.int64).tolist()
-        records = np.bincount(run, weights=np.where(m, 0, c.records_count[rows]), minlength=n)
-        sizes = np.bincount(run, weights=np.where(m, 0, c.size_in_bytes[rows]), minlength=n)
-        records, sizes = records.astype(np.int64).tolist(), sizes.astype(np.int64).tolist()
+        batches = np.bincount(run, weights=~m, minlength=n).astype(np.int64)
+        records = np.bincount(run, weights=np.where(m, 0, c.records_count[rows]), minlength=n).astype(np.int64)
+        sizes = np.bincount(run, weights=np.where(m, 0, c.size_in_bytes[rows]), minlength=n).astype(np.int64)
         base, epoch, last, max_ts = c.base_offset, c.producer_epoch, c.last_offset, c.max_timestamp
         current = self._current
-        spans = [current.get(producers[r]) if first_run[r] else None for r in range(n)]
-        opening = sorted((row, r) for r, row in enumerate(firsts.tolist()) if spans[r] is None and batches[r])
-        at = np.array([row for row, _ in opening], np.int64)
-        for (_, r), *fields in zip(opening, epoch[at].tolist(), base[at].tolist(), last[at].tolist(),
-                                   max_ts[at].tolist()):
-            epoch_, first, last_, ts = fields  # a span opens here (feed()'s _open, in log order)
-            spans[r] = span = TxnSpan(producers[r], epoch_, first, last_, ts, ts)
-            span.index = self._opened
-            self._opened += 1
-        for r, (span, data_last, data_ts) in enumerate(zip(spans, last[last_data].tolist(),
-                                                           max_ts[last_data].tolist())):
-            if span is not None and batches[r]:
-                span.last_data_offset, span.last_timestamp = data_last, data_ts
-                span.batches += batches[r]
-                span.records += records[r]
-                span.bytes += sizes[r]
-        marker_fields = zip(ends.tolist(), base[ends].tolist(), epoch[ends].tolist(), c.aborted[ends].tolist(),
-                            c.coordinator_epoch[ends].tolist(), c.marker_timestamp[ends].tolist())
-        closing = sorted((row, r, fields) for r, (row, *fields) in enumerate(marker_fields)
-                         if closes[r] and spans[r] is not None)
-        for _, r, (offset, epoch_, is_abort, coordinator, ts) in closing:
-            span = spans[r]
+        # A producer's first run continues the span it has open; a run with data that continues
+        # none opens one (feed()'s _open, numbered in log order); a run that ends with its marker
+        # closes the span it has.
+        spans: dict[int, TxnSpan] = {}
+        first_runs = np.flatnonzero(start[run_start])  # each producer's first run
+        data_at = last_data[first_runs]
+        for r, producer, n_batches, *fields in zip(first_runs.tolist(), pid[firsts[first_runs]].tolist(),
+                                                   batches[first_runs].tolist(), last[data_at].tolist(),
+                                                   max_ts[data_at].tolist(), records[first_runs].tolist(),
+                                                   sizes[first_runs].tolist()):
+            span = current.get(producer)
+            if span is not None:
+                spans[r] = span
+                if n_batches:
+                    span.last_data_offset, span.last_timestamp, records_, sizes_ = fields
+                    span.batches += n_batches
+                    span.records += records_
+                    span.bytes += sizes_
+        opening = np.flatnonzero(batches > 0)
+        if spans:
+            opening = opening[[r not in spans for r in opening.tolist()]]
+        opening = opening[np.argsort(firsts[opening], kind="stable")]
+        at, data_at = firsts[opening], last_data[opening]
+        for r, index, *fields in zip(opening.tolist(), range(self._opened, self._opened + len(opening)),
+                                     pid[at].tolist(), epoch[at].tolist(), base[at].tolist(), last[data_at].tolist(),
+                                     max_ts[at].tolist(), max_ts[data_at].tolist(), batches[opening].tolist(),
+                                     records[opening].tolist(), sizes[opening].tolist()):
+            spans[r] = span = TxnSpan(*fields)
+            span.index = index
+        self._opened += len(opening)
+        closing = np.flatnonzero(closes)
+        closing = closing[np.argsort(ends[closing])]  # in the order their markers come
+        at = ends[closing]
+        for r, *fields in zip(closing.tolist(), base[at].tolist(), epoch[at].tolist(), c.aborted[at].tolist(),
+                              c.coordinator_epoch[at].tolist(), c.marker_timestamp[at].tolist()):
+            span = spans.pop(r, None)
+            if span is None:
+                continue
             current.pop(span.producer_id, None)
-            span.end_marker_offset, span.end_marker_epoch = offset, epoch_
+            span.end_marker_offset, span.end_marker_epoch, is_abort, span.coordinator_epoch, span.end_timestamp = fields
             span.outcome = "ABORT" if is_abort else "COMMIT"
-            span.coordinator_epoch, span.end_timestamp = coordinator, ts
-            spans[r] = None
             if self._on_close is not None:
                 self._on_close(span)
-        for r, span in enumerate(spans):  # still open: a producer's last run's (the others closed)
-            if span is not None:
-                current[producers[r]] = span
+        for span in spans.values():  # still open: a producer's last run's (the others closed)
+            current[span.producer_id] = span
 
     def result(self) -> ReplicaReplay:
         return ReplicaReplay(self.producers, self.open_spans)
