@@ -191,72 +191,93 @@ class ProducerStateManager:
         import numpy as np
 
         pid, epoch, marker = c.producer_id[rows], c.producer_epoch[rows], c.marker[rows]
+        other = c.other_control[rows] if c.other_control.any() else None
+        transactional, base = c.is_transactional[rows], c.base_offset[rows]
         start = starts(pid)
         gid = np.cumsum(start) - 1
         group_at = np.flatnonzero(start)
         entries = [self.producers[p] for p in pid[group_at].tolist()]
-        entry_epoch = np.array([e.producer_epoch for e in entries])
-        entry_coordinator = np.array([e.coordinator_epoch for e in entries])
-        entry_open = np.array([e.current_txn_first_offset is not None for e in entries])
-        entry_first = np.array([e.current_txn_first_offset or 0 for e in entries])
+        entry_epoch, entry_coordinator, entry_open, entry_first = np.array(
+            [(e.producer_epoch, e.coordinator_epoch, e.current_txn_first_offset is not None,
+              e.current_txn_first_offset or 0) for e in entries], np.int64).reshape(-1, 4).T
+        entry_open = entry_open.astype(bool)
         # _check_epoch: an epoch below the one before it (the entry's, for a producer's first row).
-        prev_epoch = np.where(start, entry_epoch[gid], shifted(epoch, 0))
-        unusual = (epoch < prev_epoch) | c.other_control[rows]
+        prev_epoch = shifted(epoch, 0)
+        prev_epoch[group_at] = entry_epoch
+        unusual = epoch < prev_epoch
+        if other is not None:
+            unusual |= other
         # _append_marker: a coordinator epoch below the producer's last marker's.
         at = np.flatnonzero(marker)
-        m_gid, m_epoch = gid[at], c.coordinator_epoch[rows][at]
+        m_gid, m_epoch = gid[at], c.coordinator_epoch[rows[at]]
         unusual[at] |= np.where(starts(m_gid), entry_coordinator[m_gid], shifted(m_epoch, 0)) > m_epoch
         # The transaction open before each row: a transactional data batch since the producer's
         # last marker (a "span": the rows after a marker, or a producer's first rows), or the
         # entry's own open transaction, before its first marker.
-        data = ~marker & ~c.other_control[rows]
-        txn_data = data & c.is_transactional[rows]
+        data = ~marker if other is None else ~marker & ~other
+        txn_data = data & transactional
         span_start = start | shifted(marker, False)
         span = np.cumsum(span_start) - 1
         before = np.cumsum(txn_data) - txn_data
         entry_span = start[span_start] & entry_open[gid[span_start]]
         open_before = (before - before[span_start][span] > 0) | entry_span[span]
-        unusual |= data & ~c.is_transactional[rows] & open_before  # non_transactional_in_txn
-        unusual_group = np.bincount(gid, weights=unusual, minlength=len(group_at)) > 0
-        # Where each span's transaction starts: the entry's, or its first transactional data batch.
+        unusual |= data & ~transactional & open_before  # non_transactional_in_txn
+        unusual_group = np.zeros(len(group_at), bool)
+        unusual_group[gid[unusual]] = True
+        common = ~unusual_group[gid]
+        # Where each span's transaction starts: the entry's, or its first transactional data batch
+        # (span is ascending: the first of each value is where it starts).
         txn_at = np.flatnonzero(txn_data)
-        spans, first_in = np.unique(span[txn_at], return_index=True)
-        span_first = entry_first[gid[span_start]].copy()
-        span_first[spans] = np.where(entry_span[spans], span_first[spans], c.base_offset[rows][txn_at[first_in]])
+        first_in = starts(span[txn_at])
+        spans, txn_first = span[txn_at[first_in]], base[txn_at[first_in]]
+        span_first = entry_first[gid[span_start]]
+        span_first[spans] = np.where(entry_span[spans], span_first[spans], txn_first)
         span_open = entry_span.copy()
         span_open[spans] = True
-        changed = np.flatnonzero((epoch != prev_epoch) & ~unusual_group[gid])
+        changed = np.flatnonzero((epoch != prev_epoch) & common)
+        group_end = np.append(group_at[1:], len(rows))
+        last_span = span[group_end - 1]
+        still_open = ~marker[group_end - 1] & span_open[last_span]
+        open_from = span_first[last_span]
+        # Each group's last marker (-1: none): its coordinator epoch is the entry's.
+        last_marker = np.full(len(group_at), -1, np.int64)
+        group_last = np.append(m_gid[1:] != m_gid[:-1], True)[:len(m_gid)]  # (m_gid ascends)
+        last_marker[m_gid[group_last]] = rows[at[group_last]]
         for g in np.flatnonzero(~unusual_group).tolist():
-            s, e = int(group_at[g]), int(group_at[g + 1]) if g + 1 < len(group_at) else len(rows)
+            s, e = int(group_at[g]), int(group_end[g])
             k = int(np.searchsorted(changed, e)) - 1
-            change = int(changed[k]) - s if k >= 0 and changed[k] >= s else -1
-            self._apply_common(entries[g], c, rows[s:e], marker[s:e], data[s:e], change,
-                               None if marker[e - 1] or not span_open[span[e - 1]] else int(span_first[span[e - 1]]))
+            found = k >= 0 and changed[k] >= s
+            change = int(changed[k]) if found else s
+            self._apply_common(entries[g], c, rows[change:e], data[change:e], found, int(last_marker[g]),
+                               bool(marker[e - 1]), int(open_from[g]) if still_open[g] else None)
         # The transactions the common producers' markers complete, then the unusual producers'
         # rows through append(), in log order.
-        done = np.flatnonzero(marker & open_before & ~unusual_group[gid])
-        completed = (rows[done], span_first[span[done]], c.base_offset[rows][done], c.aborted[rows][done])
-        return self._keep_all(c, completed, rows[unusual_group[gid]])
+        done = np.flatnonzero(marker & open_before & common)
+        completed = (rows[done], span_first[span[done]], base[done], c.aborted[rows[done]])
+        return self._keep_all(c, completed, rows[~common])
 
-    def _apply_common(self, entry: ProducerStateEntry, c: FactColumns, rows, marker, data, change: int,
-                      open_from: Optional[int]) -> None:
+    def _apply_common(self, entry: ProducerStateEntry, c: FactColumns, rows, data, changed: bool, last_marker: int,
+                      ends_with_marker: bool, open_from: Optional[int]) -> None:
         """One common producer's rows applied to its entry: what append() of each leaves.
-        ``change``: the last row whose epoch differs from the one before it (-1: none);
+        ``rows``: its rows from the last whose epoch differs from the one before it (its first
+        row when none does); ``data``: which of them are data batches; ``changed``: whether the
+        epoch changed there (the batches kept before it are dropped); ``last_marker``: the row of
+        its last marker (-1: none); ``ends_with_marker``: whether its last row is one;
         ``open_from``: where the transaction open after the rows started (None: none)."""
         if self._replayed is not None:
             self._replayed.add(entry.producer_id)
         # update_epoch: a change of epoch drops the batches kept before it.
-        if change >= 0:
+        if changed:
             entry.batches.clear()
-        for r in rows[max(change, 0):][data[max(change, 0):]][-NUM_BATCHES_TO_RETAIN:].tolist():
-            entry.batches.append(BatchMetadata(int(c.last_sequence[r]), int(c.last_offset[r]),
-                                               int(c.last_offset[r] - c.base_offset[r]), int(c.max_timestamp[r])))
-        last = int(rows[-1])
+        kept = rows[data][-NUM_BATCHES_TO_RETAIN:]
+        for seq, last_offset, base_offset, ts in zip(c.last_sequence[kept].tolist(), c.last_offset[kept].tolist(),
+                                                      c.base_offset[kept].tolist(), c.max_timestamp[kept].tolist()):
+            entry.batches.append(BatchMetadata(seq, last_offset, last_offset - base_offset, ts))
+        last = rows[-1]
         entry.producer_epoch = int(c.producer_epoch[last])
-        markers = rows[marker]
-        if len(markers):
-            entry.coordinator_epoch = int(c.coordinator_epoch[markers[-1]])
-        entry.last_timestamp = int(c.marker_timestamp[last] if marker[-1] else c.max_timestamp[last])
+        if last_marker >= 0:
+            entry.coordinator_epoch = int(c.coordinator_epoch[last_marker])
+        entry.last_timestamp = int(c.marker_timestamp[last] if ends_with_marker else c.max_timestamp[last])
         entry.current_txn_first_offset = open_from
 
     def _keep_all(self, c: FactColumns, completed: tuple, reference_rows):
@@ -267,7 +288,7 @@ class ProducerStateManager:
         import numpy as np
 
         rows, firsts, lasts, aborted = completed
-        done = rows.tolist()
+        done = [rows]
         if self._floor is not None:
             kept = np.flatnonzero(lasts >= self._floor)
             if len(kept):
@@ -275,14 +296,15 @@ class ProducerStateManager:
                 pid = int(c.producer_id[rows[i]])
                 self._keep(CompletedTxn(pid, int(firsts[i]), int(lasts[i]), bool(aborted[i])))
             rows = rows[:0]
-        events = sorted([*zip(rows.tolist(), [None] * len(rows), range(len(rows))),
-                         *((r, c.fact(r), -1) for r in reference_rows.tolist())])
-        for r, fact, i in events:
-            if fact is None:
-                self._keep(CompletedTxn(int(c.producer_id[r]), int(firsts[i]), int(lasts[i]), bool(aborted[i])))
-            elif self.append(fact) is not None:
-                done.append(r)
-        return np.sort(np.array(done, np.int64))
+        if len(rows) or len(reference_rows):
+            events = sorted([*zip(rows.tolist(), [None] * len(rows), range(len(rows))),
+                             *((r, c.fact(r), -1) for r in reference_rows.tolist())])
+            for r, fact, i in events:
+                if fact is None:
+                    self._keep(CompletedTxn(int(c.producer_id[r]), int(firsts[i]), int(lasts[i]), bool(aborted[i])))
+                elif self.append(fact) is not None:
+                    done.append(np.array([r], np.int64))
+        return np.sort(np.concatenate(done))
 
     def _check_epoch(self, entry: ProducerStateEntry, epoch: int, offset: int) -> None:
         if epoch < entry.producer_epoch:
