@@ -223,14 +223,16 @@ DAMAGED = "damaged"
 BATCH_KINDS = ("batch", DAMAGED)
 
 
-#: The smallest segment decode replays in bulk (_replay_tables): the bulk path costs ~0.6 ms a
-#: segment more than the walk (its tables' array steps, whatever their rows) and saves ~4 us a
-#: batch, so it stops losing at ~150 batches: ~150 KB of 1 KiB batches, ~40 KB of 256 B ones
-#: (decode and replay of a segment, best of 5, 2026-12-07: 107 KB of 1 KiB batches 0.86 ms a
-#: batch at a time against 1.03 in bulk, 166 KB 1.36 / 1.20, 213 KB 1.47 / 1.31; 43 KB of 256 B
-#: batches 1.14 / 1.00). Segments of a few dozen larger batches (4 KiB and up) below it would
-#: lose; at or above it they are few.
-BULK_MIN_BYTES = 192 << 10
+#: The smallest segment decode replays in bulk (_replay_tables). Its columns cost ~0.07 ms a
+#: segment more than the walk a batch at a time (a table of fewer than replica.BULK_ROWS rows is
+#: then replayed a row at a time, as the walk does), and a table replayed in bulk saves ~3 us a
+#: batch past ~90 rows. Decode and replay of a segment against the walk, median over 150
+#: replicas of 128 MiB copies, best of 3 each, 2026-12-07: 15 KB of 256 B batches even, 45 KB
+#: -0.39 ms (0.62 against 0.99); 16 KB of 1 KiB batches +0.02-0.04, 45 KB even, 150 KB -0.33;
+#: 15 KB of 4 KiB batches +0.07, 152 KB even, 449 KB -0.19. From 32 KiB the segments of
+#: small batches gain, those of 1 KiB lose nothing, and a segment of fewer larger batches
+#: loses at most ~0.07 ms.
+BULK_MIN_BYTES = 32 << 10
 
 
 def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True

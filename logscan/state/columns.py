@@ -225,6 +225,15 @@ class FactColumns:
         t = int(self.types[row])
         return MARKER_NAMES[t] if t >= 0 else None if t == NO_CONTROL_TYPE else self.names[row]
 
+    def facts(self) -> list[BatchFact]:
+        """Every row as the BatchFact append() and feed() take, in order."""
+        types = self.types.tolist()
+        names = [MARKER_NAMES[t] if t >= 0 else None if t == NO_CONTROL_TYPE else self.names[i]
+                 for i, t in enumerate(types)]
+        c = self._columns
+        return list(map(BatchFact._make, zip(*(names if name == "control_type" else c[name].tolist()
+                                                for name in BatchFact._fields))))
+
     def fact(self, row: int) -> BatchFact:
         """Row ``row`` as the BatchFact append() and feed() take."""
         c = self._columns

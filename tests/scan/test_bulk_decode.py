@@ -49,10 +49,16 @@ def _bulk_used(monkeypatch) -> list[str]:
     return used
 
 
-@pytest.fixture
-def bulk_always(monkeypatch):
-    """decode's bulk path for a segment of any size (the fixtures' are below BULK_MIN_BYTES)."""
+@pytest.fixture(params=["in bulk", "few rows a row at a time"])
+def bulk_always(monkeypatch, request):
+    """decode's bulk path for a segment of any size (the fixtures' are below BULK_MIN_BYTES),
+    its tables replayed in bulk whatever their rows, or those of fewer than
+    replica.BULK_ROWS (all of the fixtures' nearly) a row at a time, as the scan does."""
+    from logscan.scan import replica
+
     monkeypatch.setattr(pipeline, "BULK_MIN_BYTES", 0)
+    if request.param == "in bulk":
+        monkeypatch.setattr(replica, "BULK_ROWS", 1)
 
 
 @pytest.mark.parametrize("fixture", sorted(str(p.parent.relative_to(FIXTURES))

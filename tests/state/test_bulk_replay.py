@@ -121,6 +121,15 @@ def test_generated_histories_make_the_same_spans(seed):
     assert _spans(facts, cuts, state, start, floor) == _spans(facts, None, state, start, floor)
 
 
+@pytest.fixture(autouse=True)
+def tables_in_bulk(monkeypatch):
+    """ReplicaAnalyser.feed_table replays every table in bulk, however few its rows (the scan
+    feeds a table of fewer than replica.BULK_ROWS a row at a time, through feed())."""
+    from logscan.scan import replica
+
+    monkeypatch.setattr(replica, "BULK_ROWS", 1)
+
+
 def _analysis(replica, tables_of, facts_of) -> tuple:
     """A replica analysed from its segments' facts: fed a row at a time (``tables_of`` None)
     or a fact table at a time (ReplicaAnalyser.feed_table); what finish() gives and the spans
