@@ -133,6 +133,18 @@ FACT_NUMPY_TYPES = ("int64", "int64", "int64", "int64", "int16", "int32", "int32
 INT64_MIN = -(1 << 63)
 
 
+def _array(values: Sequence, kind: str):
+    """``values`` as a numpy array of ``kind``; of Python ints (an object array) where one does
+    not fit it: the reference reads a marker's timestamp as baseTimestamp plus its delta,
+    which can pass 2^63 - 1, and the bulk replay holds what the reference holds."""
+    import numpy as np
+
+    try:
+        return np.array(values, np.dtype(kind))
+    except OverflowError:
+        return np.array(values, object)
+
+
 class FactColumns:
     """A run of batch facts in log order as the replay in bulk reads them: each column a numpy
     array (FACT_NUMPY_COLUMNS), the control types as marker_types (``types``; ``names``: the
@@ -169,9 +181,9 @@ class FactColumns:
         by_name = dict(zip(BatchFact._fields, rows))
         by_name["position"] = positions
         by_name["last_offset"] = [max(last, INT64_MIN) for last in by_name["last_offset"]]
-        columns = {name: np.array(by_name[name], np.dtype(kind)) for name, kind in zip(FACT_NUMPY_COLUMNS,
-                                                                                        FACT_NUMPY_TYPES)}
-        return cls._named(columns, by_name["control_type"])
+        return cls._named({name: _array(by_name[name], kind) for name, kind in zip(FACT_NUMPY_COLUMNS,
+                                                                                    FACT_NUMPY_TYPES)},
+                          by_name["control_type"])
 
     @classmethod
     def of_table(cls, table) -> "FactColumns":

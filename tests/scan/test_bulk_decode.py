@@ -143,3 +143,25 @@ def test_small_windows_and_tables_decode_the_same(fixture, monkeypatch, bulk_alw
     assert any(len(tables) > 2 for tables in sizes)
     assert all(rows == 7 for tables in sizes for rows in tables[:-1])
     assert all(0 < tables[-1] <= 7 for tables in sizes if tables)
+
+
+def test_a_marker_timestamp_past_64_bits_decodes_the_same_in_bulk(tmp_path, bulk_always):
+    """A marker record's timestamp is its batch's baseTimestamp plus its delta, which can pass
+    2^63 - 1 (the compiled step leaves such a batch to the reference): the bulk path holds it
+    as the reference does (a Python int), where numpy's int64 column cannot."""
+    from logscan.format.control import COMMIT, encode_control_key, encode_end_txn_marker
+    from logscan.testing.encoder import Rec, encode_batch
+
+    top = (1 << 63) - 1
+    folder = tmp_path / "broker-1" / "t-0"
+    folder.mkdir(parents=True)
+    (tmp_path / "broker-1" / "meta.properties").write_text("broker.id=1\nversion=0\ncluster.id=x\n")
+    owner = dict(transactional=True, producer_id=5, producer_epoch=0)
+    data = encode_batch([Rec(b"v", b"k", (), 1000)], base_offset=0, base_sequence=0, **owner)
+    marker = encode_batch([Rec(encode_end_txn_marker(3), encode_control_key(COMMIT), (), top + 5)], base_offset=1,
+                          control=True, base_timestamp=top - 1, max_timestamp=top, **owner)
+    (folder / f"{0:020d}.log").write_bytes(data + marker)
+    reference = _decoded(tmp_path, batches=True)
+    spans = [item for kind, item in reference if kind == "span"]
+    assert [s["end_timestamp"] for s in spans] == [top + 5]
+    assert _decoded(tmp_path, batches=False) == reference
