@@ -26,9 +26,9 @@ measures:
   hardware CRC32C in Rust, a RecordBatch per batch) and in pure Python (``compiled.pure_python``);
 - ``logscan.scan.replica.read_segment``: the scan's own unit of work (the same walk, plus one
   BatchFact per batch and the control records of markers), as a Spark task runs it;
-- the bulk path of the same facts (issue 37): ``segment_fact_tables`` (the facts as Arrow
+- the bulk path of the same facts (issue 37): ``segment_fact_columns`` (the facts as numpy
   columns, runs of batches from the compiled step, no Python object per batch), and the same
-  with the producer-state replay over them (``ProducerStateManager.append_table``) next to
+  with the producer-state replay over them (``ProducerStateManager.append_columns``) next to
   read_segment's facts replayed by ``append`` one at a time (the reference), both with a
   high-watermark floor as the scan sets one;
 - another compiled walker, as an anchor: aiokafka's Cython ``MemoryRecords`` over the
@@ -60,7 +60,7 @@ import crc32c
 
 from logscan.format.compiled import pure_python
 from logscan.format.logfile import walk_batches
-from logscan.scan.replica import ReplicaRead, read_segment, segment_fact_tables
+from logscan.scan.replica import ReplicaRead, read_segment, segment_fact_columns
 from logscan.state.producer_state import ProducerStateManager
 
 from . import anchors, gen_cluster
@@ -224,21 +224,21 @@ def scan_unit(path: Path) -> int:
 
 
 def fact_tables(path: Path) -> int:
-    """The bulk path's facts of the segment (segment_fact_tables): the number of rows."""
+    """The bulk path's facts of the segment (segment_fact_columns): the number of rows."""
     read = ReplicaRead()
-    rows = sum(table.num_rows for table in segment_fact_tables(str(path), 0, out=read))
+    rows = sum(len(columns) for columns in segment_fact_columns(str(path), 0, out=read))
     if read.findings:
         raise SystemExit(f"{path}: the generated segment has findings: {read.findings[0].line()}")
     return rows
 
 
 def bulk_replay(path: Path) -> int:
-    """The bulk path's facts replayed over the columns (append_table, floor 0): the rows."""
+    """The bulk path's facts replayed over the columns (append_columns, floor 0): the rows."""
     psm = ProducerStateManager(0)
     rows = 0
-    for table in segment_fact_tables(str(path), 0, out=ReplicaRead()):
-        psm.append_table(table)
-        rows += table.num_rows
+    for columns in segment_fact_columns(str(path), 0, out=ReplicaRead()):
+        psm.append_columns(columns)
+        rows += len(columns)
     return rows
 
 
@@ -265,8 +265,8 @@ class Point:
     t_walk: float  # walk_batches with logscan._native (pure Python if it is not built)
     t_walk_python: float  # walk_batches in pure Python
     t_scan: float
-    t_tables: Optional[float] = None  # segment_fact_tables, the bulk path's facts (None: not measured)
-    t_tables_replay: Optional[float] = None  # the same replayed over the columns (append_table)
+    t_tables: Optional[float] = None  # segment_fact_columns, the bulk path's facts (None: not measured)
+    t_tables_replay: Optional[float] = None  # the same replayed over the columns (append_columns)
     t_scan_replay: Optional[float] = None  # read_segment's facts replayed one by one (append)
     t_compiled: Optional[float] = None  # aiokafka's walk, bytes in memory, no CRC (None: not installed)
     t_compiled_crc: Optional[float] = None  # the same, each batch checked with aiokafka's CRC32C
@@ -348,7 +348,7 @@ def point(kib: float, seg: Path, got: dict) -> Point:
     t = {name: seconds for name, (seconds, _) in got.items()}
     batches = got["walk"][1]
     names = {"scan": "read_segment", "crc_batch": "the per-batch CRC32C pass", "bare": "the bare loop",
-             "tables": "segment_fact_tables", "tables_replay": "the bulk replay", "scan_replay": "read_segment+append",
+             "tables": "segment_fact_columns", "tables_replay": "the bulk replay", "scan_replay": "read_segment+append",
              "walk_python": "walk_batches in pure Python", "compiled": "aiokafka's walk",
              "compiled_crc": "aiokafka's walk with its CRC"}
     for name, label in names.items():
@@ -412,7 +412,7 @@ SMALL_TARGET_KIB = (0.25, 1)
 
 def bulk_targets(points: list[Point]) -> list[str]:
     """Issue 37's targets, for read_segment (the scan's unit today) and for the bulk path
-    with its replay (fact tables + append_table: not yet the scan's path, see docs/benchmarks.md)."""
+    with its replay (fact columns + append_columns, see docs/benchmarks.md)."""
     lines = ["Targets (issue 37):"]
     for p in points:
         if p.kib not in (*SMALL_TARGET_KIB, TARGET_KIB):
@@ -432,10 +432,10 @@ def bulk_targets(points: list[Point]) -> list[str]:
 
 
 def bulk_table(points: list[Point]) -> list[str]:
-    """The bulk path's rows (issue 37): the facts as Arrow columns, and with the replay over
+    """The bulk path's rows (issue 37): the facts as numpy columns, and with the replay over
     them, next to read_segment and read_segment's facts replayed one at a time."""
-    lines = ["Bulk path (issue 37): fact tables = segment_fact_tables (the facts as Arrow columns); +replay = "
-             "ProducerStateManager.append_table over them; read_segment+append = the reference, a fact at a time",
+    lines = ["Bulk path (issue 37): fact tables = segment_fact_columns (the facts as numpy columns); +replay = "
+             "ProducerStateManager.append_columns over them; read_segment+append = the reference, a fact at a time",
              "",
              f"  {'batch':>7} | {'read_segment':>12} {'M b/s':>6} | {'fact tables':>11} {'M b/s':>6} {'limit':>6} | "
              f"{'read_segment+append':>19} {'M b/s':>6} | {'tables+replay':>13} {'M b/s':>6} {'limit':>6}",
