@@ -147,8 +147,9 @@ def _array(values: Sequence, kind: str):
 
 class FactColumns:
     """A run of batch facts in log order as the replay in bulk reads them: each column a numpy
-    array (FACT_NUMPY_COLUMNS), the control types as marker_types (``types``; ``names``: the
-    name of each row of another control type, an object array, or None where no row has one)
+    array (FACT_NUMPY_COLUMNS), the control types (``types``: the index of a row's name in
+    MARKER_NAMES, -1 another name, NO_CONTROL_TYPE none; ``names``: the name of each row of
+    another control type, an object array, or None where no row has one)
     and the flags append() asks of each row; some of its rows (``take``), or runs joined
     (``concat``), without a copy of what is not taken; any row made the BatchFact the
     reference takes (``fact``). Made from the compiled step's columns
@@ -175,8 +176,6 @@ class FactColumns:
     @classmethod
     def of_facts(cls, facts: Sequence[BatchFact], positions: Sequence[int]) -> "FactColumns":
         """The reference's facts (``positions``: each batch's byte position)."""
-        import numpy as np
-
         rows = list(zip(*facts)) if facts else [()] * len(BatchFact._fields)
         by_name = dict(zip(BatchFact._fields, rows))
         by_name["position"] = positions
@@ -248,6 +247,6 @@ class FactColumns:
 
     def fact(self, row: int) -> BatchFact:
         """Row ``row`` as the BatchFact append() and feed() take."""
-        c = self._columns
-        return BatchFact(*(c[name][row].item() if name != "control_type" else self.control_type(row)
+        c = self._columns  # (a slice's tolist: a Python value from an object column too)
+        return BatchFact(*(c[name][row:row + 1].tolist()[0] if name != "control_type" else self.control_type(row)
                            for name in BatchFact._fields))
