@@ -283,19 +283,18 @@ class ProducerStateManager:
     def _keep_all(self, c: FactColumns, completed: tuple, reference_rows):
         """The common producers' completed transactions ((rows, first offsets, marker offsets,
         aborted)) kept, and ``reference_rows`` taken by append(), in log order. With a high
-        watermark floor _keep keeps the earliest transaction whatever the order: one is made.
+        watermark floor _keep keeps one transaction: only the one it would keep is made.
         Returns the rows of every completed transaction, ascending."""
         import numpy as np
 
         rows, firsts, lasts, aborted = completed
         done = [rows]
         if self._floor is not None:
+            # _keep keeps the first, in log order, of the earliest starting ones past the floor:
+            # only that one can be kept, at its place among the reference's rows.
             kept = np.flatnonzero(lasts >= self._floor)
-            if len(kept):
-                i = kept[np.argmin(firsts[kept])]
-                pid = int(c.producer_id[rows[i]])
-                self._keep(CompletedTxn(pid, int(firsts[i]), int(lasts[i]), bool(aborted[i])))
-            rows = rows[:0]
+            at = kept[np.lexsort((rows[kept], firsts[kept]))[:1]]
+            rows, firsts, lasts, aborted = rows[at], firsts[at], lasts[at], aborted[at]
         if len(rows) or len(reference_rows):
             events = sorted([*zip(rows.tolist(), [None] * len(rows), range(len(rows))),
                              *((r, c.fact(r), -1) for r in reference_rows.tolist())])

@@ -218,3 +218,28 @@ def test_damaged_generated_replicas_analyse_the_same(tmp_path, seed):
         return _tables([f for f, _ in facts], list(range(cut, len(facts), cut)), [e.position for _, e in facts])
 
     assert _analysis(replica, tables_of, facts_of) == _analysis(replica, None, facts_of)
+
+
+def test_of_transactions_starting_at_the_same_offset_the_floor_keeps_the_first_marker():
+    """With a high-watermark floor append() keeps one completed transaction: the first, in log
+    order, of those starting earliest. Two producers' transactions open in a snapshot from the
+    same offset, closed by markers in the order 11 then 10 (rows the bulk replay groups by
+    producer, 10 first): 11's is kept, as append() keeps it."""
+    from logscan.state.producer_state import ProducerStateEntry, ProducerStateManager
+
+    def seeded():
+        psm = ProducerStateManager(0)
+        psm.seed([ProducerStateEntry(pid, 0, 0, 1000, 5) for pid in (10, 11)], 10)
+        return psm
+
+    def marker(offset, pid, commit):
+        return BatchFact(offset, offset, pid, 0, -1, -1, 2000, True, True, 1, 78, "COMMIT" if commit else "ABORT", 1,
+                         2000)
+
+    facts = [marker(10, 11, True), marker(11, 10, False)]
+    reference, bulk = seeded(), seeded()
+    for fact in facts:
+        reference.append(fact)
+    assert bulk.append_table(_tables(facts, [])[0]).tolist() == [0, 1]
+    assert [t.producer_id for t in reference.completed] == [11]
+    assert replay_state(bulk) == replay_state(reference)
