@@ -581,8 +581,7 @@ def _compiled_run(log, start: int, stop: int):
     from logscan.format import compiled
 
     try:
-        # (one buffer reused from window to window, where the source has one)
-        win = getattr(log, "reused_window", log.map)(start, stop)
+        win = log.map(start, stop)
     except OSError:
         return None
     try:
