@@ -3,7 +3,8 @@ from native/ by cargo when logscan is installed.
 
 Each step does the common case of one decoder's loop and stops where that loop would do anything
 else, so every finding and error is still the Python code's: ``walk_v2`` for
-``logfile.walk_batches`` (a run of whole, valid v2 batches), ``records_v2`` for
+``logfile.walk_batches`` (a run of whole, valid v2 batches; ``walk_facts_v2`` the same run
+as the scan's facts, for a reader of them alone), ``records_v2`` for
 ``batch.iter_records`` (a run of well-formed records; ``records_iter``, RecordsIter, the same
 one record a ``next()``), ``facts_v2`` for the scan's per-batch
 facts (logscan.scan.replica.batch_fact over a run of whole, valid v2 batches, in bulk: a column
@@ -38,6 +39,9 @@ def _native():
 _MODULE = _native()
 #: walk_batches' common step, or None.
 walk_v2 = _MODULE.walk_v2 if _MODULE is not None else None
+#: walk_v2 making each batch's fact (batch_fact's) instead of its RecordBatch, for a reader of
+#: the facts alone (replica.read_segment), or None (also from a module built before it).
+walk_facts_v2 = getattr(_MODULE, "walk_facts_v2", None)
 #: The record loop's common step, or None.
 records_v2 = _MODULE.records_v2 if _MODULE is not None else None
 #: iter_records' iterator (the record loop's stretches of well-formed records read a record a
@@ -63,13 +67,13 @@ MAX_CHUNK = 1024
 def pure_python() -> Iterator[None]:
     """Decodes that start inside run in pure Python (the bench's and the tests' comparison
     with the compiled steps)."""
-    global walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2
-    saved = walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2
-    walk_v2 = records_v2 = records_iter = facts_v2 = fact_v2 = header_v2 = txn_entry_v2 = None
+    global walk_v2, walk_facts_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2
+    saved = walk_v2, walk_facts_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2
+    walk_v2 = walk_facts_v2 = records_v2 = records_iter = facts_v2 = fact_v2 = header_v2 = txn_entry_v2 = None
     try:
         yield
     finally:
-        walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2 = saved
+        walk_v2, walk_facts_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2 = saved
 
 
 #: facts_v2's columns, in its order: a v2 batch's position in the log, its header's fields

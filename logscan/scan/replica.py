@@ -510,8 +510,9 @@ def segment_fact_columns(path: str, partition: int, *, out: ReplicaRead,
     valid v2 batches come from the compiled step in bulk (compiled.fact_arrays: numpy's view of
     its columns, no Python object per batch); everything else, and everything in pure Python,
     through the reference (_walk_entries)."""
-    return _opened(path, out, lambda log, budget: _rebatched(_fact_columns(log, path, partition, out, window,
-                                                                           budget)))
+    run = _columns_run if compiled.facts_v2 is not None else None
+    return _opened(path, out, lambda log, budget: _rebatched(_fact_runs(log, path, partition, out, window, budget,
+                                                                        run, FactColumns.of_facts)))
 
 
 def _rebatched(parts: Iterator[FactColumns]) -> Iterator[FactColumns]:
@@ -532,25 +533,30 @@ def _rebatched(parts: Iterator[FactColumns]) -> Iterator[FactColumns]:
         yield FactColumns.concat(held)
 
 
-def _fact_columns(log, path: str, partition: int, out: ReplicaRead, window: Optional[int],
-                  budget: DecompressionBudget) -> Iterator[FactColumns]:
-    """segment_fact_columns' walk of an opened segment: the compiled runs, and the reference's
-    walk from where a run stops to the next valid v2 batch (where the next run starts)."""
-    from logscan.format import compiled
+#: A compiled run: (the buffer of a window, where in it the run starts, the window's base in
+#: the log, the ReplicaRead to count in) -> (the run's facts, or None where it has none; where
+#: in the buffer it stopped).
+Run = Callable[[object, int, int, "ReplicaRead"], tuple[object, int]]
 
+
+def _fact_runs(log, path: str, partition: int, out: ReplicaRead, window: Optional[int],
+               budget: DecompressionBudget, run: Optional[Run], gather: Callable) -> Iterator:
+    """The facts of an opened segment in log order, in chunks: the compiled runs (``run``'s,
+    counted in ``out`` by it), and the reference's walk from where a run stops to the next
+    valid v2 batch (where the next run starts), its facts handed on as ``gather(facts,
+    positions)``, FACT_TABLE_ROWS at most at a time. With ``run`` None, the reference's walk."""
     size, window = log.size, window or FACT_WINDOW_BYTES
     pending: tuple[list[BatchFact], list[int]] = ([], [])
     pos, needed = 0, 0
     while pos < size:
-        run = _compiled_run(log, pos, min(size, pos + max(window, needed))) if compiled.facts_v2 else None
-        if run is not None:
-            columns, pos, needed = run
-            if columns is not None:
+        got = _compiled_run(log, pos, min(size, pos + max(window, needed)), run, out) if run is not None else None
+        if got is not None:
+            chunk, pos, needed = got
+            if chunk is not None:
                 if pending[0]:
-                    yield FactColumns.of_facts(*pending)
+                    yield gather(*pending)
                     pending = ([], [])
-                _count(out, columns)
-                yield columns
+                yield chunk
             if pos >= size:
                 break
             if needed is not None:
@@ -562,35 +568,56 @@ def _fact_columns(log, path: str, partition: int, out: ReplicaRead, window: Opti
                 pending[0].append(fact)
                 pending[1].append(entry.position)
                 if len(pending[0]) >= FACT_TABLE_ROWS:
-                    yield FactColumns.of_facts(*pending)
+                    yield gather(*pending)
                     pending = ([], [])
-                if compiled.facts_v2 is not None and type(entry) is RecordBatch:
+                if run is not None and type(entry) is RecordBatch:
                     pos = entry.position + entry.size_in_bytes  # a valid v2 batch: a run may start after it
                     break
         finally:
             walk.close()
         needed = 0
     if pending[0]:
-        yield FactColumns.of_facts(*pending)
+        yield gather(*pending)
 
 
-def _compiled_run(log, start: int, stop: int):
-    """The compiled facts of the run of batches from ``start`` in a window [start, stop) of
-    ``log``: (their FactColumns or None, where the run stopped, _crossing's bytes needed); None
-    where the window cannot be read (the reference walk from there says so, located)."""
-    from logscan.format import compiled
-
+def _compiled_run(log, start: int, stop: int, run: Run, out: ReplicaRead):
+    """``run`` over the window [start, stop) of ``log`` from ``start``: (its facts or None,
+    where the run stopped, _crossing's bytes needed); None where the window cannot be read
+    (the reference walk from there says so, located)."""
     try:
         win = log.map(start, stop)
     except OSError:
         return None
     try:
-        arrays, count, end = compiled.fact_arrays(win.buf, start - win.base, len(win.buf), win.base, 1 << 62)
+        chunk, end = run(win.buf, start - win.base, win.base, out)
         needed = _crossing(win.buf, end, log.size - win.base)
-        end += win.base
     finally:
         win.close()
-    return (_compiled_columns(arrays) if count else None), end, needed
+    return chunk, end + win.base, needed
+
+
+def _columns_run(buf, pos: int, base: int, out: ReplicaRead):
+    """A compiled run of facts as FactColumns (compiled.fact_arrays: numpy's view of facts_v2's
+    columns), counted in ``out``."""
+    arrays, count, end = compiled.fact_arrays(buf, pos, len(buf), base, 1 << 62)
+    if not count:
+        return None, end
+    columns = _compiled_columns(arrays)
+    _count(out, columns)
+    return columns, end
+
+
+def _list_run(buf, pos: int, base: int, out: ReplicaRead):
+    """A compiled run of facts as a list of BatchFact (compiled.walk_facts_v2), counted in
+    ``out`` as iter_segment's walk counts them."""
+    facts, end, max_timestamp = compiled.walk_facts_v2(buf, pos, len(buf), BatchFact, 1 << 62)
+    if not facts:
+        return None, end
+    if out.first_offset is None:
+        out.first_offset = facts[0].base_offset
+    out.max_timestamp = max(out.max_timestamp, max_timestamp)
+    out.batches += len(facts)
+    return facts, end
 
 
 def _crossing(buf, stop: int, left: int) -> Optional[int]:
@@ -621,8 +648,22 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
     records), appended to ``out``; the unit of work of a Spark task as much as of the local
     loop. ``headers`` keeps each batch's header for the batches table. With ``on_fact`` the
     facts stream to it (with their headers) instead of being listed, so memory does not grow
-    with the segment (:func:`iter_segment` is the same walk as a generator)."""
+    with the segment (:func:`iter_segment` is the same walk as a generator). Where only the
+    facts are asked (no headers, no ``on_fact``, a whole segment of a topic other than
+    `__transaction_state`), the runs of whole, valid v2 batches are read by the compiled step
+    in bulk (compiled.walk_facts_v2: no RecordBatch, no Python step per batch), the rest by
+    the same walk."""
     out = ReplicaRead() if out is None else out
+    if (compiled.walk_facts_v2 is not None and on_fact is None and not headers and not is_txn_log
+            and byte_range is None):
+        # Through the reader's own windows, as the walk a batch at a time reads.
+        def runs(log, budget):
+            return _fact_runs(log, path, partition, out, getattr(log, "window_bytes", None), budget, _list_run,
+                              _facts_of)
+
+        for chunk in _opened(path, out, runs):
+            out.facts.extend(chunk)
+        return out
     for fact, entry in iter_segment(path, partition, is_txn_log=is_txn_log, out=out, headers=headers,
                                     byte_range=byte_range):
         if on_fact is not None:
@@ -632,6 +673,11 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
             if headers:
                 out.headers.append(entry)
     return out
+
+
+def _facts_of(facts: list[BatchFact], positions: list[int]) -> list[BatchFact]:
+    """The reference walk's facts as read_segment lists them (without their positions)."""
+    return facts
 
 
 def read_replica(replica: ReplicaDir, *, headers: bool = False) -> ReplicaRead:

@@ -98,6 +98,18 @@ fn tuple_instance<'py, const N: usize>(py: Python<'py>, cls: &Bound<'py, PyType>
     }
 }
 
+/// ``instance`` (a tuple_instance whose items are ints, bools, strings or None) no longer
+/// tracked by the garbage collector: such a tuple can be in no reference cycle. CPython
+/// untracks a plain tuple like it at its first collection, but not an instance of a subclass
+/// (a RecordBatch, a BatchFact), so every collection would traverse each of the facts and
+/// batches a reader holds (a tenth of the time of a walk of large batches).
+fn untracked(instance: Bound<'_, PyAny>) -> Bound<'_, PyAny> {
+    // SAFETY: the instance was tracked by its allocation (PyType_GenericAlloc) and is fully
+    // made; untracking it only keeps collections from visiting it.
+    unsafe { ffi::PyObject_GC_UnTrack(instance.as_ptr().cast()) };
+    instance
+}
+
 /// A RecordBatch (``cls``): ``position``, the header ``fields`` and True (crc_valid).
 fn record_batch<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, position: i64, fields: &[i64; 13])
     -> PyResult<Bound<'py, PyAny>> {
@@ -106,7 +118,7 @@ fn record_batch<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, position: i64, f
         i if i < FIELDS - 1 => int(py, fields[i - 1]),
         _ => PyBool::new(py, true).to_owned().into_any(),
     });
-    tuple_instance(py, cls, items)
+    tuple_instance(py, cls, items).map(untracked)
 }
 
 fn int(py: Python<'_>, value: i64) -> Bound<'_, PyAny> {
@@ -125,39 +137,107 @@ fn int(py: Python<'_>, value: i64) -> Bound<'_, PyAny> {
 fn walk_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, base: i64,
                 verify_crc: bool, batch_class: &Bound<'py, PyType>, limit: usize)
                 -> PyResult<(Bound<'py, PyList>, i64)> {
-    if pos < 0 {
-        return Err(PyValueError::new_err(format!("negative position {pos}")));
-    }
-    let view = contiguous_view(buf, batch_class, "batch_class")?;
-    let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
-    // SAFETY: ``view`` keeps the exporter's ``len`` bytes alive and in place (it can neither
-    // resize nor free them) until it is dropped at the end of this call. Making a RecordBatch
-    // may run a garbage collection, whose finalizers could write to a writable buffer, so no
-    // slice of the bytes outlives the one read it is taken for.
-    let bytes = |from: usize, to: usize| -> &[u8] {
-        assert!(from <= to && to <= len);
-        unsafe { std::slice::from_raw_parts(start.add(from), to - from) }
-    };
-    let end = end.min(len as i64);
+    let held = Held::new(buf, batch_class, "batch_class", pos)?;
+    let end = end.min(held.len as i64);
     let out = PyList::empty(py);
     let mut pos = pos;
     let mut count = 0;
-    while count < limit && pos + HEADER as i64 <= end {
-        let at = pos as usize;
-        let fields = header_fields(bytes(at, at + HEADER));
-        let (length, magic, crc) = (fields[1], fields[3], fields[4]);
-        let next = pos + LOG_OVERHEAD + length;
-        if magic != 2 || length < MIN_V2_SIZE || next > end {
-            break;
-        }
-        if verify_crc && crc_32c(bytes(at + CRC_START, next as usize)) != crc {
-            break;
-        }
+    while count < limit {
+        let Some((fields, next)) = v2_step(&held, pos, end, verify_crc) else { break };
         out.append(record_batch(py, batch_class, pos + base, &fields)?)?;
         count += 1;
         pos = next;
     }
     Ok((out, pos))
+}
+
+/// A walk's buffer: its bytes held alive and in place by its view (it can neither resize nor
+/// free them) until this is dropped, read a slice at a time. Making a Python object may run
+/// a garbage collection, whose finalizers could write to a writable buffer, so no slice of
+/// the bytes outlives the one read it is taken for.
+struct Held {
+    _view: PyBuffer<u8>,
+    start: *const u8,
+    len: usize,
+}
+
+impl Held {
+    /// ``buf`` of a step walking from ``pos`` (not negative) and making ``class`` instances
+    /// (``name`` in the error; contiguous_view's checks).
+    fn new(buf: &Bound<'_, PyAny>, class: &Bound<'_, PyType>, name: &str, pos: i64) -> PyResult<Self> {
+        if pos < 0 {
+            return Err(PyValueError::new_err(format!("negative position {pos}")));
+        }
+        let view = contiguous_view(buf, class, name)?;
+        let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
+        Ok(Held { _view: view, start, len })
+    }
+
+    fn bytes(&self, from: usize, to: usize) -> &[u8] {
+        assert!(from <= to && to <= self.len);
+        // SAFETY: the view keeps the ``len`` bytes from ``start`` alive and in place while
+        // self lives; [from, to) is within them.
+        unsafe { std::slice::from_raw_parts(self.start.add(from), to - from) }
+    }
+}
+
+/// One step of the walk at ``pos`` of ``held`` (``end`` at most its length): the header
+/// fields of the whole v2 batch there and where the next entry starts; None where there is
+/// no such batch (fewer than a header's bytes left, not magic 2, a Length below 49, an end
+/// past ``end``) or, when ``verify_crc``, its CRC-32C (over the bytes from its attributes to
+/// its end, in place) does not match: there walk_batches' general step takes over.
+fn v2_step(held: &Held, pos: i64, end: i64, verify_crc: bool) -> Option<([i64; 13], i64)> {
+    if pos + HEADER as i64 > end {
+        return None;
+    }
+    let at = pos as usize;
+    let fields = header_fields(held.bytes(at, at + HEADER));
+    let (length, magic, crc) = (fields[1], fields[3], fields[4]);
+    let next = pos + LOG_OVERHEAD + length;
+    if magic != 2 || length < MIN_V2_SIZE || next > end {
+        return None;
+    }
+    if verify_crc && crc_32c(held.bytes(at + CRC_START, next as usize)) != crc {
+        return None;
+    }
+    Some((fields, next))
+}
+
+/// walk_v2 with every CRC checked, each batch's fact (a ``fact_class`` instance, BatchFact's
+/// fields: logscan.scan.replica.batch_fact's) made instead of its RecordBatch: the facts of a
+/// run of whole, valid v2 batches of ``buf[pos:end]``, at most ``limit``, the position the run
+/// stopped at and the largest of their max timestamps (the smallest int64 for none). It stops
+/// where walk_v2 stops, and before a batch whose fact the reference makes some other way
+/// (fact_v2's None), so the reference walk from there reads it. For a reader that needs the
+/// facts alone (the scan's read_segment): no RecordBatch, no Python call per batch, and a
+/// field equal to the previous fact's (a producer's id, a batch size) shares its int object.
+#[pyfunction]
+#[pyo3(signature = (buf, pos, end, fact_class, limit))]
+fn walk_facts_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64,
+                      fact_class: &Bound<'py, PyType>, limit: usize) -> PyResult<(Bound<'py, PyList>, i64, i64)> {
+    let held = Held::new(buf, fact_class, "fact_class", pos)?;
+    let end = end.min(held.len as i64);
+    let out = PyList::empty(py);
+    let mut last: [Option<(i64, Bound<'py, PyAny>)>; FACT_FIELDS] = std::array::from_fn(|_| None);
+    let mut int_of = |field: usize, value: i64| match &last[field] {
+        Some((held, object)) if *held == value => object.clone(),
+        _ => {
+            let object = int(py, value);
+            last[field] = Some((value, object.clone()));
+            object
+        }
+    };
+    let (mut pos, mut max_timestamp) = (pos, i64::MIN);
+    while out.len() < limit {
+        let Some((f, next)) = v2_step(&held, pos, end, true) else { break };
+        let record = held.bytes(pos as usize + HEADER, next as usize);
+        let Ok(marker) = marker_fact(f[5], f[1], f[12], f[7], f[8], record) else { break };
+        let Some(fact) = fact_of(py, fact_class, &f, marker, &mut int_of)? else { break };
+        out.append(fact)?;
+        max_timestamp = max_timestamp.max(f[8]);
+        pos = next;
+    }
+    Ok((out, pos, max_timestamp))
 }
 
 /// A zig-zag varint at ``at`` of ``data[..end]`` as ByteUtils reads it (at most ``max_bytes``
@@ -703,9 +783,8 @@ fn fact_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, batch: &Bound<'py, PyT
             Err(_) => return Ok(None),
         }
     }
-    let (position, base_offset, length, attributes, last_delta) = (f[0], f[1], f[2], f[6], f[7]);
-    let (base_timestamp, max_timestamp, producer_id, epoch, base_sequence, records) = (f[8], f[9], f[10], f[11], f[12], f[13]);
-    let Some(last_offset) = base_offset.checked_add(last_delta) else { return Ok(None) };
+    let (position, length, attributes) = (f[0], f[2], f[6]);
+    let (base_timestamp, max_timestamp, records) = (f[8], f[9], f[13]);
     let marker = if attributes & CONTROL_FLAG != 0 && records > 0 {
         // Any other buffer (not bytes-like, not contiguous) or a batch outside it: the reference's.
         let Ok(view) = PyBuffer::<u8>::get(buf) else { return Ok(None) };
@@ -730,6 +809,22 @@ fn fact_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, batch: &Bound<'py, PyT
     } else {
         None
     };
+    let header: [i64; 13] = f[1..].try_into().expect("a RecordBatch's header fields");
+    fact_of(py, fact_class, &header, marker, &mut |_, value| int(py, value))
+}
+
+/// BatchFact's fields.
+const FACT_FIELDS: usize = 14;
+
+/// The fact (a ``fact_class`` instance, BatchFact's fields) of a v2 batch with the header
+/// ``f`` (header_fields' order) and ``marker`` (marker_fact's Ok), each int field made by
+/// ``int_of(its index, its value)``: None where the reference makes it some other way (a last
+/// offset or a size past 64 bits). fact_v2's and walk_facts_v2's.
+fn fact_of<'py>(py: Python<'py>, fact_class: &Bound<'py, PyType>, f: &[i64; 13], marker: Option<(i16, i32, i64)>,
+                int_of: &mut dyn FnMut(usize, i64) -> Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let (base_offset, length, attributes, last_delta) = (f[0], f[1], f[5], f[6]);
+    let (max_timestamp, producer_id, epoch, base_sequence, records) = (f[8], f[9], f[10], f[11], f[12]);
+    let Some(last_offset) = base_offset.checked_add(last_delta) else { return Ok(None) };
     let Some(size) = length.checked_add(LOG_OVERHEAD) else { return Ok(None) };
     let (control_type, coordinator_epoch, marker_ts) = match marker {
         Some((type_id, coordinator_epoch, ts)) => {
@@ -739,23 +834,23 @@ fn fact_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, batch: &Bound<'py, PyT
         None => (py.None().into_bound(py), -1, -1),
     };
     let flag = |mask: i64| PyBool::new(py, attributes & mask != 0).to_owned().into_any();
-    let items = [
-        int(py, base_offset),
-        int(py, last_offset),
-        int(py, producer_id),
-        int(py, epoch),
-        int(py, base_sequence),
-        int(py, last_sequence(base_sequence, last_delta)),
-        int(py, max_timestamp),
+    let items: [Bound<'py, PyAny>; FACT_FIELDS] = [
+        int_of(0, base_offset),
+        int_of(1, last_offset),
+        int_of(2, producer_id),
+        int_of(3, epoch),
+        int_of(4, base_sequence),
+        int_of(5, last_sequence(base_sequence, last_delta)),
+        int_of(6, max_timestamp),
         flag(TRANSACTIONAL_FLAG),
         flag(CONTROL_FLAG),
-        int(py, records),
-        int(py, size),
+        int_of(9, records),
+        int_of(10, size),
         control_type,
-        int(py, coordinator_epoch),
-        int(py, marker_ts),
+        int_of(12, coordinator_epoch),
+        int_of(13, marker_ts),
     ];
-    tuple_instance(py, fact_class, items).map(Some)
+    tuple_instance(py, fact_class, items).map(|fact| Some(untracked(fact)))
 }
 
 /// The batches table's header columns of one v2 batch (logscan.scan.rows.header_values, in
@@ -976,6 +1071,7 @@ fn txn_entry_v2<'py>(py: Python<'py>, key: &Bound<'py, PyAny>, value: &Bound<'py
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walk_v2, m)?)?;
+    m.add_function(wrap_pyfunction!(walk_facts_v2, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(facts_v2, m)?)?;
     m.add_function(wrap_pyfunction!(fact_v2, m)?)?;

@@ -2,7 +2,9 @@
 per field, held to the reference (logscan.scan.replica.batch_fact over the Python walk) field for
 field; and segment_fact_tables, the segment read through it, held to iter_segment's facts and
 findings on every segment of the real-broker fixtures, through windows of any size, damaged,
-and in pure Python. The fuzz target ``native`` compares the columns with the reference too.
+and in pure Python. walk_facts_v2 (the facts of a run as BatchFact objects) and read_segment,
+which reads a segment's facts alone through it, are held to the same. The fuzz target
+``native`` compares the columns and the objects with the reference too.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from logscan.format import compiled
 from logscan.format.batch import RecordBatch
 from logscan.format.control import COMMIT, LEADER_CHANGE, encode_control_key
 from logscan.format.logfile import walk_batches
+from logscan.logdir import segment
 from logscan.scan.replica import (FACT_TABLE_COLUMNS, INT64_MIN, ReplicaRead, facts_to_table, iter_segment,
-                                  segment_fact_tables)
+                                  read_segment, segment_fact_tables)
+from logscan.state.facts import BatchFact
 from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, legacy_message
-from tools.fuzz.targets import compiled_facts_key, reference_facts_key
+from tools.fuzz.targets import compiled_facts_key, reference_fact, reference_facts_key
 
 from tests.format.test_native import REPO, T0, _batch
 
@@ -66,25 +70,68 @@ def _reference(buf, base: int = 0) -> list[tuple]:
     return reference_facts_key(buf, entries, base)
 
 
-def test_a_run_stops_where_the_reference_makes_the_fact_another_way(facts_v2):
-    """Before a batch the compiled step does not read as the reference does (a control batch
+def _stopping(head: bytes) -> list[bytes]:
+    """``head`` followed by each kind of entry a compiled run stops before (a control batch
     other than one marker record, a last offset past 64 bits, a legacy entry, a failed CRC,
-    the tail), with the facts before it."""
-    head = b"".join(_parts()[:3])
+    the tail)."""
     leader_change = encode_batch([Rec(b"\x00\x00\x00\x00", encode_control_key(LEADER_CHANGE), (), T0)],
                                  base_offset=9, control=True)
     two_markers = encode_batch([Rec(b"\x00\x00\x00\x00\x00\x05", encode_control_key(COMMIT), (), T0)] * 2,
                                base_offset=9, control=True, transactional=True, producer_id=1, producer_epoch=0)
     bad_crc = bytearray(_batch(9))
     bad_crc[-1] ^= 1
-    for buf in (*(head + tail + _batch(99) for tail in (leader_change, two_markers, _batch(2**63 - 2, n=3),
-                                                         legacy_message(9, b"v", magic=1), bytes(bad_crc))),
-                head + _batch(9)[:-1]):
+    return [*(head + tail + _batch(99) for tail in (leader_change, two_markers, _batch(2**63 - 2, n=3),
+                                                     legacy_message(9, b"v", magic=1), bytes(bad_crc))),
+            head + _batch(9)[:-1]]
+
+
+def test_a_run_stops_where_the_reference_makes_the_fact_another_way(facts_v2):
+    """Before a batch the compiled step does not read as the reference does, with the facts
+    before it."""
+    head = b"".join(_parts()[:3])
+    for buf in _stopping(head):
         arrays, count, stop = compiled.batch_facts(buf, 0, len(buf), 0, 1 << 62)
         assert (count, stop) == (3, len(head))
         assert compiled_facts_key(arrays, count) == _reference(head)
     arrays, count, stop = compiled.batch_facts(head, 0, len(head), 0, 2)
     assert (count, stop) == (2, len(_parts()[0]) + len(_parts()[1]))
+
+
+@pytest.fixture
+def walk_facts_v2():
+    if compiled.walk_facts_v2 is None:
+        pytest.skip("logscan._native's walk_facts_v2 is not in use (LOGSCAN_PURE_PYTHON, or a build before it)")
+    return compiled.walk_facts_v2
+
+
+def _reference_objects(buf) -> list[BatchFact]:
+    """The reference's facts of every entry of ``buf`` (batch_fact over the walk in pure Python)."""
+    with compiled.pure_python():
+        entries = list(walk_batches(buf))
+    assert all(type(b) is RecordBatch and b.crc_valid for b in entries)
+    return [reference_fact(buf, b)[0] for b in entries]
+
+
+def test_fact_objects_are_the_reference_facts(walk_facts_v2):
+    """walk_facts_v2's BatchFacts of a run are the reference's, field for field and of its
+    class, from any start, with the largest max timestamp among them; at most ``limit``."""
+    parts = _parts()
+    buf = b"".join(parts)
+    facts, stop, top = walk_facts_v2(buf, 0, len(buf), BatchFact, 1 << 62)
+    assert (len(facts), stop) == (len(parts), len(buf))
+    assert facts == _reference_objects(buf) and all(type(f) is BatchFact for f in facts)
+    assert top == max(f.max_timestamp for f in facts)
+    start = len(parts[0]) + len(parts[1])
+    facts, stop, _ = walk_facts_v2(buf, start, len(buf), BatchFact, 2)
+    assert (facts, stop) == (_reference_objects(buf[start:])[:2], start + len(parts[2]) + len(parts[3]))
+    assert walk_facts_v2(buf, len(buf), len(buf), BatchFact, 1 << 62) == ([], len(buf), -2**63)
+
+
+def test_a_run_of_fact_objects_stops_where_facts_v2_stops(walk_facts_v2):
+    head = b"".join(_parts()[:3])
+    for buf in _stopping(head):
+        facts, stop, _ = walk_facts_v2(buf, 0, len(buf), BatchFact, 1 << 62)
+        assert (facts, stop) == (_reference_objects(head), len(head))
 
 
 def _rows(tables) -> list[tuple]:
@@ -124,8 +171,36 @@ def test_every_real_segment_gives_iter_segments_facts(pure):
         assert sum(_same_as_iter_segment(p) for p in logs) > 1000
 
 
+def _read_segment_same_as_iter_segment(path: Path) -> int:
+    """read_segment's facts, findings and counts are iter_segment's in pure Python (the
+    reference's walk, a batch at a time)."""
+    got, ref = read_segment(str(path), 0, is_txn_log=False), ReplicaRead()
+    with compiled.pure_python():
+        expected = [fact for fact, _ in iter_segment(str(path), 0, is_txn_log=False, out=ref)]
+    assert got.facts == expected, path
+    assert got.findings == ref.findings, path
+    assert (got.batches, got.first_offset, got.max_timestamp, got.bytes_read) == \
+        (ref.batches, ref.first_offset, ref.max_timestamp, ref.bytes_read), path
+    return len(expected)
+
+
+def test_read_segment_gives_the_reference_facts_of_every_real_segment(walk_facts_v2):
+    assert sum(_read_segment_same_as_iter_segment(p) for p in _fixture_logs()) > 1000
+
+
 @pytest.mark.parametrize("window", [64, 300, 5000])
-def test_windows_of_any_size_and_damage_give_iter_segments_facts(tmp_path, window):
+def test_read_segment_gives_the_reference_facts_through_windows_and_damage(walk_facts_v2, tmp_path, monkeypatch,
+                                                                           window):
+    """The cases of the table path below, read by read_segment through windows of ``window``
+    bytes (LogWindows' own, which read_segment reads through)."""
+    monkeypatch.setattr(segment, "LOG_WINDOW_BYTES", window)
+    for i, buf in enumerate(_damaged_cases()):
+        path = tmp_path / f"{i:020d}.log"
+        path.write_bytes(buf)
+        assert _read_segment_same_as_iter_segment(path) > 0
+
+
+def _damaged_cases() -> list[bytes]:
     """Window edges through headers and batches, a batch larger than a window, and damage:
     a failed CRC, a size grown over the next batch, zero fill, a legacy entry, a cut tail,
     a batch whose last offset passes 2^63-1 and one whose sum falls below -2^63."""
@@ -137,10 +212,15 @@ def test_windows_of_any_size_and_damage_give_iter_segments_facts(tmp_path, windo
     grown = bytearray(clean)
     at = len(parts[0]) + 8
     grown[at:at + 4] = (int.from_bytes(grown[at:at + 4], "big") + 90).to_bytes(4, "big")
-    cases = [clean, clean[:-7], clean + bytes(300), clean[:400] + b"\xff" * 50 + clean[400:], bytes(flipped),
-             bytes(grown), clean + _batch(2**63 - 2) + _batch(5),
-             clean + _batch(-2**63, last_offset_delta=-3) + _batch(5)]
-    for i, buf in enumerate(cases):
+    return [clean, clean[:-7], clean + bytes(300), clean[:400] + b"\xff" * 50 + clean[400:], bytes(flipped),
+            bytes(grown), clean + _batch(2**63 - 2) + _batch(5),
+            clean + _batch(-2**63, last_offset_delta=-3) + _batch(5)]
+
+
+@pytest.mark.parametrize("window", [64, 300, 5000])
+def test_windows_of_any_size_and_damage_give_iter_segments_facts(tmp_path, window):
+    """_damaged_cases through windows of ``window`` bytes."""
+    for i, buf in enumerate(_damaged_cases()):
         path = tmp_path / f"{i:020d}.log"
         path.write_bytes(buf)
         assert _same_as_iter_segment(path, window) > 0
@@ -160,8 +240,6 @@ def test_a_reference_table_holds_what_the_compiled_one_does(facts_v2, tmp_path):
 def test_a_file_that_shrinks_under_the_read_gives_iter_segments_finding(tmp_path, monkeypatch):
     """A window that cannot be read (the file shorter than when it was opened): the reference
     walk from there reports it, located, as iter_segment does."""
-    from logscan.logdir import segment
-
     path = tmp_path / "0.log"
     path.write_bytes(b"".join(_parts() * 3))
     cut = path.stat().st_size // 2
@@ -175,4 +253,7 @@ def test_a_file_that_shrinks_under_the_read_gives_iter_segments_finding(tmp_path
     monkeypatch.setattr(segment, "_read_into", shrunk)
     for window in (300, 2000):  # (a window of the whole file: no row, and the same finding)
         assert _same_as_iter_segment(path, window) > 0
+        with monkeypatch.context() as m:
+            m.setattr(segment, "LOG_WINDOW_BYTES", window)  # read_segment reads through LogWindows' own
+            assert _read_segment_same_as_iter_segment(path) > 0
     assert _same_as_iter_segment(path) == 0

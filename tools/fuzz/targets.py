@@ -197,9 +197,9 @@ def reference_fact(buf, batch: RecordBatch, base: int = 0) -> tuple:
 
 
 def _check_facts(data: bytes, end: int, base: int) -> None:
-    """The compiled facts of the run from the start (compiled.batch_facts) are the reference's
-    facts of the Python walk's first entries, each a whole v2 batch with a valid CRC, and the
-    run stops where they end."""
+    """The compiled facts of the run from the start (compiled.batch_facts, and as BatchFact
+    objects compiled.walk_facts_v2) are the reference's facts of the Python walk's first
+    entries, each a whole v2 batch with a valid CRC, and the run stops where they end."""
     arrays, count, stop = compiled.batch_facts(data, 0, end, base, 1 << 62)
     with compiled.pure_python():
         walk = walk_batches(data, 0, end, base=base)
@@ -211,6 +211,13 @@ def _check_facts(data: bytes, end: int, base: int) -> None:
            f"the compiled facts stop at {stop}")
     _check_same(compiled_facts_key(arrays, count), reference_facts_key(data, entries, base),
                 "the compiled facts differ from the reference's")
+    if compiled.walk_facts_v2 is not None:
+        from logscan.state.facts import BatchFact
+
+        facts, at, _ = compiled.walk_facts_v2(data, 0, end, BatchFact, 1 << 62)
+        _check(at == stop, f"the compiled fact objects stop at {at}, the columns at {stop}")
+        _check_same(facts, [reference_fact(data, b, base)[0] for b in entries],
+                    "the compiled fact objects (walk_facts_v2) differ from the reference's")
 
 
 def native(data: bytes) -> None:
