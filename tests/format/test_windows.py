@@ -249,15 +249,16 @@ def test_a_file_that_shrinks_under_the_walk_is_a_located_finding(tmp_path, monke
 
 
 def test_a_window_still_held_is_never_read_over(tmp_path):
-    """LogWindows reads each window into the one buffer it keeps, page cache to a cache line
-    of it, while no view of that buffer is alive; a window of which a view (or a slice of
-    one) is still held after its close keeps its bytes, and the next is read elsewhere."""
+    """LogWindows read each window into the one buffer a thread's readers share, page cache to
+    a cache line of it, while no view of that buffer is alive; a window of which a view (or a
+    slice of one) is still held after its close keeps its bytes, and the next is read
+    elsewhere; so do two readers' windows open at once."""
     import ctypes
 
     data = bytes(range(256)) * 64
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
-    with LogWindows(str(path)) as log:
+    with LogWindows(str(path)) as log, LogWindows(str(path)) as other_log:
         first = log.map(0, 4096)
         assert ctypes.addressof(ctypes.c_char.from_buffer(first.buf)) % segment.CACHE_LINE == 0
         kept = first.buf[10:20]
@@ -265,15 +266,16 @@ def test_a_window_still_held_is_never_read_over(tmp_path):
         second = log.map(4096, 8192)
         assert bytes(kept) == data[10:20] and bytes(second.buf) == data[4096:8192]
         second.close()
-        buffer = log._buffer
+        buffer = segment._WINDOWS.buf
         for at in range(8192, len(data), 4096):
-            win = log.map(at, at + 4096)
+            win = (log, other_log)[at // 4096 % 2].map(at, at + 4096)
             assert bytes(win.buf) == data[at:at + 4096]
             win.close()
-        assert log._buffer is buffer  # nothing held: read into the same buffer
+        assert segment._WINDOWS.buf is buffer  # nothing held: read into the same buffer
         assert bytes(kept) == data[10:20]
         held = log.map(0, 100)
-        other = log.map(100, 300)  # the first still open: its bytes stay
-        assert bytes(held.buf) == data[:100] and bytes(other.buf) == data[100:300]
-        held.close()
-        other.close()
+        other = other_log.map(100, 300)  # the first still open: its bytes stay
+        again = log.map(300, 400)
+        assert (bytes(held.buf), bytes(other.buf), bytes(again.buf)) == (data[:100], data[100:300], data[300:400])
+        for win in (held, other, again):
+            win.close()
