@@ -346,8 +346,8 @@ class LogWindows:
     the scan's reader and the dump's: a regular file only (open_regular; anything else is
     NotRegularFile).
 
-    ``copy=True`` (the default) reads its windows (``window_bytes``, 4 MiB) into memory
-    rather than map them: a page of a mapping that the file no longer covers kills the
+    ``copy=True`` (the default) reads its windows (``window_bytes``, 4 MiB) into memory (the
+    buffer its thread's readers share, _window_buffer) rather than map them: a page of a mapping that the file no longer covers kills the
     process with SIGBUS when touched, while a read of it is short, and a short read is
     FileShrank (an OSError), which the walk reports where it happened (LogShrank). Only a
     window larger than COPY_WINDOW_BYTES is mapped (one entry that large, or a resync
