@@ -11,6 +11,8 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
+from logscan.format.primitives import java_long
+
 _PAIR = struct.Struct(">qq")
 _MEMORY_LIMIT = 1 << 20  # bytes kept in memory before the spool moves to disk
 _READ_PAIRS = 4096
@@ -27,7 +29,7 @@ class PairSpool:
         # As Java's longs hold them: an offset past 2^63-1 (a damaged base offset, reported
         # as offset-overflow) wraps, as kafka-dump-log's sum does.
         if not -2**63 <= a < 2**63 or not -2**63 <= b < 2**63:
-            a, b = (a + 2**63) % 2**64 - 2**63, (b + 2**63) % 2**64 - 2**63
+            a, b = java_long(a), java_long(b)
         self._file.write(_PAIR.pack(a, b))
         self.count += 1
 

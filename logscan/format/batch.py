@@ -18,7 +18,7 @@ from typing import Iterator, NamedTuple
 
 from . import compiled, compression
 from .errors import CorruptRecordError, TruncatedInput, UnknownMagic
-from .primitives import java_utf8
+from .primitives import java_long, java_utf8
 
 
 def _load_crc32c():
@@ -426,7 +426,7 @@ def _decode_records(buf, batch: RecordBatch, base: int, max_decompressed: int,
                        f"instead read {p - body_start}", record_start, expected=body, found=p - body_start)
         yield new_record(Record, (
             base_offset + offset_delta, offset_delta,
-            base_timestamp + timestamp_delta if log_append_time is None else log_append_time,
+            java_long(base_timestamp + timestamp_delta) if log_append_time is None else log_append_time,
             timestamp_delta, attributes - 256 if attributes > 127 else attributes,
             (base_sequence + offset_delta if base_sequence + offset_delta <= INT32_MAX
              else increment_sequence(base_sequence, offset_delta)) if base_sequence >= 0 else NO_SEQUENCE,

@@ -82,6 +82,12 @@ def encode_unsigned_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def java_long(value: int) -> int:
+    """``value`` as Java's long arithmetic leaves it: wrapped to signed 64 bits (Kafka sums a
+    batch's base and a record's delta with no overflow check)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def need(buf_len: int, pos: int, size: int, what: str) -> None:
     """Raise TruncatedInput unless ``size`` bytes of ``what`` are available at ``pos``."""
     if pos + size > buf_len:

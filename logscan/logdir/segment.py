@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from logscan.format.errors import DecodeError
 from logscan.format.logfile import WINDOW_BYTES, BufferWindow
+from logscan.format.primitives import java_long
 from logscan.text import printable
 
 from . import store
@@ -93,11 +94,10 @@ def offset_overflow_finding(path: str, batch) -> Finding:
     """A v2 batch whose last offset (base offset + lastOffsetDelta) passes Long.MAX_VALUE:
     no broker writes one (offsets are signed 64-bit), and Java's sum wraps negative."""
     last = batch.base_offset + batch.last_offset_delta
-    wrapped = (last + 2**63) % 2**64 - 2**63
     return Finding(path, batch.position, "offset-overflow",
                    f"batch at base offset {batch.base_offset} with lastOffsetDelta {batch.last_offset_delta}: "
                    f"its last offset {last} passes 2^63-1, the largest offset Kafka has (Java's sum wraps to "
-                   f"{wrapped})", batch.size_in_bytes)
+                   f"{java_long(last)})", batch.size_in_bytes)
 
 
 LINK = "link"

@@ -413,10 +413,8 @@ where F: Fn(usize, usize) -> &'b [u8] {
     let Some(offset) = batch.base_offset.checked_add(raw.offset_delta) else { return Ok(None) };
     let timestamp = match batch.log_append_time {
         Some(t) => t,
-        None => match batch.base_timestamp.checked_add(raw.timestamp_delta) {
-            Some(t) => t,
-            None => return Ok(None),
-        },
+        // Java's sum: no overflow check, a wrap (primitives.java_long)
+        None => batch.base_timestamp.wrapping_add(raw.timestamp_delta),
     };
     let sequence = if batch.base_sequence >= 0 { batch.base_sequence + raw.offset_delta } else { -1 };
     if sequence > i32::MAX as i64 {
@@ -655,8 +653,9 @@ fn marker_fact(attributes: i64, length: i64, records: i64, base_timestamp: i64, 
         return Err(());
     }
     let (type_id, epoch, ts_delta) = marker_record(record).ok_or(())?;
-    let ts = if attributes & LOG_APPEND_TIME != 0 { Some(max_timestamp) } else { base_timestamp.checked_add(ts_delta) };
-    Ok(Some((type_id, epoch, ts.ok_or(())?)))
+    // Java's sum wraps (primitives.java_long)
+    let ts = if attributes & LOG_APPEND_TIME != 0 { max_timestamp } else { base_timestamp.wrapping_add(ts_delta) };
+    Ok(Some((type_id, epoch, ts)))
 }
 
 /// The per-batch facts of a run of batches, a column per field (FACT_COLUMNS' order).
