@@ -42,6 +42,7 @@ from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan.output import is_remote, table_uri
 from logscan.scan.pipeline import CONSUMER_OFFSETS_TOPIC
+from logscan.scan import spool
 from logscan.scan.spool import SpoolFolder
 from spark_jobs.tasks import kept_blob_batches
 
@@ -61,36 +62,49 @@ def _of_replicas(rows: pa.RecordBatch, keys: set[tuple[int, str, int]], broker: 
     return rows.filter(pa.array([k in keys for k in zip(brokers, topics, partitions)], pa.bool_()))
 
 
-#: What :func:`small_rows` gives: a served replica's span (``record_type`` "span": SPAN_COLUMNS)
-#: or a log segment's files row ("segment": pipeline.SEGMENT_COLUMNS), in one flat schema (no
-#: list column: nothing for Spark's Arrow writer to fill row by row) so that one job brings both.
-SMALL = pa.schema([pa.field("record_type", pa.string()),
-                   *(R.TXN_SPANS.field(c) for c in SPAN_COLUMNS),
-                   *(R.FILES.field(c) for c in pipeline.SEGMENT_COLUMNS if c not in SPAN_COLUMNS)])
+#: What :func:`small_rows` and :func:`packed` give: rows in chunks, a chunk per Arrow batch
+#: of a task (``data``: the values of ``rows`` rows as tuples, spool.pack), ``record_type``
+#: naming the columns they hold: "span", a served replica's spans (SPAN_COLUMNS); "segment", a
+#: log segment's files row (SEGMENT_COLUMNS but ``kind``); "record", a coordinator record
+#: (pipeline.HISTORY_RECORD_COLUMNS). The driver reads them a partition at a time
+#: (:func:`_streamed`). A Spark row per span, segment or record, pickled by the JVM and made a
+#: Row by the driver's Python, cost the driver ~0.1 CPU-s per GB of make bench's copy, and the
+#: JVM as much again (issue 30); a chunk's values are unpacked by marshal.
+CHUNKS = pa.schema([pa.field("record_type", pa.string()), pa.field("rows", pa.int32()), pa.field("data", pa.binary())])
+#: The columns of each kind of CHUNKS row, in its values' order.
+CHUNK_COLUMNS = {"span": SPAN_COLUMNS, "segment": tuple(c for c in pipeline.SEGMENT_COLUMNS if c != "kind"),
+                 "record": pipeline.HISTORY_RECORD_COLUMNS}
 
 
-def _flat(rows: pa.RecordBatch, kind: str) -> pa.RecordBatch:
-    """``rows`` (some of SMALL's columns) as SMALL rows of ``kind``, the other columns null."""
-    n = rows.num_rows
-    names = set(rows.schema.names)
-    return pa.RecordBatch.from_arrays(
-        [pa.array([kind] * n, pa.string()), *(rows.column(f.name).cast(f.type) if f.name in names
-                                             else pa.nulls(n, f.type) for f in list(SMALL)[1:])], schema=SMALL)
+def _chunk(rows: pa.RecordBatch, kind: str) -> pa.RecordBatch:
+    """``rows`` (CHUNK_COLUMNS[kind] at least) as one CHUNKS row of ``kind``."""
+    columns = [rows.column(c).to_pylist() for c in CHUNK_COLUMNS[kind]]
+    return pa.RecordBatch.from_arrays([pa.array([kind], pa.string()), pa.array([rows.num_rows], pa.int32()),
+                                       pa.array([spool.pack(list(zip(*columns)))], pa.binary())], schema=CHUNKS)
 
 
 def small_rows(served: set[tuple[int, str, int]], kept: frozenset):
     """mapInArrow body over blob rows: the txn_spans rows of the served replicas (``served``:
-    pipeline.served_keys) and the files rows of log segments, as SMALL rows."""
+    pipeline.served_keys) and the files rows of log segments, as CHUNKS rows."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for rows in kept_blob_batches(batch, "txn_spans", kept):
                 rows = _of_replicas(rows, served)
                 if rows.num_rows:
-                    yield _flat(rows.select(list(SPAN_COLUMNS)), "span")
+                    yield _chunk(rows, "span")
             for rows in kept_blob_batches(batch, "files", kept):
                 rows = rows.filter(pc.equal(rows.column("kind"), "log_segment"))
                 if rows.num_rows:
-                    yield _flat(rows.select([c for c in pipeline.SEGMENT_COLUMNS if c != "kind"]), "segment")
+                    yield _chunk(rows, "segment")
+    return run
+
+
+def packed(kind: str):
+    """mapInArrow body: each batch's rows (CHUNK_COLUMNS[kind] at least) as a CHUNKS row."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows:
+                yield _chunk(batch, kind)
     return run
 
 
@@ -176,24 +190,24 @@ def tables(blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset
                    .toArrow().to_pylist())
         offsets.sort(key=itemgetter("offsets_partition"))   # as the local executor makes them
     small = (blobs.where(F.col("blob.table").isin("txn_spans", "files"))
-             .mapInArrow(small_rows(keys, kept), S.spark_schema(SMALL)))
+             .mapInArrow(small_rows(keys, kept), S.spark_schema(CHUNKS)))
     records = (of("txn_log").mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))
-               .select(*pipeline.HISTORY_RECORD_COLUMNS) if chosen else None)
+               .mapInArrow(packed("record"), S.spark_schema(CHUNKS)) if chosen else None)
     segments = [{c: f.get(c) for c in pipeline.SEGMENT_COLUMNS} for f in listing_files if f["kind"] == "log_segment"]
     open_spans: list[R.Row] = []
     with SpoolFolder() as folder:   # the served spans, on the driver's disk until the history step
         spans = folder.spool("served_spans", SPAN_COLUMNS)
-        for row in _streamed(small):
-            if row["record_type"] == "segment":
-                segments.append({**{c: row[c] for c in pipeline.SEGMENT_COLUMNS if c != "kind"}, "kind": "log_segment"})
+        for kind, row in _streamed(small):
+            if kind == "segment":
+                row["kind"] = "log_segment"
+                segments.append(row)
                 continue
-            span = {c: row[c] for c in SPAN_COLUMNS}
-            spans.add(0, span)
-            if span["outcome"] == "OPEN":
-                open_spans.append(span)
+            spans.add(0, row)
+            if row["outcome"] == "OPEN":
+                open_spans.append(row)
         spans.close()
-        history = pipeline.history(_streamed(records) if records is not None else (), spans.rows(0),
-                                   order=folder.sorted)
+        history = pipeline.history((row for _, row in _streamed(records)) if records is not None else (),
+                                   spans.rows(0), order=folder.sorted)
     return {"committed_offsets": offsets,
             "affected_groups": pipeline.groups(offsets, states, candidates, open_spans, as_of_ms),
             "partition_impact": list(pipeline.impact(states, pipeline.by_replica(segments), cleaner_checkpoints,
@@ -201,36 +215,14 @@ def tables(blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset
             "transactional_id_history": history}
 
 
-def _streamed(frame) -> Iterator[R.Row]:
-    """A frame's rows as plain values, streamed to the driver a partition at a time
-    (toLocalIterator; the next partition's job runs while one is read): what grows with the
-    copy's traffic is never collected whole.
-
-    What Row.asDict(recursive=True) gives, with only the nested columns (a coordinator record's
-    ``partitions``) converted value by value: asDict's recursion tests every value of every row,
-    and on make bench's 1 GB copy it was most of this function's driver CPU and ~30% of the
-    driver's CPU growing with the copy (a cProfile of a warm local[1] scan of it against its
-    tenth's, issue 30, 2026-12-07), a cost the local executor, whose rows are dicts already,
-    does not pay."""
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
-    names = frame.columns
-    nested = [n for n, f in zip(names, frame.schema.fields) if isinstance(f.dataType, (ArrayType, MapType, StructType))]
-    for row in frame.toLocalIterator(prefetchPartitions=True):
-        values = dict(zip(names, row))
-        for n in nested:
-            values[n] = _plain(values[n])
-        yield values
-
-
-def _plain(value):
-    """A value of a Spark Row as plain values, as Row.asDict(recursive=True) converts it."""
-    from pyspark.sql import Row
-
-    if isinstance(value, Row):
-        return value.asDict(recursive=True)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+def _streamed(frame) -> Iterator[tuple[str, R.Row]]:
+    """(kind, row) per row of a frame of CHUNKS rows, each row a dict of CHUNK_COLUMNS[kind],
+    streamed to the driver a partition at a time (toLocalIterator; the next partition's job
+    runs while one is read): what grows with the copy's traffic is never collected whole."""
+    for chunk in frame.toLocalIterator(prefetchPartitions=True):
+        kind, names = chunk["record_type"], CHUNK_COLUMNS[chunk["record_type"]]
+        values = spool.unpack(chunk["data"])
+        if len(values) != chunk["rows"]:
+            raise ValueError(f"a chunk of {chunk['rows']} {kind} rows holds {len(values)}")
+        for v in values:
+            yield kind, dict(zip(names, v))
