@@ -83,12 +83,16 @@ BLOB = pa.schema([pa.field("table", pa.string()), pa.field("rows", pa.int64()), 
 SPAN_RUN = pa.schema([*(R.TXN_SPANS.field(n) for n in pipeline.CLOSED_SPAN_ORDER),
                       pa.field("spans", pa.int32()), pa.field("data", pa.binary())])
 _SPAN_ORDER = len(pipeline.CLOSED_SPAN_ORDER)
+#: A closed span's SPAN_RUN values out of its txn_spans row.
+_span_values = itemgetter(*pipeline.CLOSED_SPAN_COLUMNS)
+_SPAN_TABLE = TABLE_OF["span"]
 assert pipeline.CLOSED_SPAN_COLUMNS[:_SPAN_ORDER] == pipeline.CLOSED_SPAN_ORDER   # a run's values start with it
 #: The partition_state columns the partition step itself fills (pipeline.assess): not in the
 #: states it is handed (STATE_RUN).
 ASSESSED_ONLY = R.ASSESSMENT_COLUMNS
 #: What the partition step reads of a replica's partition_state row.
 PARTITION_STATE_IN = pa.schema([f for f in R.PARTITION_STATE if f.name not in ASSESSED_ONLY])
+_STATE_IN_NAMES = tuple(PARTITION_STATE_IN.names)
 #: The states of one partition's replicas a task made, what the partition step reads of them:
 #: ``data`` holds the values of PARTITION_STATE_IN's columns of ``states`` rows (a chunk,
 #: spool.pack, as the local executor's rows hold them); its topic and partition are OUT's key
@@ -246,6 +250,12 @@ class TaskOutput:
         self._newest_batch: Optional[int] = None
         self._newest_record: dict[tuple, int] = {}
 
+    @property
+    def has_ready(self) -> bool:
+        """Are OUT batches waiting (:meth:`ready`)? (Asked after every row: cheaper than
+        handing over an empty list each time.)"""
+        return bool(self._ready)
+
     def ready(self) -> list[pa.RecordBatch]:
         """The OUT batches made so far (handed over: the list is emptied)."""
         out, self._ready = self._ready, []
@@ -253,6 +263,11 @@ class TaskOutput:
 
     def add(self, kind: str, row: R.Row, unit: Optional[R.Row] = None) -> None:
         keys = _range_keys(unit)
+        if kind == "span":   # most rows: a replica's spans
+            if row["end_marker_offset"] is not None:
+                self._closed_span(row)
+            self._pend(_SPAN_TABLE, keys, row)
+            return
         if kind == "file" and keys is not _WHOLE:    # a split file's row per range: summed on the driver
             self._split_files.append(({**row, "range_index": unit["range_index"]}, keys))
             return
@@ -260,8 +275,7 @@ class TaskOutput:
             self._ranges.append((row, keys))
             return
         if kind == "state":   # a replica's own row: read whole (_WHOLE)
-            self._states.setdefault((row["topic"], row["partition"]), []).append(
-                tuple(row.get(n) for n in PARTITION_STATE_IN.names))
+            self._states.setdefault((row["topic"], row["partition"]), []).append(tuple(map(row.get, _STATE_IN_NAMES)))
             self._narrow_states += 1
             if len(self._narrow) + self._narrow_states >= self._flush_rows:
                 self._flush_narrow()
@@ -274,15 +288,18 @@ class TaskOutput:
         if kind == "open_txn":
             self._narrow_row("open_txn", row, keys)
             return
-        if kind == "span" and row["end_marker_offset"] is not None:
-            self._closed_span(row)
-        elif kind == "txn_log":
+        if kind == "txn_log":
             t = row["last_update_timestamp_ms"]
             at = (row["broker"], row["partition"], *keys)
             if t is not None and t <= self._ceiling and t > self._newest_record.get(at, t - 1):
                 self._newest_record[at] = t
-        table = TABLE_OF[kind]
-        pending = self._pending.setdefault((table, keys), [])
+        self._pend(TABLE_OF[kind], keys, row)
+
+    def _pend(self, table: str, keys: tuple, row: R.Row) -> None:
+        """A row of ``table`` joins its pending rows, made an Arrow batch of a blob at ``flush_rows``."""
+        pending = self._pending.get((table, keys))
+        if pending is None:
+            pending = self._pending[(table, keys)] = []
         pending.append(row)
         if len(pending) >= self._flush_rows:
             self._to_blob(table, keys, R.to_batch(pending, R.row_schema(table)))
@@ -308,7 +325,7 @@ class TaskOutput:
         spans, at another replica's span, or at a span before it in pipeline.CLOSED_SPAN_ORDER
         (a replica's spans close in that order; a run is sorted whatever comes). The runs made
         leave as one OUT batch once they hold ``flush_rows`` spans."""
-        values = tuple(row[n] for n in pipeline.CLOSED_SPAN_COLUMNS)
+        values = _span_values(row)
         of = (row["topic"], row["partition"], row["broker"])
         if self._run and (of != self._run_of or values[:_SPAN_ORDER] < self._run[-1][:_SPAN_ORDER]):
             self._end_run()
@@ -507,7 +524,8 @@ def _decode_units(units: Iterable[R.Row], batches: bool) -> Iterator[pa.RecordBa
                     start = 0
             else:
                 out.add(kind, item, unit)
-            yield from out.ready()
+            if out.has_ready:
+                yield from out.ready()
         if len(facts) > start:
             runs.append((values, len(facts) - start, replay is not None))
         if split:
@@ -569,7 +587,8 @@ def _replica_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
             raise ValueError(f"batch rows of an unlisted replica {info!r}")
         for kind, row in replica_rows(info, (placed for _, _, placed in rows), placed=True):
             out.add(kind, row)
-            yield from out.ready()
+            if out.has_ready:
+                yield from out.ready()
     yield from out.finish()
 
 
