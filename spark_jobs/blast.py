@@ -67,9 +67,11 @@ def _of_replicas(rows: pa.RecordBatch, keys: set[tuple[int, str, int]], broker: 
 #: naming the columns they hold: "span", a served replica's spans (SPAN_COLUMNS); "segment", a
 #: log segment's files row (SEGMENT_COLUMNS but ``kind``); "record", a coordinator record
 #: (pipeline.HISTORY_RECORD_COLUMNS). The driver reads them a partition at a time
-#: (:func:`_streamed`). A Spark row per span, segment or record, pickled by the JVM and made a
-#: Row by the driver's Python, cost the driver ~0.1 CPU-s per GB of make bench's copy, and the
-#: JVM as much again (issue 30); a chunk's values are unpacked by marshal.
+#: (:func:`_streamed`). A Spark row per span, segment or record was pickled by the JVM and made
+#: a Row by the driver's Python: with chunks, the driver's CPU per GB at the margin fell from
+#: 0.66 to 0.53 and the JVM task threads' from 0.33 to 0.25 (issue 30, docs/spark.md: medians
+#: of four paired local[1] sessions, the 1065 MiB bench copy against its tenth). A chunk's
+#: values are unpacked by marshal.
 CHUNKS = pa.schema([pa.field("record_type", pa.string()), pa.field("rows", pa.int32()), pa.field("data", pa.binary())])
 #: The columns of each kind of CHUNKS row, in its values' order.
 CHUNK_COLUMNS = {"span": SPAN_COLUMNS, "segment": tuple(c for c in pipeline.SEGMENT_COLUMNS if c != "kind"),
