@@ -412,8 +412,6 @@ class ClosedMarkers:
                     high = min(sa.log_end_offset, sb.log_end_offset)
                     if low < high:
                         self._windows.append((a, b, low, high))
-        self._window = {(a, b): (low, high) for a, b, low, high in self._windows}
-        self._window.update({(b, a): w for (a, b), w in list(self._window.items())})
         self._only: dict[tuple[int, int], Shown] = {}
         # (producer id, first offset) -> brokers holding that transaction open
         self._open: dict[tuple[int, int], set[int]] = {}
@@ -433,6 +431,13 @@ class ClosedMarkers:
         self._diverged: dict[tuple[int, int], tuple[int, str, str]] = {}
         self._at: Optional[int] = None
         self._group: dict[int, set[_Marker]] = {}
+        # broker -> per other replica sharing a window with it: (there, low, high, and there's
+        # _open_from, _last_from, _last_marker and _last maps), what _check reads per transaction
+        self._peers: dict[int, list[tuple]] = {b: [] for b in states}
+        for a, b, low, high in self._windows:
+            for here, there in ((a, b), (b, a)):
+                self._peers[here].append((there, low, high, self._open_from[there], self._last_from[there],
+                                          self._last_marker[there], self._last[there]))
         for a, b, low, high in self._windows:
             for first in set(self._open_from[a]) & set(self._open_from[b]):
                 pa_, pb = self._open_from[a][first], self._open_from[b][first]
@@ -441,8 +446,9 @@ class ClosedMarkers:
 
     def add(self, broker: int, txn: ClosedTxn) -> None:
         """One closed transaction of ``broker``'s replica; end-marker offsets must not decrease."""
-        at = txn.end_marker_offset
-        if broker not in self._last:
+        pid, first, at = txn.producer_id, txn.first_offset, txn.end_marker_offset
+        last = self._last.get(broker)
+        if last is None:
             raise ValueError(f"closed transactions out of order: one of broker {broker}, whose replica state "
                              f"has not come (states come before the closed transactions)")
         if self._at != at:
@@ -450,50 +456,60 @@ class ClosedMarkers:
                 raise ValueError(f"closed transactions out of order: end marker {at} after {self._at}")
             self._compare()
             self._at = at
-        self._group.setdefault(broker, set()).add((at, txn.producer_id, txn.first_offset, txn.outcome))
-        key = (txn.producer_id, txn.first_offset)
-        if key in self._open and self._open[key] - {broker}:
-            self._closed.setdefault(broker, {})[key] = txn
+        group = self._group.get(broker)
+        if group is None:
+            group = self._group[broker] = set()
+        group.add((at, pid, first, txn.outcome))
+        key = (pid, first)
+        holders = self._open.get(key)
+        if holders is not None and (len(holders) > 1 or broker not in holders):
+            self._closed[broker][key] = txn
         self._check(broker, txn)
-        last = self._last[broker]
-        old = last.get(txn.producer_id)
+        old = last.get(pid)
         if old is not None:
-            _drop(self._last_from[broker], old.first_offset, txn.producer_id)
-            _drop(self._last_marker[broker], old.end_marker_offset, txn.producer_id)
-        last[txn.producer_id] = txn
-        self._last_from[broker].setdefault(txn.first_offset, set()).add(txn.producer_id)
-        self._last_marker[broker].setdefault(at, set()).add(txn.producer_id)
+            _drop(self._last_from[broker], old.first_offset, pid)
+            _drop(self._last_marker[broker], old.end_marker_offset, pid)
+        last[pid] = txn
+        by_first = self._last_from[broker].get(first)
+        if by_first is None:
+            self._last_from[broker][first] = {pid}
+        else:
+            by_first.add(pid)
+        by_marker = self._last_marker[broker].get(at)
+        if by_marker is None:
+            self._last_marker[broker][at] = {pid}
+        else:
+            by_marker.add(pid)
 
     def _check(self, here: int, txn: ClosedTxn) -> None:
         """Whether ``txn`` (closed on ``here``) shows ``here``'s history leaving another
         replica's: see the class's docstring. Same-offset markers are compared in _compare."""
         pid, first, at = txn.producer_id, txn.first_offset, txn.end_marker_offset
-        marker = _marker_held(txn)
-        for there in self._last:
-            window = self._window.get((here, there))
-            if window is None:
-                continue
-            low, high = window
-
-            def held(offset: int) -> bool:
-                return low <= offset < high
-
-            if held(at) and there in self._open.get((pid, first), ()):
-                self._diverge(here, there, at, marker, _open_text(pid, first))
-            if held(first):
-                others = self._open_from[there].get(first, set()) | self._last_from[there].get(first, set())
-                if others - {pid}:
-                    self._diverge(here, there, first, _data_text(pid, first), _data_text(min(others - {pid}), first))
-                marked = self._last_marker[there].get(first)
+        open_on = self._open.get((pid, first), ())
+        for there, low, high, open_from, last_from, last_marker, last in self._peers[here]:
+            at_held = low <= at < high
+            if at_held and there in open_on:
+                self._diverge(here, there, at, _marker_held(txn), _open_text(pid, first))
+            if low <= first < high:
+                opened, closed = open_from.get(first), last_from.get(first)
+                # (commonly none are open there, and there's latest transaction from ``first`` is pid's)
+                if opened or closed and (len(closed) > 1 or pid not in closed):
+                    other = _other(pid, opened, closed)
+                    if other is not None:
+                        self._diverge(here, there, first, _data_text(pid, first), _data_text(other, first))
+                marked = last_marker.get(first)
                 if marked:
-                    self._diverge(here, there, first, _data_text(pid, first),
-                                  _marker_held(self._last[there][min(marked)]))
-            if held(at) and self._open_from[there].get(at):
-                self._diverge(here, there, at, marker, _data_text(min(self._open_from[there][at]), at))
-            before = self._last[there].get(pid)
-            if before is not None and first <= before.end_marker_offset < at and held(before.end_marker_offset):
-                # there closed pid's transaction at an offset where here still holds it open
-                self._diverge(here, there, before.end_marker_offset, _open_text(pid, first), _marker_held(before))
+                    self._diverge(here, there, first, _data_text(pid, first), _marker_held(last[min(marked)]))
+            if at_held:
+                opened = open_from.get(at)
+                if opened:
+                    self._diverge(here, there, at, _marker_held(txn), _data_text(min(opened), at))
+            before = last.get(pid)
+            if before is not None:
+                closed_at = before.end_marker_offset
+                if first <= closed_at < at and low <= closed_at < high:
+                    # there closed pid's transaction at an offset where here still holds it open
+                    self._diverge(here, there, closed_at, _open_text(pid, first), _marker_held(before))
 
     def _diverge(self, here: int, there: int, offset: int, held_here: str, held_there: str) -> None:
         key, texts = ((here, there), (held_here, held_there)) if here < there else ((there, here),
@@ -510,14 +526,15 @@ class ClosedMarkers:
         for a, b, low, high in self._windows:
             if low <= at < high:
                 here, there = group.get(a, empty), group.get(b, empty)
+                if here == there:   # the common case: both hold the same markers here
+                    continue
                 kinds_a, kinds_b = {m[1::2] for m in here}, {m[1::2] for m in there}
                 if kinds_a and kinds_b and kinds_a != kinds_b:
                     # both hold an end marker at this offset, of another producer or outcome
                     self._diverge(a, b, at, _markers_text(here), _markers_text(there))
-                if here != there:
-                    for pair, diff in (((a, b), here - there), ((b, a), there - here)):
-                        for m in sorted(diff):
-                            self._only.setdefault(pair, Shown()).add(_marker_text(m))
+                for pair, diff in (((a, b), here - there), ((b, a), there - here)):
+                    for m in sorted(diff):
+                        self._only.setdefault(pair, Shown()).add(_marker_text(m))
         self._group = {}
 
     def finish(self) -> "ClosedMarkers":
@@ -548,6 +565,13 @@ class ClosedMarkers:
         """The transaction (producer_id, first_offset) as ``broker``'s replica closed it, when
         another replica holds it open."""
         return self._closed.get(broker, {}).get((producer_id, first_offset))
+
+
+def _other(producer_id: int, *held: Optional[set[int]]) -> Optional[int]:
+    """The lowest producer id other than ``producer_id`` in the sets ``held`` (None: absent),
+    None when there is none."""
+    others = [p for ps in held if ps for p in ps if p != producer_id]
+    return min(others) if others else None
 
 
 def _drop(by_offset: dict[int, set[int]], offset: int, producer_id: int) -> None:
