@@ -181,9 +181,9 @@ CLUSTER_METADATA = "cluster_metadata"
 LEADER_EPOCH_CHECKPOINT = "leader_epoch_checkpoint"
 
 
-@dataclass(frozen=True, slots=True)
-class ClosedTxn:
-    """A transaction an end marker closed on one replica."""
+class ClosedTxn(NamedTuple):
+    """A transaction an end marker closed on one replica (a NamedTuple: one is made per closed
+    span the partition step reads, and a frozen dataclass takes twice as long to make)."""
 
     producer_id: int
     first_offset: int
