@@ -122,7 +122,7 @@ class Spool:
             if last is not None and at < last:
                 self._unordered.add(key)
             self._last[key] = at
-        self._pending.append(tuple(row.get(n) for n in self.names))
+        self._pending.append(tuple(map(row.get, self.names)))
         self.rows_added += 1
         if len(self._pending) >= self._chunk_rows:
             self._flush()
