@@ -71,6 +71,11 @@ fn contiguous_view(buf: &Bound<'_, PyAny>, class: &Bound<'_, PyType>, name: &str
     if !class.is_subclass_of::<PyTuple>()? {
         return Err(PyTypeError::new_err(format!("{name} must be a subclass of tuple")));
     }
+    contiguous(buf)
+}
+
+/// ``buf``'s view, which must be of contiguous bytes (held in place while it lives).
+fn contiguous(buf: &Bound<'_, PyAny>) -> PyResult<PyBuffer<u8>> {
     let view = PyBuffer::<u8>::get(buf)?;
     if !view.is_c_contiguous() {
         return Err(PyValueError::new_err("the buffer must be contiguous"));
@@ -165,14 +170,21 @@ impl Held {
     /// ``buf`` of a step walking from ``pos`` (not negative) and making ``class`` instances
     /// (``name`` in the error; contiguous_view's checks).
     fn new(buf: &Bound<'_, PyAny>, class: &Bound<'_, PyType>, name: &str, pos: i64) -> PyResult<Self> {
+        contiguous_view(buf, class, name)?;
+        Self::of(buf, pos)
+    }
+
+    /// ``buf`` of a step walking from ``pos`` (not negative) that makes no instances.
+    fn of(buf: &Bound<'_, PyAny>, pos: i64) -> PyResult<Self> {
         if pos < 0 {
             return Err(PyValueError::new_err(format!("negative position {pos}")));
         }
-        let view = contiguous_view(buf, class, name)?;
+        let view = contiguous(buf)?;
         let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
         Ok(Held { _view: view, start, len })
     }
 
+    #[inline(always)]
     fn bytes(&self, from: usize, to: usize) -> &[u8] {
         assert!(from <= to && to <= self.len);
         // SAFETY: the view keeps the ``len`` bytes from ``start`` alive and in place while
@@ -186,6 +198,7 @@ impl Held {
 /// no such batch (fewer than a header's bytes left, not magic 2, a Length below 49, an end
 /// past ``end``) or, when ``verify_crc``, its CRC-32C (over the bytes from its attributes to
 /// its end, in place) does not match: there walk_batches' general step takes over.
+#[inline(always)]
 fn v2_step(held: &Held, pos: i64, end: i64, verify_crc: bool) -> Option<([i64; 13], i64)> {
     if pos + HEADER as i64 > end {
         return None;
@@ -697,34 +710,18 @@ fn column<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyBytes> {
 #[pyo3(signature = (buf, pos, end, base, limit))]
 fn facts_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, base: i64, limit: usize)
                  -> PyResult<(Bound<'py, PyTuple>, usize, i64)> {
-    if pos < 0 {
-        return Err(PyValueError::new_err(format!("negative position {pos}")));
-    }
-    let view = PyBuffer::<u8>::get(buf)?;
-    if !view.is_c_contiguous() {
-        return Err(PyValueError::new_err("the buffer must be contiguous"));
-    }
-    let (start, len) = (view.buf_ptr() as *const u8, view.len_bytes());
-    // SAFETY: ``view`` keeps the exporter's ``len`` bytes alive and in place until it is
-    // dropped at the end of this call, and no Python code runs while the slice is read.
-    let data = unsafe { std::slice::from_raw_parts(start, len) };
-    let end = end.min(len as i64);
+    let held = Held::of(buf, pos)?;
+    let end = end.min(held.len as i64);
     let mut c = FactColumns::default();
     let mut pos = pos;
     let mut count = 0;
-    while count < limit && pos + HEADER as i64 <= end {
-        let at = pos as usize;
-        let f = header_fields(&data[at..at + HEADER]);
-        let (base_offset, length, leader_epoch, magic, crc, attributes, last_delta) =
-            (f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
+    while count < limit {
+        let Some((f, next)) = v2_step(&held, pos, end, true) else { break };
+        let (base_offset, length, leader_epoch, attributes, last_delta) = (f[0], f[1], f[2], f[5], f[6]);
         let (base_timestamp, max_timestamp, producer_id, epoch, base_sequence, records) =
             (f[7], f[8], f[9], f[10], f[11], f[12]);
-        let next = pos + LOG_OVERHEAD + length;
-        if magic != 2 || length < MIN_V2_SIZE || next > end || crc_32c(&data[at + CRC_START..next as usize]) != crc {
-            break;
-        }
         let Some(last_offset) = base_offset.checked_add(last_delta) else { break };
-        let record = &data[at + HEADER..next as usize];
+        let record = held.bytes(pos as usize + HEADER, next as usize);
         let Ok(marker) = marker_fact(attributes, length, records, base_timestamp, max_timestamp, record) else { break };
         let (control_type, coordinator_epoch, marker_ts) = marker.unwrap_or((NO_CONTROL_TYPE, -1, -1));
         c.position.push(pos + base);
