@@ -603,7 +603,7 @@ def _columns_run(buf, pos: int, base: int, out: ReplicaRead):
     if not count:
         return None, end
     columns = _compiled_columns(arrays)
-    _count(out, columns)
+    _count(out, int(columns.base_offset[0]), int(columns.max_timestamp.max()), count)
     return columns, end
 
 
@@ -613,10 +613,7 @@ def _list_run(buf, pos: int, base: int, out: ReplicaRead):
     facts, end, max_timestamp = compiled.walk_facts_v2(buf, pos, len(buf), BatchFact, 1 << 62)
     if not facts:
         return None, end
-    if out.first_offset is None:
-        out.first_offset = facts[0].base_offset
-    out.max_timestamp = max(out.max_timestamp, max_timestamp)
-    out.batches += len(facts)
+    _count(out, facts[0].base_offset, max_timestamp, len(facts))
     return facts, end
 
 
@@ -633,12 +630,13 @@ def _crossing(buf, stop: int, left: int) -> Optional[int]:
     return None
 
 
-def _count(out: ReplicaRead, c: FactColumns) -> None:
-    """What iter_segment's walk counts in ``out`` for each fact, for a compiled run of them."""
+def _count(out: ReplicaRead, first_offset: int, max_timestamp: int, batches: int) -> None:
+    """What iter_segment's walk counts in ``out`` for each fact, for a compiled run of
+    ``batches`` facts: the first's base offset, the largest max timestamp."""
     if out.first_offset is None:
-        out.first_offset = int(c.base_offset[0])
-    out.max_timestamp = max(out.max_timestamp, int(c.max_timestamp.max()))
-    out.batches += len(c)
+        out.first_offset = first_offset
+    out.max_timestamp = max(out.max_timestamp, max_timestamp)
+    out.batches += batches
 
 
 def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRead | None = None,

@@ -135,8 +135,9 @@ INT64_MIN = -(1 << 63)
 
 def _array(values: Sequence, kind: str):
     """``values`` as a numpy array of ``kind``; of Python ints (an object array) where one does
-    not fit it: the reference reads a marker's timestamp as baseTimestamp plus its delta,
-    which can pass 2^63 - 1, and the bulk replay holds what the reference holds."""
+    not fit it (a batch's last offset, its base offset plus lastOffsetDelta, past 2^63 - 1,
+    which the reference holds as a Python int): the bulk replay holds what the reference
+    holds."""
     import numpy as np
 
     try:
