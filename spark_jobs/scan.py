@@ -87,8 +87,10 @@ import heapq
 import io
 import os
 import sys
+import threading
 import time
 from collections import defaultdict
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -225,11 +227,13 @@ def _frame(spark: SparkSession, rows: list[R.Row], schema: pa.Schema) -> DataFra
 
 @dataclass(slots=True)
 class ScanFrames:
-    """One scan, its tables not yet written: ``writes``, the job that writes the tasks' rows
-    (WRITTEN rows: the Parquet files they wrote), and the rows the driver made itself
-    (listing, coordinator, metadata findings, split files), by table."""
+    """One scan, its tables not yet written but the blobs' (the decode's and per-replica step's
+    tables, ``written``: WRITTEN rows, the Parquet files their writers wrote): ``writes``, the
+    partition step's job, which writes its own tables' rows, and the rows the driver made
+    itself (listing, coordinator, metadata findings, split files), by table."""
 
     writes: DataFrame
+    written: list[R.Row]
     driver: dict[str, list[R.Row]]
     as_of_ms: int
     persisted: list[DataFrame]
@@ -388,33 +392,61 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     # picks (the same rule as the local driver), its txn_log rows out of the blobs, loaded per
     # partition, merged on the driver.
     chosen, coordinator = coordinator_copy(tally.internal[TRANSACTION_STATE_TOPIC])
-    per_partition = (blobs.where(F.col("blob.table") == "txn_log")
-                     .mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))
-                     .groupBy("partition")
-                     .applyInArrow(tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE))
-                     .toArrow().to_pylist() if chosen else [])
-    # One row per transactional id: small next to the data, shipped to the partition step.
-    # (Collected as Arrow: a Row per record, its partitions a Row each, cost the driver ~1 s of
-    # Python on the bench copy's 2,400 records.)
-    coordinator_rows = pipeline.merge_coordinator(per_partition)
     if as_of_ms is None:
         as_of_ms = pipeline.as_of(tally.newest_batch, tally.newest_record_of(chosen, kept))
+    # The blobs' writers, the coordinator's step and the metadata's need only the tally: they
+    # run as jobs at once (two on threads of the driver, Spark's FIFO scheduler sharing the
+    # cores), where one after the other each left cores idle: the coordinator's is a task per
+    # coordinator partition, the metadata's one task, and the driver's Python between them
+    # (merging the coordinator's rows, its index) ran while no task did. On 60,000 replicas
+    # (make bench's cores copy) they took ~4.4 s one after the other at local[2].
+    n = write_tasks(sum(tally.blob_bytes.get(t, 0) for t in tables), parallelism)
+    blob_writes = blobs.coalesce(n).mapInArrow(tasks.write_blobs(output, scan_id, as_of_ms, tables, kept),
+                                               S.spark_schema(WRITTEN))
+    written = _in_background(lambda: [r.asDict() for r in blob_writes.collect()], "blob writers")
 
-    # Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest.
-    metadata_broker = choose_replicas(tally.internal[CLUSTER_METADATA_TOPIC]).get(0)
-    metadata_info = [r for r in listing.replicas
-                     if (r["broker"], r["topic"], r["partition"]) == (metadata_broker, CLUSTER_METADATA_TOPIC, 0)]
-    metadata_out = (_frame(spark, metadata_info, tasks.REPLICA_INFO).repartition(1)
-                    .mapInArrow(tasks.metadata_step(as_of_ms), S.spark_schema(tasks.METADATA_OUT))).persist()
-    persisted.append(metadata_out)
-    # find-hanging can only prove a record absent when every coordinator partition is here,
-    # each from a replica of its last leader (pipeline.told_coordinator).
-    told = (metadata_out.where((F.col("record_type") == "finding")
+    def coordinator_view() -> tuple[list[R.Row], object]:
+        """The coordinator_state rows, one per transactional id (collected as Arrow: a Row per
+        record, its partitions a Row each, cost the driver ~1 s of Python on the bench copy's
+        2,400 records), and their index for the partition step's tasks (built once and loaded
+        once per Python worker: tasks.partition_stream says why)."""
+        per_partition = (blobs.where(F.col("blob.table") == "txn_log")
+                         .mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))
+                         .groupBy("partition")
+                         .applyInArrow(tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE))
+                         .toArrow().to_pylist() if chosen else [])
+        rows = pipeline.merge_coordinator(per_partition)
+        return rows, for_tasks(spark, pipeline.coordinator_index(rows))
+
+    coordinator_out = _in_background(coordinator_view, "coordinator step")
+
+    def metadata_view() -> tuple[DataFrame, list]:
+        """Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest
+        (cached for the partition step), and what the driver reads of them: the findings, the
+        topics' configs (for partition_impact) and what they say of `__transaction_state`
+        (find-hanging can only prove a record absent when every coordinator partition is here,
+        each from a replica of its last leader: pipeline.told_coordinator)."""
+        broker = choose_replicas(tally.internal[CLUSTER_METADATA_TOPIC]).get(0)
+        info = [r for r in listing.replicas
+                if (r["broker"], r["topic"], r["partition"]) == (broker, CLUSTER_METADATA_TOPIC, 0)]
+        out = (_frame(spark, info, tasks.REPLICA_INFO).repartition(1)
+               .mapInArrow(tasks.metadata_step(as_of_ms), S.spark_schema(tasks.METADATA_OUT))).persist()
+        persisted.append(out)
+        return out, (out.where(F.col("record_type").isin("finding", "config")
                                | (F.coalesce("leader.topic", "topic.topic") == TRANSACTION_STATE_TOPIC))
-            .select("record_type", "leader", "topic", "finding").collect())
-    coordinator = pipeline.told_coordinator(coordinator, [(r["record_type"], r[r["record_type"]].asDict())
-                                                          for r in told if r["record_type"] != "finding"])
+                     .select("record_type", "leader", "topic", "finding", "config").collect())
+
+    try:
+        metadata_out, told = metadata_view()
+        (coordinator_rows, index), blobs_written = coordinator_out.result(), written.result()
+    except BaseException as e:
+        if not isinstance(e, KeyboardInterrupt):   # their jobs read the cache the caller ends
+            wait([written, coordinator_out])
+        raise
     metadata_findings = [r["finding"].asDict() for r in told if r["record_type"] == "finding"]
+    configs = [r["config"].asDict() for r in told if r["record_type"] == "config"]
+    coordinator = pipeline.told_coordinator(coordinator, [(r["record_type"], r[r["record_type"]].asDict())
+                                                          for r in told if r["record_type"] in ("leader", "topic")])
 
     leaders = S.members(metadata_out, "leader")
     # Per partition: the runs of its replicas' states and its open transactions first, then the
@@ -433,20 +465,14 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
                     .repartition(*PARTITION_KEYS)
                     .sortWithinPartitions(*PARTITION_KEYS, row_order,
                                           *(F.col(f"span_run.{c}") for c in pipeline.CLOSED_SPAN_ORDER)))
-    # The coordinator's index, built once and loaded once per Python worker (tasks.partition_stream says why).
-    index = for_tasks(spark, pipeline.coordinator_index(coordinator_rows))
-    n = write_tasks(sum(tally.blob_bytes.get(t, 0) for t in tables), parallelism)
-    writers = [blobs.coalesce(n).mapInArrow(tasks.write_blobs(output, scan_id, as_of_ms, tables, kept),
-                                            S.spark_schema(WRITTEN)),
-               partition_in.mapInArrow(
-                   tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
-                                          coordinator=coordinator, bootstrap=bootstrap, output=output,
-                                          scan_id=scan_id, tables=tables, max_prepare_ms=max_prepare_ms),
-                   S.spark_schema(WRITTEN))]
+    assessed = partition_in.mapInArrow(
+        tasks.partition_stream(index, as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
+                               coordinator=coordinator, bootstrap=bootstrap, output=output,
+                               scan_id=scan_id, tables=tables, max_prepare_ms=max_prepare_ms),
+        S.spark_schema(WRITTEN))
 
     driver = {"files": [*listing.files, *pipeline.merge_split_files(tally.split_files, kept)],
               "corruptions": [*listing.findings, *metadata_findings], "coordinator_state": coordinator_rows}
-    configs = [r.asDict() for r in S.members(metadata_out, "config").collect()]
 
     def after(parts: dict[str, list[R.Row]]) -> dict[str, list[R.Row]]:
         made = blast.tables(blobs, output=output, parts=parts, kept=kept, as_of_ms=as_of_ms, chosen=chosen,
@@ -455,8 +481,24 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
                                                  for r in listing.replicas if r.get("cleaner_checkpoint") is not None})
         return {t: made[t] for t in tables if t in made}
 
-    return ScanFrames(reduce(DataFrame.unionByName, writers), {t: driver[t] for t in tables if t in driver},
+    return ScanFrames(assessed, blobs_written, {t: driver[t] for t in tables if t in driver},
                       as_of_ms, persisted, [index], after)
+
+
+def _in_background(fn: Callable[[], object], name: str) -> Future:
+    """``fn()`` on a thread of its own (its Spark jobs run beside the caller's), its result or
+    exception in the Future. A daemon thread: after Ctrl-C the session's jobs are cancelled
+    (session.interrupts_end_the_job) and nothing waits for it."""
+    done: Future = Future()
+
+    def work() -> None:
+        try:
+            done.set_result(fn())
+        except BaseException as e:   # handed to whoever asks for the result
+            done.set_exception(e)
+
+    threading.Thread(target=work, name=f"logscan {name}", daemon=True).start()
+    return done
 
 
 def for_tasks(spark: SparkSession, value):
@@ -517,6 +559,8 @@ def run(spark: SparkSession, roots: list[Path], output: Optional[str], *, scan_i
     try:
         frames = build_tables(spark, roots, output, scan_id, **kw)
         parts: dict[str, list[R.Row]] = defaultdict(list)
+        for row in frames.written:
+            parts[row["table"]].append(row)
         for row in frames.writes.collect():
             parts[row["table"]].append(row.asDict())
         for table, rows in frames.driver.items():
