@@ -107,6 +107,7 @@ from pyspark.sql import functions as F
 from logscan.scan import pipeline
 from logscan.scan import rows as R
 from logscan.scan import summary as summary_text
+from logscan.scan.collector import young_collections_only
 from logscan.scan.listing import list_copy
 from logscan.logdir import store
 from logscan.scan.output import WRITTEN, Output, inside, is_remote, write_rows
@@ -181,31 +182,29 @@ def plan_tasks(units: list[R.Row], parallelism: int, target_bytes: int = TARGET_
     larger than that, or with a segment split into byte ranges, go through that step."""
     if not units:
         return []
-
-    def weight(u: R.Row) -> int:
-        return u.get("bytes", u["size"])
-
-    total = sum(weight(u) for u in units)
+    weights = [u.get("bytes", u["size"]) for u in units]
+    total = sum(weights)
     # A multiple of the cores, so the last wave of tasks does not leave cores idle.
     n = -(-max(parallelism, -(-total // target_bytes)) // parallelism) * parallelism
-    pieces: list[list[R.Row]] = [[u] for u in units]
+    pieces: list[tuple[int, list[R.Row]]] = [(w, [u]) for w, u in zip(weights, units)]   # (bytes, units)
     if replicas is not None:
         share = min(target_bytes, -(-total // n))
-        by_replica: dict[tuple, list[R.Row]] = defaultdict(list)
-        for u in units:
-            by_replica[(u["broker"], u["topic"], u["partition"])].append(u)
+        by_replica: dict[tuple, list[tuple[int, R.Row]]] = defaultdict(list)
+        for w, u in zip(weights, units):
+            by_replica[(u["broker"], u["topic"], u["partition"])].append((w, u))
         pieces = []
         for info in replicas:
             own = by_replica.pop((info["broker"], info["topic"], info["partition"]), [])
-            if own and all(u["ranges"] == 1 for u in own) and sum(map(weight, own)) <= share:
-                pieces.append([{**own[0], "replica": info}, *own[1:]])
+            size = sum(w for w, _ in own)
+            if own and size <= share and all(u["ranges"] == 1 for _, u in own):
+                pieces.append((size, [{**own[0][1], "replica": info}, *(u for _, u in own[1:])]))
             else:
-                pieces.extend([u] for u in own)
-        pieces.extend([u] for own in by_replica.values() for u in own)
+                pieces.extend((w, [u]) for w, u in own)
+        pieces.extend((w, [u]) for own in by_replica.values() for w, u in own)
     n = min(len(pieces), n)
     groups: list[list[R.Row]] = [[] for _ in range(n)]
     lightest = [(0, i) for i in range(n)]  # (load, group): a heap
-    for bytes_, piece in sorted(((sum(map(weight, p)), p) for p in pieces), key=lambda x: -x[0]):
+    for bytes_, piece in sorted(pieces, key=lambda p: -p[0]):
         load, i = heapq.heappop(lightest)
         groups[i].extend({**u, "task": i} for u in piece)
         heapq.heappush(lightest, (load + bytes_, i))
@@ -342,6 +341,7 @@ def replica_stream_input(replicas: DataFrame, facts: DataFrame) -> DataFrame:
             .repartition(*KEYS).sortWithinPartitions(*KEYS, "kind", "segment_base_offset", "position"))
 
 
+@young_collections_only()
 def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: str, *,
                  as_of_ms: Optional[int] = None,
                  max_transaction_timeout_ms: int = hanging.DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
@@ -355,8 +355,14 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
 
     Jobs: the decode, and the collect of its tally (byte ranges, the internal topics' states,
     the newest times, the blobs' sizes); the per-replica step's (only for replicas no decode
-    task read whole); the coordinator's; the metadata's; ScanFrames.writes is the last (the
-    blobs' writers and the partition step)."""
+    task read whole); the blobs' writers, the coordinator's and the metadata's, at once;
+    ScanFrames.writes is the last (the partition step).
+
+    Python's cyclic collector is paused while it runs, as in the local executor's scan
+    (collector.young_collections_only): the listing and the plan of a copy of many partitions
+    are millions of objects made at once and kept, which the collector traversed again and
+    again, finding nothing (list_inputs and plan_tasks on make bench's 60,000 replicas: ~30%
+    and ~70% of their time)."""
     listing = list_inputs(roots, include_superseded=include_superseded, split_bytes=split_bytes,
                           follow_links=follow_links)
     parallelism = default_parallelism(spark)
