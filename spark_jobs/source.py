@@ -7,10 +7,10 @@ range alone, a replica the task reads whole with its listing row on its first un
 partition of the source, and its reader yields what tasks.decode_units makes of the group:
 tasks.OUT batches (the tables' rows as blobs, the later steps' narrow rows, the task's
 tally), handed to Spark as they are (no Python row, no pickled unit table).
-The groups reach the planner as an option (JSON, compressed): a data source's options are
-strings, and its planner runs in a Python worker of the driver, not in this process. The
-reader leaves them there: the function Spark ships to each task carries the reader, and each
-task reads only its own group (its InputPartition).
+The groups reach the planner as an option (each group's JSON, compressed): a data source's
+options are strings, and its planner runs in a Python worker of the driver, not in this
+process. The reader leaves them there: the function Spark ships to each task carries the
+reader, and each task gets and decodes only its own group (its InputPartition).
 
 Registered once per session (:func:`register`), under :data:`NAME`.
 """
@@ -43,13 +43,20 @@ _STORAGE = "storage.secret"
 
 
 def encode_plan(groups: list[list[R.Row]]) -> str:
-    """The planned groups as an option value: JSON, deflated, base64 (the plan of a copy of
-    30,000 replicas repeats its folder names in every path)."""
-    text = json.dumps(groups, separators=(",", ":"))
-    return base64.b64encode(zlib.compress(text.encode(), 1)).decode("ascii")
+    """The planned groups as an option value: a JSON list of each group's encode_group. The
+    planner hands each on as it is, one partition each, and the task decodes its own: a plan
+    of 60,000 replicas is ~40 MB of JSON, which the planner (a Python worker of the driver,
+    before any task starts) took ~1 s to parse and Spark as long again to pickle per
+    partition, where each task now parses its own share."""
+    return json.dumps([encode_group(g) for g in groups])
 
 
-def decode_plan(value: str) -> list[list[R.Row]]:
+def encode_group(group: list[R.Row]) -> str:
+    """One group's units: JSON, deflated, base64 (a plan repeats its folder names in every path)."""
+    return base64.b64encode(zlib.compress(json.dumps(group, separators=(",", ":")).encode(), 1)).decode("ascii")
+
+
+def decode_group(value: str) -> list[R.Row]:
     return json.loads(zlib.decompress(base64.b64decode(value)))
 
 
@@ -85,7 +92,7 @@ class DecodeReader(DataSourceReader):
         return {"_plan": None, "batches": self.batches, "storage": self.storage}
 
     def partitions(self) -> list[InputPartition]:
-        return [InputPartition(group) for group in decode_plan(self._plan)]
+        return [InputPartition(group) for group in json.loads(self._plan)]   # each encode_group's
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if self.storage:
@@ -95,7 +102,7 @@ class DecodeReader(DataSourceReader):
                 store.configure(self.storage)
         # No group: Spark plans one empty partition for a copy without segments.
         decode = faults.at_start("decode", partial(tasks.decode_units, batches=self.batches))
-        return decode(partition.value or ())
+        return decode(decode_group(partition.value) if partition.value else ())
 
 
 #: The Spark Connect sessions (their ids) :data:`NAME` is registered in by this process.

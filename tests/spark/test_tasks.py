@@ -378,13 +378,13 @@ def test_the_source_plans_a_partition_per_group_and_ships_no_plan_to_tasks():
     reader = data_source.reader(data_source.schema())
     assert "plan" not in data_source.options  # the source Spark ships to the tasks
     partitions = reader.partitions()
-    assert [p.value for p in partitions] == groups
+    assert [source.decode_group(p.value) for p in partitions] == groups
     shipped = cloudpickle.dumps(reader)
     assert plan.encode() not in shipped and len(shipped) == len(cloudpickle.dumps(source.DecodeReader("", batches=False)))
     task_reader = pickle.loads(shipped)
     assert task_reader._plan is None
     for p in partitions:
-        assert _expand(task_reader.read(p)) == _decoded(p.value, batches=False)
+        assert _expand(task_reader.read(p)) == _decoded(source.decode_group(p.value), batches=False)
     assert list(task_reader.read(type(partitions[0])(None))) == []  # Spark's partition for no group
 
 
@@ -413,7 +413,7 @@ def test_the_source_carries_the_clients_storage_options_to_its_tasks():
     assert task_reader.storage == options
     store.configure()
     try:
-        assert _expand(task_reader.read(partition)) == _decoded(partition.value, batches=False)
+        assert _expand(task_reader.read(partition)) == _decoded(source.decode_group(partition.value), batches=False)
         assert store.options() == options   # the task's stores are made with them
     finally:
         store.configure()
