@@ -87,7 +87,6 @@ import heapq
 import io
 import os
 import sys
-import threading
 import time
 from collections import defaultdict
 from concurrent.futures import Future, wait
@@ -100,7 +99,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
-from pyspark import cloudpickle
+from pyspark import InheritableThread, cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -409,7 +408,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     n = write_tasks(sum(tally.blob_bytes.get(t, 0) for t in tables), parallelism)
     blob_writes = blobs.coalesce(n).mapInArrow(tasks.write_blobs(output, scan_id, as_of_ms, tables, kept),
                                                S.spark_schema(WRITTEN))
-    written = _in_background(lambda: [r.asDict() for r in blob_writes.collect()], "blob writers")
+    written = _in_background(spark, lambda: [r.asDict() for r in blob_writes.collect()], "blob writers")
 
     def coordinator_view() -> tuple[list[R.Row], object]:
         """The coordinator_state rows, one per transactional id (collected as Arrow: a Row per
@@ -424,7 +423,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
         rows = pipeline.merge_coordinator(per_partition)
         return rows, for_tasks(spark, pipeline.coordinator_index(rows))
 
-    coordinator_out = _in_background(coordinator_view, "coordinator step")
+    coordinator_out = _in_background(spark, coordinator_view, "coordinator step")
 
     def metadata_view() -> tuple[DataFrame, list]:
         """Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest
@@ -491,9 +490,11 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
                       as_of_ms, persisted, [index], after)
 
 
-def _in_background(fn: Callable[[], object], name: str) -> Future:
+def _in_background(spark: SparkSession, fn: Callable[[], object], name: str) -> Future:
     """``fn()`` on a thread of its own (its Spark jobs run beside the caller's), its result or
-    exception in the Future. A daemon thread: after Ctrl-C the session's jobs are cancelled
+    exception in the Future. pyspark's InheritableThread: the thread's JVM side gets the
+    caller's local properties (job group, pool), its Connect client the caller's tags. A
+    daemon thread: after Ctrl-C the session's jobs are cancelled
     (session.interrupts_end_the_job) and nothing waits for it."""
     done: Future = Future()
 
@@ -503,7 +504,7 @@ def _in_background(fn: Callable[[], object], name: str) -> Future:
         except BaseException as e:   # handed to whoever asks for the result
             done.set_exception(e)
 
-    threading.Thread(target=work, name=f"logscan {name}", daemon=True).start()
+    InheritableThread(work, session=spark, name=f"logscan {name}", daemon=True).start()
     return done
 
 
