@@ -20,9 +20,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
+import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
+from itertools import groupby
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -40,8 +42,8 @@ from logscan.format.snapshot import ProducerSnapshot, SnapshotCrcMismatch, decod
 from logscan.format.txnlog import TRANSACTION_STATES, decode_txnlog_entry
 from logscan.state import partition as P
 from logscan.state.coordinator import TxnLogRecord
-from logscan.state.columns import (FACT_NUMPY_COLUMNS, MARKER_NAMES, NO_CONTROL_TYPE, FactColumns, arrow_of, shifted,
-                                   strings)
+from logscan.state.columns import (FACT_NUMPY_COLUMNS, MARKER_NAMES, NO_CONTROL_TYPE, FactColumns, FactRows, arrow_of,
+                                   shifted, strings)
 from logscan.state.columns import INT64_MIN  # noqa: F401 (a fact table's smallest last offset: tests read it here)
 from logscan.state.facts import NO_TIMESTAMP, BatchFact
 from logscan.state.partition import MetadataEvent, ReplicaState, replica_state
@@ -507,17 +509,52 @@ def segment_fact_columns(path: str, partition: int, *, out: ReplicaRead,
     FACT_TABLE_ROWS rows but the last: the rows are exactly iter_segment's facts, and ``out``
     gets what iter_segment gives it (findings, counts, the first offset, the largest timestamp;
     while the walk goes on, they may count rows it has not handed on yet). The runs of whole,
-    valid v2 batches come from the compiled step in bulk (compiled.fact_arrays: numpy's view of
-    its columns, no Python object per batch); everything else, and everything in pure Python,
-    through the reference (_walk_entries)."""
-    run = _columns_run if compiled.facts_v2 is not None else None
+    valid v2 batches come from the compiled step (compiled.facts_v2), which decides once it has
+    walked a window: a segment of few batches (fewer than BULK_ROWS, the rows its reader feeds
+    a row at a time, when the window reaches the segment's end) as the BatchFact objects the
+    walk a batch at a time makes (FactRows: no array until one is read), more in bulk (its
+    columns' bytes, joined once a table: one numpy array a column, no Python object per batch);
+    everything else, and everything in pure Python, through the reference (_walk_entries)."""
+    run = _facts_run if compiled.facts_v2 is not None else None
     return _opened(path, out, lambda log, budget: _rebatched(_fact_runs(log, path, partition, out, window, budget,
-                                                                        run, FactColumns.of_facts)))
+                                                                        run, FactRows)))
 
 
-def _rebatched(parts: Iterator[FactColumns]) -> Iterator[FactColumns]:
-    """``parts`` handed on as FactColumns of FACT_TABLE_ROWS rows (the last fewer): the small
-    ones joined, the large ones cut (a slice: no copy)."""
+class _Bulk:
+    """A compiled run's facts in bulk: facts_v2's ``columns`` (FACT_COLUMNS' bytes) of ``count``
+    rows; made FactColumns when a table is joined (_joined). A run never crosses a table's end
+    (_fact_runs), so none is cut."""
+
+    __slots__ = ("columns", "count")
+
+    def __init__(self, columns: tuple, count: int) -> None:
+        self.columns, self.count = columns, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def first_offset(self) -> int:
+        """The first row's base offset."""
+        return int.from_bytes(self.columns[1][:8], sys.byteorder, signed=True)
+
+
+def _joined(parts: list) -> FactColumns:
+    """A table's parts (_Bulk, FactRows, FactColumns) as one FactColumns, in order: FactRows
+    where all are, the bytes of each stretch of compiled runs joined into one array a column."""
+    if all(type(p) is FactRows for p in parts):
+        return FactRows.concat(parts)
+    joined = []
+    for bulk, group in groupby(parts, lambda p: type(p) is _Bulk):
+        if bulk:
+            joined.append(_compiled_columns(compiled.joined_arrays([b.columns for b in group])))
+        else:
+            joined.extend(group)
+    return FactColumns.concat(joined)
+
+
+def _rebatched(parts: Iterator) -> Iterator[FactColumns]:
+    """``parts`` (_Bulk, FactRows) handed on as FactColumns of FACT_TABLE_ROWS rows (the last
+    fewer): the small ones joined, the reference's large ones cut."""
     held, rows = [], 0
     for c in parts:
         at = 0
@@ -527,36 +564,61 @@ def _rebatched(parts: Iterator[FactColumns]) -> Iterator[FactColumns]:
             at += n
             rows += n
             if rows == FACT_TABLE_ROWS:
-                yield FactColumns.concat(held)
+                yield _joined(held)
                 held, rows = [], 0
     if held:
-        yield FactColumns.concat(held)
+        yield _joined(held)
 
 
 #: A compiled run: (the buffer of a window, where in it the run starts, the window's base in
-#: the log, the ReplicaRead to count in) -> (the run's facts, or None where it has none; where
-#: in the buffer it stopped).
-Run = Callable[[object, int, int, "ReplicaRead"], tuple[object, int]]
+#: the log, the ReplicaRead to count in, the rows below which its facts are best handed on as
+#: BatchFact objects, the most rows it may have) -> (the run's facts, a list or _Bulk, or None
+#: where it has none; where in the buffer it stopped).
+Run = Callable[[object, int, int, "ReplicaRead", int, int], tuple[object, int]]
 
 
 def _fact_runs(log, path: str, partition: int, out: ReplicaRead, window: Optional[int],
                budget: DecompressionBudget, run: Optional[Run], gather: Callable) -> Iterator:
     """The facts of an opened segment in log order, in chunks: the compiled runs (``run``'s,
-    counted in ``out`` by it), and the reference's walk from where a run stops to the next
-    valid v2 batch (where the next run starts), its facts handed on as ``gather(facts,
-    positions)``, FACT_TABLE_ROWS at most at a time. With ``run`` None, the reference's walk."""
+    counted in ``out`` by it; a list of facts as ``gather(facts, the first's position)``),
+    and the reference's walk from where a run stops to the next valid v2 batch (where the
+    next run starts), its facts handed on as ``gather(facts, positions)``, FACT_TABLE_ROWS at
+    most at a time. A run ends where a table of FACT_TABLE_ROWS rows (counted from the
+    segment's first) does, so no table cuts one, and is asked for BatchFact objects below
+    BULK_ROWS rows in all when its window reaches the segment's end. With ``run`` None, the
+    reference's walk."""
     size, window = log.size, window or FACT_WINDOW_BYTES
     pending: tuple[list[BatchFact], list[int]] = ([], [])
-    pos, needed = 0, 0
+    pos, needed, handed = 0, 0, 0
     while pos < size:
-        got = _compiled_run(log, pos, min(size, pos + max(window, needed)), run, out) if run is not None else None
-        if got is not None:
-            chunk, pos, needed = got
-            if chunk is not None:
-                if pending[0]:
-                    yield gather(*pending)
-                    pending = ([], [])
-                yield chunk
+        stop = min(size, pos + max(window, needed))
+        try:
+            win = log.map(pos, stop) if run is not None else None
+        except OSError:
+            win = None   # the reference walk from here says so, located
+        if win is not None:
+            try:
+                at = pos - win.base
+                while True:
+                    rows = handed + len(pending[0])
+                    few = max(0, BULK_ROWS - rows) if stop == size else 0
+                    limit = FACT_TABLE_ROWS - rows % FACT_TABLE_ROWS
+                    chunk, end = run(win.buf, at, win.base, out, few, limit)
+                    if chunk is None:
+                        break
+                    if pending[0]:
+                        handed += len(pending[0])
+                        yield gather(*pending)
+                        pending = ([], [])
+                    handed += len(chunk)
+                    yield gather(chunk, at + win.base) if type(chunk) is list else chunk
+                    at = end
+                    if len(chunk) < limit:
+                        break
+                needed = _crossing(win.buf, at, size - win.base)
+                pos = at + win.base
+            finally:
+                win.close()
             if pos >= size:
                 break
             if needed is not None:
@@ -568,6 +630,7 @@ def _fact_runs(log, path: str, partition: int, out: ReplicaRead, window: Optiona
                 pending[0].append(fact)
                 pending[1].append(entry.position)
                 if len(pending[0]) >= FACT_TABLE_ROWS:
+                    handed += len(pending[0])
                     yield gather(*pending)
                     pending = ([], [])
                 if run is not None and type(entry) is RecordBatch:
@@ -580,41 +643,21 @@ def _fact_runs(log, path: str, partition: int, out: ReplicaRead, window: Optiona
         yield gather(*pending)
 
 
-def _compiled_run(log, start: int, stop: int, run: Run, out: ReplicaRead):
-    """``run`` over the window [start, stop) of ``log`` from ``start``: (its facts or None,
-    where the run stopped, _crossing's bytes needed); None where the window cannot be read
-    (the reference walk from there says so, located)."""
-    try:
-        win = log.map(start, stop)
-    except OSError:
-        return None
-    try:
-        chunk, end = run(win.buf, start - win.base, win.base, out)
-        needed = _crossing(win.buf, end, log.size - win.base)
-    finally:
-        win.close()
-    return chunk, end + win.base, needed
-
-
-def _columns_run(buf, pos: int, base: int, out: ReplicaRead):
-    """A compiled run of facts as FactColumns (compiled.fact_arrays: numpy's view of facts_v2's
-    columns), counted in ``out``."""
-    arrays, count, end = compiled.fact_arrays(buf, pos, len(buf), base, 1 << 62)
+def _facts_run(buf, pos: int, base: int, out: ReplicaRead, few: int, limit: int):
+    """A compiled run of facts (compiled.facts_v2), counted in ``out`` as iter_segment's walk
+    counts them: a list of BatchFact where it has fewer than ``few`` rows, else _Bulk."""
+    facts, count, end, max_timestamp = compiled.facts_v2(buf, pos, len(buf), base, limit, few, BatchFact)
     if not count:
         return None, end
-    columns = _compiled_columns(arrays)
-    _count(out, int(columns.base_offset[0]), int(columns.max_timestamp.max()), count)
-    return columns, end
-
-
-def _list_run(buf, pos: int, base: int, out: ReplicaRead):
-    """A compiled run of facts as a list of BatchFact (compiled.walk_facts_v2), counted in
-    ``out`` as iter_segment's walk counts them."""
-    facts, end, max_timestamp = compiled.walk_facts_v2(buf, pos, len(buf), BatchFact, 1 << 62)
-    if not facts:
-        return None, end
-    _count(out, facts[0].base_offset, max_timestamp, len(facts))
+    if type(facts) is not list:
+        facts = _Bulk(facts, count)
+    _count(out, facts[0].base_offset if type(facts) is list else facts.first_offset(), max_timestamp, count)
     return facts, end
+
+
+def _list_run(buf, pos: int, base: int, out: ReplicaRead, few: int, limit: int):
+    """_facts_run's facts, every run's as a list of BatchFact (read_segment lists them)."""
+    return _facts_run(buf, pos, base, out, 1 << 62, limit)
 
 
 def _crossing(buf, stop: int, left: int) -> Optional[int]:
@@ -649,10 +692,10 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
     with the segment (:func:`iter_segment` is the same walk as a generator). Where only the
     facts are asked (no headers, no ``on_fact``, a whole segment of a topic other than
     `__transaction_state`), the runs of whole, valid v2 batches are read by the compiled step
-    in bulk (compiled.walk_facts_v2: no RecordBatch, no Python step per batch), the rest by
-    the same walk."""
+    in bulk (compiled.facts_v2's BatchFact objects: no RecordBatch, no Python step per batch),
+    the rest by the same walk."""
     out = ReplicaRead() if out is None else out
-    if (compiled.walk_facts_v2 is not None and on_fact is None and not headers and not is_txn_log
+    if (compiled.facts_v2 is not None and on_fact is None and not headers and not is_txn_log
             and byte_range is None):
         # Through the reader's own windows, as the walk a batch at a time reads.
         def runs(log, budget):
@@ -673,8 +716,8 @@ def read_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
     return out
 
 
-def _facts_of(facts: list[BatchFact], positions: list[int]) -> list[BatchFact]:
-    """The reference walk's facts as read_segment lists them (without their positions)."""
+def _facts_of(facts: list[BatchFact], positions) -> list[BatchFact]:
+    """The facts as read_segment lists them (without their positions)."""
     return facts
 
 
@@ -1191,7 +1234,7 @@ class ReplicaAnalyser:
         import numpy as np
 
         if len(c) < BULK_ROWS:
-            for fact, position in zip(c.facts(), c.position.tolist()):
+            for fact, position in zip(c.facts(), c.positions()):
                 self.feed(fact, segment, position)
             return
         while len(c):

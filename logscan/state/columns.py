@@ -133,6 +133,20 @@ FACT_NUMPY_TYPES = ("int64", "int64", "int64", "int64", "int16", "int32", "int32
 INT64_MIN = -(1 << 63)
 
 
+#: Each of FACT_NUMPY_COLUMNS' numpy type, by name.
+_FACT_NUMPY_TYPE = dict(zip(FACT_NUMPY_COLUMNS, FACT_NUMPY_TYPES))
+#: The place in a BatchFact of each of its fields, by name.
+_FACT_FIELD = {name: i for i, name in enumerate(BatchFact._fields)}
+
+
+def _fact_column(name: str, values: Sequence):
+    """Column ``name`` of FACT_NUMPY_COLUMNS from a field's values in the reference's facts (a
+    last offset below INT64_MIN held as it)."""
+    if name == "last_offset":
+        values = [max(last, INT64_MIN) for last in values]
+    return _array(values, _FACT_NUMPY_TYPE[name])
+
+
 def _array(values: Sequence, kind: str):
     """``values`` as a numpy array of ``kind``; of Python ints (an object array) where one does
     not fit it (a batch's last offset, its base offset plus lastOffsetDelta, past 2^63 - 1,
@@ -180,9 +194,7 @@ class FactColumns:
         rows = list(zip(*facts)) if facts else [()] * len(BatchFact._fields)
         by_name = dict(zip(BatchFact._fields, rows))
         by_name["position"] = positions
-        by_name["last_offset"] = [max(last, INT64_MIN) for last in by_name["last_offset"]]
-        return cls._named({name: _array(by_name[name], kind) for name, kind in zip(FACT_NUMPY_COLUMNS,
-                                                                                    FACT_NUMPY_TYPES)},
+        return cls._named({name: _fact_column(name, by_name[name]) for name in FACT_NUMPY_COLUMNS},
                           by_name["control_type"])
 
     @classmethod
@@ -237,6 +249,10 @@ class FactColumns:
         t = int(self.types[row])
         return MARKER_NAMES[t] if t >= 0 else None if t == NO_CONTROL_TYPE else self.names[row]
 
+    def positions(self) -> list[int]:
+        """Every row's byte position, in order."""
+        return self.position.tolist()
+
     def facts(self) -> list[BatchFact]:
         """Every row as the BatchFact append() and feed() take, in order."""
         types = self.types.tolist()
@@ -251,3 +267,59 @@ class FactColumns:
         c = self._columns  # (a slice's tolist: a Python value from an object column too)
         return BatchFact(*(c[name][row:row + 1].tolist()[0] if name != "control_type" else self.control_type(row)
                            for name in BatchFact._fields))
+
+
+class FactRows(FactColumns):
+    """FactColumns of BatchFacts in hand (the compiled step's facts of a run of few batches, the
+    reference's facts): facts(), positions() and fact() give them as they are, and a column is
+    made when it is first read (one numpy array of that field), every column when anything
+    else is asked. A reader that feeds a few rows one at a time (ReplicaAnalyser.feed_columns)
+    so makes no array, or only those it reads (the largest max timestamp), where FactColumns
+    would make them all. ``positions``: each batch's byte position, or the first's where each
+    batch follows the one before it (a compiled run)."""
+
+    def __init__(self, facts: list[BatchFact], positions) -> None:
+        self._facts, self._positions = facts, positions
+
+    def __getattr__(self, name: str):
+        # (only for what is not made yet: a column is kept as an attribute once made)
+        if "_facts" not in self.__dict__ or name.startswith("__"):
+            raise AttributeError(name)
+        if name in _FACT_NUMPY_TYPE:
+            column = _fact_column(name, self.positions() if name == "position" else
+                                  [fact[_FACT_FIELD[name]] for fact in self._facts])
+        else:
+            self.__dict__.update(FactColumns.of_facts(self._facts, self.positions()).__dict__)
+            column = object.__getattribute__(self, name)
+        self.__dict__[name] = column
+        return column
+
+    @classmethod
+    def concat(cls, parts: Sequence["FactRows"]) -> "FactRows":
+        """``parts`` (FactRows) joined, in order."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls([f for p in parts for f in p._facts], [at for p in parts for at in p.positions()])
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def take(self, rows) -> FactColumns:
+        if isinstance(rows, slice):
+            return FactRows(self._facts[rows], self.positions()[rows])
+        return super().take(rows)
+
+    def positions(self) -> list[int]:
+        at = self._positions
+        if type(at) is int:
+            self._positions = positions = []
+            for fact in self._facts:
+                positions.append(at)
+                at += fact.size_in_bytes
+        return self._positions
+
+    def facts(self) -> list[BatchFact]:
+        return self._facts
+
+    def fact(self, row: int) -> BatchFact:
+        return self._facts[row]

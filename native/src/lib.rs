@@ -216,43 +216,6 @@ fn v2_step(held: &Held, pos: i64, end: i64, verify_crc: bool) -> Option<([i64; 1
     Some((fields, next))
 }
 
-/// walk_v2 with every CRC checked, each batch's fact (a ``fact_class`` instance, BatchFact's
-/// fields: logscan.scan.replica.batch_fact's) made instead of its RecordBatch: the facts of a
-/// run of whole, valid v2 batches of ``buf[pos:end]``, at most ``limit``, the position the run
-/// stopped at and the largest of their max timestamps (the smallest int64 for none). It stops
-/// where walk_v2 stops, and before a batch whose fact the reference makes some other way
-/// (fact_v2's None), so the reference walk from there reads it. For a reader that needs the
-/// facts alone (the scan's read_segment): no RecordBatch, no Python call per batch, and a
-/// field equal to the previous fact's (a producer's id, a batch size) shares its int object.
-#[pyfunction]
-#[pyo3(signature = (buf, pos, end, fact_class, limit))]
-fn walk_facts_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64,
-                      fact_class: &Bound<'py, PyType>, limit: usize) -> PyResult<(Bound<'py, PyList>, i64, i64)> {
-    let held = Held::new(buf, fact_class, "fact_class", pos)?;
-    let end = end.min(held.len as i64);
-    let out = PyList::empty(py);
-    let mut last: [Option<(i64, Bound<'py, PyAny>)>; FACT_FIELDS] = std::array::from_fn(|_| None);
-    let mut int_of = |field: usize, value: i64| match &last[field] {
-        Some((held, object)) if *held == value => object.clone(),
-        _ => {
-            let object = int(py, value);
-            last[field] = Some((value, object.clone()));
-            object
-        }
-    };
-    let (mut pos, mut max_timestamp) = (pos, i64::MIN);
-    while out.len() < limit {
-        let Some((f, next)) = v2_step(&held, pos, end, true) else { break };
-        let record = held.bytes(pos as usize + HEADER, next as usize);
-        let Ok(marker) = marker_fact(f[5], f[1], f[12], f[7], f[8], record) else { break };
-        let Some(fact) = fact_of(py, fact_class, &f, marker, &mut int_of)? else { break };
-        out.append(fact)?;
-        max_timestamp = max_timestamp.max(f[8]);
-        pos = next;
-    }
-    Ok((out, pos, max_timestamp))
-}
-
 /// A zig-zag varint at ``at`` of ``data[..end]`` as ByteUtils reads it (at most ``max_bytes``
 /// bytes, a ``bits``-bit value): (value, next position); None where the Python reader fails or
 /// would drop bits past the width (the Python loop then reads the record).
@@ -671,87 +634,146 @@ fn marker_fact(attributes: i64, length: i64, records: i64, base_timestamp: i64, 
     Ok(Some((type_id, epoch, ts)))
 }
 
-/// The per-batch facts of a run of batches, a column per field (FACT_COLUMNS' order).
-#[derive(Default)]
-struct FactColumns {
-    position: Vec<i64>,
-    base_offset: Vec<i64>,
-    last_offset: Vec<i64>,
-    partition_leader_epoch: Vec<i32>,
-    attributes: Vec<i16>,
-    base_timestamp: Vec<i64>,
-    max_timestamp: Vec<i64>,
-    producer_id: Vec<i64>,
-    producer_epoch: Vec<i16>,
-    base_sequence: Vec<i32>,
-    last_sequence: Vec<i32>,
-    records_count: Vec<i32>,
-    size_in_bytes: Vec<i64>,
-    control_type_id: Vec<i16>,
-    coordinator_epoch: Vec<i32>,
-    marker_timestamp: Vec<i64>,
+/// The fact of one v2 batch: FACT_COLUMNS' fields (logscan.format.compiled), each as wide as
+/// an int64 until a column narrows it to its own type.
+struct Fact {
+    position: i64,
+    base_offset: i64,
+    last_offset: i64,
+    partition_leader_epoch: i64,
+    attributes: i64,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    producer_id: i64,
+    producer_epoch: i64,
+    base_sequence: i64,
+    last_sequence: i64,
+    records_count: i64,
+    size_in_bytes: i64,
+    control_type_id: i64,
+    coordinator_epoch: i64,
+    marker_timestamp: i64,
 }
 
-/// A column's values as native-endian bytes (Arrow's layout of a fixed-width column).
-fn column<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyBytes> {
-    // SAFETY: T is a plain integer type: its values are their bytes, with no padding.
-    let raw = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
-    PyBytes::new(py, raw)
+impl Fact {
+    /// The fact of the v2 batch at ``position`` (in the log) with the header ``f``
+    /// (header_fields' order) and ``marker`` (marker_fact's Ok): None where the reference makes
+    /// it some other way (a last offset or a size past 64 bits).
+    fn of(position: i64, f: &[i64; 13], marker: Option<(i16, i32, i64)>) -> Option<Fact> {
+        let (base_offset, length, last_delta, base_sequence) = (f[0], f[1], f[6], f[11]);
+        let (control_type_id, coordinator_epoch, marker_timestamp) = match marker {
+            Some((type_id, epoch, ts)) => (type_id as i64, epoch as i64, ts),
+            None => (NO_CONTROL_TYPE as i64, -1, -1),
+        };
+        Some(Fact {
+            position,
+            base_offset,
+            last_offset: base_offset.checked_add(last_delta)?,
+            partition_leader_epoch: f[2],
+            attributes: f[5],
+            base_timestamp: f[7],
+            max_timestamp: f[8],
+            producer_id: f[9],
+            producer_epoch: f[10],
+            base_sequence,
+            last_sequence: last_sequence(base_sequence, last_delta),
+            records_count: f[12],
+            size_in_bytes: length.checked_add(LOG_OVERHEAD)?,
+            control_type_id,
+            coordinator_epoch,
+            marker_timestamp,
+        })
+    }
 }
 
-/// The facts the scan's replay needs of whole, valid v2 batches of ``buf[pos:end]``, in bulk:
-/// the columns (FACT_COLUMNS of logscan.format.compiled, each as native-endian bytes), how
-/// many batches, and the position the run stopped at. It walks as walk_v2 does with every
-/// CRC checked (stopping where that walk stops), and stops too before a batch whose fact the
-/// reference (logscan.scan.replica.batch_fact and the offset check before it) makes some
-/// other way: a last offset past 64 bits, a control batch with records other than one COMMIT
-/// or ABORT record laid out as a broker writes it, a marker timestamp past 64 bits.
+/// One column of ``facts`` (``value`` of each, narrowed to T) as native-endian bytes: Arrow's
+/// layout of a fixed-width column.
+fn column<'py, T: Copy>(py: Python<'py>, facts: &[Fact], value: impl Fn(&Fact) -> T) -> PyResult<Bound<'py, PyBytes>> {
+    let width = std::mem::size_of::<T>();
+    PyBytes::new_with(py, facts.len() * width, |bytes| {
+        for (slot, fact) in bytes.chunks_exact_mut(width).zip(facts) {
+            let v = value(fact);
+            // SAFETY: T is a plain integer type: its value is its ``width`` bytes, no padding.
+            slot.copy_from_slice(unsafe { std::slice::from_raw_parts(&v as *const T as *const u8, width) });
+        }
+        Ok(())
+    })
+}
+
+/// ``facts`` as FACT_COLUMNS' columns, each as native-endian bytes.
+fn fact_columns<'py>(py: Python<'py>, facts: &[Fact]) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(py, [
+        column(py, facts, |f| f.position)?, column(py, facts, |f| f.base_offset)?,
+        column(py, facts, |f| f.last_offset)?, column(py, facts, |f| f.partition_leader_epoch as i32)?,
+        column(py, facts, |f| f.attributes as i16)?, column(py, facts, |f| f.base_timestamp)?,
+        column(py, facts, |f| f.max_timestamp)?, column(py, facts, |f| f.producer_id)?,
+        column(py, facts, |f| f.producer_epoch as i16)?, column(py, facts, |f| f.base_sequence as i32)?,
+        column(py, facts, |f| f.last_sequence as i32)?, column(py, facts, |f| f.records_count as i32)?,
+        column(py, facts, |f| f.size_in_bytes)?, column(py, facts, |f| f.control_type_id as i16)?,
+        column(py, facts, |f| f.coordinator_epoch as i32)?, column(py, facts, |f| f.marker_timestamp)?,
+    ])
+}
+
+/// The facts the scan's replay needs of a run of whole, valid v2 batches of ``buf[pos:end]``
+/// (``buf`` a window of the log starting at byte ``base``), at most ``limit``, handed on as
+/// the reader can take them best, decided once the run is walked: fewer than ``few`` as a
+/// list of ``fact_class`` instances (BatchFact's fields: logscan.scan.replica.batch_fact's;
+/// no Python call per batch, and a field equal to the previous fact's, a producer's id or a
+/// batch size, shares its int object), else as columns (FACT_COLUMNS of
+/// logscan.format.compiled, each as native-endian bytes: no Python object per batch). Returns
+/// the list or the columns, how many batches, the position the run stopped at and the
+/// largest of their max timestamps (the smallest int64 for none). It walks as walk_v2 does
+/// with every CRC checked (stopping where that walk stops), and stops too before a batch whose
+/// fact the reference (batch_fact and the offset check before it) makes some other way: a
+/// last offset past 64 bits, a control batch with records other than one COMMIT or ABORT
+/// record laid out as a broker writes it (fact_v2's None), so the reference walk from there
+/// reads it.
 #[pyfunction]
-#[pyo3(signature = (buf, pos, end, base, limit))]
-fn facts_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, base: i64, limit: usize)
-                 -> PyResult<(Bound<'py, PyTuple>, usize, i64)> {
-    let held = Held::of(buf, pos)?;
+#[pyo3(signature = (buf, pos, end, base, limit, few=0, fact_class=None))]
+#[allow(clippy::too_many_arguments)]
+fn facts_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, pos: i64, end: i64, base: i64, limit: usize, few: usize,
+                 fact_class: Option<&Bound<'py, PyType>>) -> PyResult<(Bound<'py, PyAny>, usize, i64, i64)> {
+    let held = match fact_class {
+        Some(class) => Held::new(buf, class, "fact_class", pos)?,
+        None if few == 0 => Held::of(buf, pos)?,
+        None => return Err(PyTypeError::new_err("a list of facts (few > 0) needs a fact_class")),
+    };
     let end = end.min(held.len as i64);
-    let mut c = FactColumns::default();
-    let mut pos = pos;
-    let mut count = 0;
-    while count < limit {
+    // As many as a run can hold, up to a table's (logscan.scan.replica.FACT_TABLE_ROWS): more grow.
+    let room = ((end - pos).max(0) as usize / HEADER + 1).min(limit).min(4096);
+    let mut facts: Vec<Fact> = Vec::with_capacity(room);
+    let (mut pos, mut max_timestamp) = (pos, i64::MIN);
+    while facts.len() < limit {
         let Some((f, next)) = v2_step(&held, pos, end, true) else { break };
-        let (base_offset, length, leader_epoch, attributes, last_delta) = (f[0], f[1], f[2], f[5], f[6]);
-        let (base_timestamp, max_timestamp, producer_id, epoch, base_sequence, records) =
-            (f[7], f[8], f[9], f[10], f[11], f[12]);
-        let Some(last_offset) = base_offset.checked_add(last_delta) else { break };
         let record = held.bytes(pos as usize + HEADER, next as usize);
-        let Ok(marker) = marker_fact(attributes, length, records, base_timestamp, max_timestamp, record) else { break };
-        let (control_type, coordinator_epoch, marker_ts) = marker.unwrap_or((NO_CONTROL_TYPE, -1, -1));
-        c.position.push(pos + base);
-        c.base_offset.push(base_offset);
-        c.last_offset.push(last_offset);
-        c.partition_leader_epoch.push(leader_epoch as i32);
-        c.attributes.push(attributes as i16);
-        c.base_timestamp.push(base_timestamp);
-        c.max_timestamp.push(max_timestamp);
-        c.producer_id.push(producer_id);
-        c.producer_epoch.push(epoch as i16);
-        c.base_sequence.push(base_sequence as i32);
-        c.last_sequence.push(last_sequence(base_sequence, last_delta) as i32);
-        c.records_count.push(records as i32);
-        c.size_in_bytes.push(length + LOG_OVERHEAD);
-        c.control_type_id.push(control_type);
-        c.coordinator_epoch.push(coordinator_epoch);
-        c.marker_timestamp.push(marker_ts);
-        count += 1;
+        let Ok(marker) = marker_fact(f[5], f[1], f[12], f[7], f[8], record) else { break };
+        let Some(fact) = Fact::of(pos + base, &f, marker) else { break };
+        max_timestamp = max_timestamp.max(fact.max_timestamp);
+        facts.push(fact);
         pos = next;
     }
-    let columns = PyTuple::new(py, [
-        column(py, &c.position), column(py, &c.base_offset), column(py, &c.last_offset),
-        column(py, &c.partition_leader_epoch), column(py, &c.attributes), column(py, &c.base_timestamp),
-        column(py, &c.max_timestamp), column(py, &c.producer_id), column(py, &c.producer_epoch),
-        column(py, &c.base_sequence), column(py, &c.last_sequence), column(py, &c.records_count),
-        column(py, &c.size_in_bytes), column(py, &c.control_type_id), column(py, &c.coordinator_epoch),
-        column(py, &c.marker_timestamp),
-    ])?;
-    Ok((columns, count, pos))
+    drop(held);
+    let count = facts.len();
+    let out = match fact_class {
+        Some(class) if count < few => {
+            let mut last: [Option<(i64, Bound<'py, PyAny>)>; FACT_FIELDS] = std::array::from_fn(|_| None);
+            let mut int_of = |field: usize, value: i64| match &last[field] {
+                Some((held, object)) if *held == value => object.clone(),
+                _ => {
+                    let object = int(py, value);
+                    last[field] = Some((value, object.clone()));
+                    object
+                }
+            };
+            let list = PyList::empty(py);
+            for fact in &facts {
+                list.append(fact_object(py, class, fact, &mut int_of)?)?;
+            }
+            list.into_any()
+        }
+        _ => fact_columns(py, &facts)?.into_any(),
+    };
+    Ok((out, count, pos, max_timestamp))
 }
 
 /// The fact logscan.scan.replica.batch_fact makes of one v2 batch, ``batch`` (a RecordBatch,
@@ -806,47 +828,40 @@ fn fact_v2<'py>(py: Python<'py>, buf: &Bound<'py, PyAny>, batch: &Bound<'py, PyT
         None
     };
     let header: [i64; 13] = f[1..].try_into().expect("a RecordBatch's header fields");
-    fact_of(py, fact_class, &header, marker, &mut |_, value| int(py, value))
+    let Some(fact) = Fact::of(position, &header, marker) else { return Ok(None) };
+    fact_object(py, fact_class, &fact, &mut |_, value| int(py, value)).map(Some)
 }
 
 /// BatchFact's fields.
 const FACT_FIELDS: usize = 14;
 
-/// The fact (a ``fact_class`` instance, BatchFact's fields) of a v2 batch with the header
-/// ``f`` (header_fields' order) and ``marker`` (marker_fact's Ok), each int field made by
-/// ``int_of(its index, its value)``: None where the reference makes it some other way (a last
-/// offset or a size past 64 bits). fact_v2's and walk_facts_v2's.
-fn fact_of<'py>(py: Python<'py>, fact_class: &Bound<'py, PyType>, f: &[i64; 13], marker: Option<(i16, i32, i64)>,
-                int_of: &mut dyn FnMut(usize, i64) -> Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let (base_offset, length, attributes, last_delta) = (f[0], f[1], f[5], f[6]);
-    let (max_timestamp, producer_id, epoch, base_sequence, records) = (f[8], f[9], f[10], f[11], f[12]);
-    let Some(last_offset) = base_offset.checked_add(last_delta) else { return Ok(None) };
-    let Some(size) = length.checked_add(LOG_OVERHEAD) else { return Ok(None) };
-    let (control_type, coordinator_epoch, marker_ts) = match marker {
-        Some((type_id, coordinator_epoch, ts)) => {
-            let name = if type_id == 1 { intern!(py, "COMMIT") } else { intern!(py, "ABORT") };
-            (name.clone().into_any(), coordinator_epoch as i64, ts)
-        }
-        None => (py.None().into_bound(py), -1, -1),
+/// ``fact`` as a ``fact_class`` instance (BatchFact's fields), each int field made by
+/// ``int_of(its index, its value)``. fact_v2's and facts_v2's.
+fn fact_object<'py>(py: Python<'py>, fact_class: &Bound<'py, PyType>, fact: &Fact,
+                    int_of: &mut dyn FnMut(usize, i64) -> Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let control_type = match fact.control_type_id {
+        1 => intern!(py, "COMMIT").clone().into_any(),
+        0 => intern!(py, "ABORT").clone().into_any(),
+        _ => py.None().into_bound(py),
     };
-    let flag = |mask: i64| PyBool::new(py, attributes & mask != 0).to_owned().into_any();
+    let flag = |mask: i64| PyBool::new(py, fact.attributes & mask != 0).to_owned().into_any();
     let items: [Bound<'py, PyAny>; FACT_FIELDS] = [
-        int_of(0, base_offset),
-        int_of(1, last_offset),
-        int_of(2, producer_id),
-        int_of(3, epoch),
-        int_of(4, base_sequence),
-        int_of(5, last_sequence(base_sequence, last_delta)),
-        int_of(6, max_timestamp),
+        int_of(0, fact.base_offset),
+        int_of(1, fact.last_offset),
+        int_of(2, fact.producer_id),
+        int_of(3, fact.producer_epoch),
+        int_of(4, fact.base_sequence),
+        int_of(5, fact.last_sequence),
+        int_of(6, fact.max_timestamp),
         flag(TRANSACTIONAL_FLAG),
         flag(CONTROL_FLAG),
-        int_of(9, records),
-        int_of(10, size),
+        int_of(9, fact.records_count),
+        int_of(10, fact.size_in_bytes),
         control_type,
-        int_of(12, coordinator_epoch),
-        int_of(13, marker_ts),
+        int_of(12, fact.coordinator_epoch),
+        int_of(13, fact.marker_timestamp),
     ];
-    tuple_instance(py, fact_class, items).map(|fact| Some(untracked(fact)))
+    tuple_instance(py, fact_class, items).map(untracked)
 }
 
 /// The batches table's header columns of one v2 batch (logscan.scan.rows.header_values, in
@@ -1067,7 +1082,6 @@ fn txn_entry_v2<'py>(py: Python<'py>, key: &Bound<'py, PyAny>, value: &Bound<'py
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(walk_v2, m)?)?;
-    m.add_function(wrap_pyfunction!(walk_facts_v2, m)?)?;
     m.add_function(wrap_pyfunction!(records_v2, m)?)?;
     m.add_function(wrap_pyfunction!(facts_v2, m)?)?;
     m.add_function(wrap_pyfunction!(fact_v2, m)?)?;

@@ -34,7 +34,6 @@ def test_the_compiled_step_is_built_and_used():
     if os.environ.get("LOGSCAN_PURE_PYTHON"):
         assert compiled.walk_v2 is None and compiled.records_v2 is None and compiled.facts_v2 is None
         assert compiled.fact_v2 is None and compiled.header_v2 is None and compiled.txn_entry_v2 is None
-        assert compiled.walk_facts_v2 is None
         return
     assert importlib.util.find_spec("logscan._native") is not None, (
         "logscan._native is not built: install cargo (rustup), then reinstall (make venv)")
@@ -42,10 +41,10 @@ def test_the_compiled_step_is_built_and_used():
     assert compiled.walk_v2 is _native.walk_v2 and compiled.records_v2 is _native.records_v2
     assert compiled.facts_v2 is _native.facts_v2
     assert compiled.fact_v2 is _native.fact_v2 and compiled.header_v2 is _native.header_v2
-    assert compiled.txn_entry_v2 is _native.txn_entry_v2 and compiled.walk_facts_v2 is _native.walk_facts_v2
+    assert compiled.txn_entry_v2 is _native.txn_entry_v2
     with compiled.pure_python():
         assert (compiled.walk_v2, compiled.records_v2, compiled.facts_v2, compiled.fact_v2, compiled.header_v2,
-                compiled.txn_entry_v2, compiled.walk_facts_v2) == (None,) * 7
+                compiled.txn_entry_v2) == (None,) * 6
     assert compiled.header_v2 is _native.header_v2
 
 

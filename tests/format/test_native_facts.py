@@ -1,10 +1,11 @@
-"""logscan._native's facts_v2 (compiled.batch_facts): the scan's per-batch facts in bulk, a column
-per field, held to the reference (logscan.scan.replica.batch_fact over the Python walk) field for
-field; and segment_fact_tables, the segment read through it, held to iter_segment's facts and
-findings on every segment of the real-broker fixtures, through windows of any size, damaged,
-and in pure Python. walk_facts_v2 (the facts of a run as BatchFact objects) and read_segment,
-which reads a segment's facts alone through it, are held to the same. The fuzz target
-``native`` compares the columns and the objects with the reference too.
+"""logscan._native's facts_v2: the scan's per-batch facts of a run of batches, as BatchFact objects
+(a run of few) or in bulk, a column per field (compiled.batch_facts), held to the reference
+(logscan.scan.replica.batch_fact over the Python walk) field for field from any start; and
+segment_fact_tables, the segment read through it, held to iter_segment's facts and findings
+on every segment of the real-broker fixtures, through windows of any size, damaged, and in
+pure Python. read_segment, which reads a segment's facts alone through it (as objects), is
+held to the same. The fuzz target ``native`` compares the columns and the objects with the
+reference too.
 """
 
 from __future__ import annotations
@@ -97,13 +98,6 @@ def test_a_run_stops_where_the_reference_makes_the_fact_another_way(facts_v2):
     assert (count, stop) == (2, len(_parts()[0]) + len(_parts()[1]))
 
 
-@pytest.fixture
-def walk_facts_v2():
-    if compiled.walk_facts_v2 is None:
-        pytest.skip("logscan._native's walk_facts_v2 is not in use (LOGSCAN_PURE_PYTHON, or a build before it)")
-    return compiled.walk_facts_v2
-
-
 def _reference_objects(buf) -> list[BatchFact]:
     """The reference's facts of every entry of ``buf`` (batch_fact over the walk in pure Python)."""
     with compiled.pure_python():
@@ -112,26 +106,63 @@ def _reference_objects(buf) -> list[BatchFact]:
     return [reference_fact(buf, b)[0] for b in entries]
 
 
-def test_fact_objects_are_the_reference_facts(walk_facts_v2):
-    """walk_facts_v2's BatchFacts of a run are the reference's, field for field and of its
-    class, from any start, with the largest max timestamp among them; at most ``limit``."""
+def test_fact_objects_are_the_reference_facts(facts_v2):
+    """facts_v2's BatchFacts of a run (asked for objects below more rows than it has) are the
+    reference's, field for field and of its class, from any batch's start, with the largest
+    max timestamp among them; at most ``limit``."""
     parts = _parts()
     buf = b"".join(parts)
-    facts, stop, top = walk_facts_v2(buf, 0, len(buf), BatchFact, 1 << 62)
-    assert (len(facts), stop) == (len(parts), len(buf))
-    assert facts == _reference_objects(buf) and all(type(f) is BatchFact for f in facts)
-    assert top == max(f.max_timestamp for f in facts)
-    start = len(parts[0]) + len(parts[1])
-    facts, stop, _ = walk_facts_v2(buf, start, len(buf), BatchFact, 2)
-    assert (facts, stop) == (_reference_objects(buf[start:])[:2], start + len(parts[2]) + len(parts[3]))
-    assert walk_facts_v2(buf, len(buf), len(buf), BatchFact, 1 << 62) == ([], len(buf), -2**63)
+    starts = [sum(map(len, parts[:i])) for i in range(len(parts) + 1)]
+    for i, start in enumerate(starts):
+        facts, count, stop, top = facts_v2(buf, start, len(buf), 0, 1 << 62, 1 << 62, BatchFact)
+        assert (count, stop) == (len(parts) - i, len(buf))
+        assert facts == _reference_objects(buf[start:]) and all(type(f) is BatchFact for f in facts)
+        assert top == max((f.max_timestamp for f in facts), default=-2**63)
+    facts, count, stop, _ = facts_v2(buf, starts[2], len(buf), 0, 2, 1 << 62, BatchFact)
+    assert (facts, count, stop) == (_reference_objects(buf[starts[2]:])[:2], 2, starts[4])
 
 
-def test_a_run_of_fact_objects_stops_where_facts_v2_stops(walk_facts_v2):
+def test_a_run_is_handed_on_as_objects_or_columns_by_its_rows(facts_v2):
+    """facts_v2 decides once it has walked: fewer rows than ``few``, BatchFact objects; as many
+    or more, the columns (the same facts); the same run and stop either way, from any start;
+    no objects without a class to make them of."""
+    parts = _parts()
+    buf = b"".join(parts)
+    for i in range(len(parts)):
+        start = sum(map(len, parts[:i]))
+        rows = len(parts) - i
+        objects, count, stop, top = facts_v2(buf, start, len(buf), 7, 1 << 62, rows + 1, BatchFact)
+        assert type(objects) is list and (count, stop) == (rows, len(buf))
+        columns, *same = facts_v2(buf, start, len(buf), 7, 1 << 62, rows, BatchFact)
+        assert type(columns) is tuple and same == [count, stop, top]
+        arrays = compiled.joined_arrays([columns])
+        assert list(zip(*(arrays[name].tolist() for name, _ in compiled.FACT_COLUMNS))) == \
+            _reference(buf[start:], start + 7)
+        assert objects == _reference_objects(buf[start:])
+    assert facts_v2(buf, 0, len(buf), 0, 1 << 62)[:3] == facts_v2(buf, 0, len(buf), 0, 1 << 62, 0, BatchFact)[:3]
+    with pytest.raises(TypeError):
+        facts_v2(buf, 0, len(buf), 0, 1 << 62, 5)
+    assert facts_v2(buf, len(buf), len(buf), 0, 1 << 62, 5, BatchFact) == ([], 0, len(buf), -2**63)
+
+
+def test_a_run_of_fact_objects_stops_where_the_columns_stop(facts_v2):
     head = b"".join(_parts()[:3])
     for buf in _stopping(head):
-        facts, stop, _ = walk_facts_v2(buf, 0, len(buf), BatchFact, 1 << 62)
-        assert (facts, stop) == (_reference_objects(head), len(head))
+        facts, count, stop, _ = facts_v2(buf, 0, len(buf), 0, 1 << 62, 1 << 62, BatchFact)
+        assert (facts, count, stop) == (_reference_objects(head), 3, len(head))
+
+
+def test_joined_columns_are_each_runs_in_order(facts_v2):
+    """joined_arrays over several runs: the rows of each, in order, one array a column."""
+    parts = _parts()
+    buf = b"".join(parts)
+    cut = sum(map(len, parts[:5]))
+    first, n1, _, _ = facts_v2(buf, 0, cut, 0, 1 << 62)
+    second, n2, _, _ = facts_v2(buf, cut, len(buf), 0, 1 << 62)
+    whole = compiled.fact_arrays(buf, 0, len(buf), 0, 1 << 62)[0]
+    joined = compiled.joined_arrays([first, second])
+    assert (n1, n2) == (5, len(parts) - 5)
+    assert {name: a.tolist() for name, a in joined.items()} == {name: a.tolist() for name, a in whole.items()}
 
 
 def _rows(tables) -> list[tuple]:
@@ -184,13 +215,12 @@ def _read_segment_same_as_iter_segment(path: Path) -> int:
     return len(expected)
 
 
-def test_read_segment_gives_the_reference_facts_of_every_real_segment(walk_facts_v2):
+def test_read_segment_gives_the_reference_facts_of_every_real_segment(facts_v2):
     assert sum(_read_segment_same_as_iter_segment(p) for p in _fixture_logs()) > 1000
 
 
 @pytest.mark.parametrize("window", [64, 300, 5000])
-def test_read_segment_gives_the_reference_facts_through_windows_and_damage(walk_facts_v2, tmp_path, monkeypatch,
-                                                                           window):
+def test_read_segment_gives_the_reference_facts_through_windows_and_damage(facts_v2, tmp_path, monkeypatch, window):
     """The cases of the table path below, read by read_segment through windows of ``window``
     bytes (LogWindows' own, which read_segment reads through)."""
     monkeypatch.setattr(segment, "LOG_WINDOW_BYTES", window)

@@ -196,28 +196,34 @@ def reference_fact(buf, batch: RecordBatch, base: int = 0) -> tuple:
         return batch_fact(buf, batch, "", findings, base), findings
 
 
-def _check_facts(data: bytes, end: int, base: int) -> None:
-    """The compiled facts of the run from the start (compiled.batch_facts, and as BatchFact
-    objects compiled.walk_facts_v2) are the reference's facts of the Python walk's first
-    entries, each a whole v2 batch with a valid CRC, and the run stops where they end."""
-    arrays, count, stop = compiled.batch_facts(data, 0, end, base, 1 << 62)
+def _check_facts(data: bytes, end: int, base: int, start: int = 0) -> None:
+    """The compiled facts of the run from ``start`` (compiled.facts_v2: in bulk, as columns, and
+    as BatchFact objects; asked with a ``few`` between, the one or the other by its rows) are
+    the reference's facts of the Python walk's first entries from there, each a whole v2
+    batch with a valid CRC, and the run stops where they end."""
+    from logscan.state.facts import BatchFact
+
+    arrays, count, stop = compiled.batch_facts(data, start, end, base, 1 << 62)
     with compiled.pure_python():
-        walk = walk_batches(data, 0, end, base=base)
+        walk = walk_batches(data, start, end, base=base)
         entries = [item for item, _ in zip(walk, range(count))]
         walk.close()
     _check(all(type(b) is RecordBatch and b.crc_valid for b in entries) and len(entries) == count,
-           f"the compiled facts cover {count} batches, the walk's first entries are {entries[:count]}")
-    _check(stop == (entries[-1].position - base + entries[-1].size_in_bytes if entries else 0),
-           f"the compiled facts stop at {stop}")
+           f"the compiled facts from {start} cover {count} batches, the walk's first entries are {entries[:count]}")
+    _check(stop == (entries[-1].position - base + entries[-1].size_in_bytes if entries else start),
+           f"the compiled facts from {start} stop at {stop}")
     _check_same(compiled_facts_key(arrays, count), reference_facts_key(data, entries, base),
-                "the compiled facts differ from the reference's")
-    if compiled.walk_facts_v2 is not None:
-        from logscan.state.facts import BatchFact
-
-        facts, at, _ = compiled.walk_facts_v2(data, 0, end, BatchFact, 1 << 62)
-        _check(at == stop, f"the compiled fact objects stop at {at}, the columns at {stop}")
-        _check_same(facts, [reference_fact(data, b, base)[0] for b in entries],
-                    "the compiled fact objects (walk_facts_v2) differ from the reference's")
+                f"the compiled facts from {start} differ from the reference's")
+    reference = [reference_fact(data, b, base)[0] for b in entries]
+    for few in (1 << 62, count + 1, max(count, 1)):
+        facts, n, at, _ = compiled.facts_v2(data, start, end, base, 1 << 62, few, BatchFact)
+        _check((n, at) == (count, stop), f"the compiled facts from {start} (few {few}) stop at {at} after {n} "
+                                         f"batches, the columns at {stop} after {count}")
+        if n < few:
+            _check(type(facts) is list, f"the compiled facts of {n} batches (few {few}) are not objects")
+            _check_same(facts, reference, f"the compiled fact objects from {start} differ from the reference's")
+        else:
+            _check(type(facts) is tuple, f"the compiled facts of {n} batches (few {few}) are not columns")
 
 
 def native(data: bytes) -> None:
@@ -226,7 +232,8 @@ def native(data: bytes) -> None:
     they stop at) from the compiled record step and the Python loop, each v2 batch's fact
     (batch_fact through compiled.fact_v2, and its findings) and header columns
     (rows.header_values through compiled.header_v2) against the reference's, and the
-    compiled facts of the run of batches from the start against the reference's. The first byte picks the
+    compiled facts (compiled.facts_v2, as columns and as objects) of the run of batches from the
+    start and from each entry the walk found against the reference's. The first byte picks the
     walk's options: no CRC checks, no resync, a cut, a window of a longer log (``more``, at a
     shifted ``base``), and how many bytes short of the end the walk stops."""
     from logscan.scan.replica import batch_fact
@@ -259,7 +266,11 @@ def native(data: bytes) -> None:
             with compiled.pure_python():
                 _check(got == header_values(item), f"the compiled header columns (header_v2) of the batch at "
                                                    f"{item.position} differ from the reference's: {got}")
-    _check_facts(data, end, options["base"])
+    # From the start, and from each entry the walk found (after damage, a resync, a legacy
+    # entry): every run's start a scan may reach.
+    for start in sorted({0, *(getattr(item, "position", 0) - options["base"] for item in items[:16])}):
+        if 0 <= start <= end:
+            _check_facts(data, end, options["base"], start)
 
 
 #: Control types a history's control batches take (history_from_bytes): markers, an emptied
