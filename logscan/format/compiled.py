@@ -60,17 +60,25 @@ txn_entry_v2 = getattr(_MODULE, "txn_entry_v2", None)
 MAX_CHUNK = 1024
 
 
+#: The names of the compiled steps above.
+STEPS = ("walk_v2", "records_v2", "records_iter", "facts_v2", "fact_v2", "header_v2", "txn_entry_v2")
+
+
 @contextmanager
-def pure_python() -> Iterator[None]:
+def pure_python(*steps: str) -> Iterator[None]:
     """Decodes that start inside run in pure Python (the bench's and the tests' comparison
-    with the compiled steps)."""
-    global walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2
-    saved = walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2
-    walk_v2 = records_v2 = records_iter = facts_v2 = fact_v2 = header_v2 = txn_entry_v2 = None
+    with the compiled steps): every compiled step off, or only the ``steps`` named (STEPS')."""
+    names = steps or STEPS
+    unknown = set(names) - set(STEPS)
+    if unknown:
+        raise ValueError(f"no compiled step {', '.join(sorted(unknown))}: the steps are {', '.join(STEPS)}")
+    here = globals()
+    saved = {name: here[name] for name in names}
+    here.update(dict.fromkeys(names))
     try:
         yield
     finally:
-        walk_v2, records_v2, records_iter, facts_v2, fact_v2, header_v2, txn_entry_v2 = saved
+        here.update(saved)
 
 
 #: facts_v2's columns, in its order: a v2 batch's position in the log, its header's fields

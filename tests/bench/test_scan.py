@@ -395,3 +395,39 @@ def test_the_sampler_counts_its_own_cpu():
         sampler.stopped.set()
         sampler.join()
     assert 0.05 <= sampler.cpu_seconds() <= time.process_time() - t
+
+
+def test_the_scan_as_issue_37_was_filed_walks_a_batch_at_a_time(tmp_path, monkeypatch):
+    # The anchor: the compiled walk and record step on (the scan had them), every later step
+    # off, no segment in bulk; all as before once it returns.
+    from logscan.format import compiled
+    from logscan.scan import pipeline
+
+    before = {name: getattr(compiled, name) for name in compiled.STEPS}, pipeline.BULK_MIN_BYTES
+    seen = []
+    monkeypatch.setattr(bench, "local_scan", lambda copy: seen.append(
+        ({name: getattr(compiled, name) for name in compiled.STEPS}, pipeline.BULK_MIN_BYTES)) or (1.0, 2.0))
+    assert bench.local_scan_as_filed(None) == (1.0, 2.0)
+    ((steps, bulk_min),) = seen
+    assert all(steps[name] is None for name in bench.STEPS_SINCE_FILED)
+    assert all(steps[name] is before[0][name] for name in set(compiled.STEPS) - set(bench.STEPS_SINCE_FILED))
+    assert bulk_min >= 1 << 62
+    assert ({name: getattr(compiled, name) for name in compiled.STEPS}, pipeline.BULK_MIN_BYTES) == before
+
+
+def test_issue_37s_target_is_judged_on_the_cpu_of_the_scans_in_turns():
+    plan = _plan()
+    copies, local = _copies(plan)
+    local["1000m-1000p"] += [0.30, 0.60]
+    local_cpu = {"1000m-1000p": [1.0, 1.1, 0.9], "100m-100p": [0.2, 0.2, 0.3]}
+    for cpu, mark, ratio in ((2.0, "[    met]", "2.00x"), (1.9, "[NOT met]", "1.90x")):
+        out = bench.report(plan, copies, local, 0.2, {}, None, 16384, 1 << 30, local_cpu=local_cpu,
+                           as_filed=[(0.7, cpu), (0.8, cpu + 0.1), (0.6, cpu - 0.1)])
+        (anchor,) = [t for t in out if "single process, as when issue 37 was filed" in t]
+        assert "0.70 s (0.60-0.80, 3x)" in anchor and f"CPU {cpu:.2f} s" in anchor, anchor
+        (line,) = [t for t in out if "issue 37: the single-process scan of 1000m-1000p at least 2x" in t]
+        assert line.lstrip().startswith(mark), line
+        assert f": {ratio} in CPU (1.00 against {cpu:.2f} s; wall 2.00x" in line, line
+    out = bench.report(plan, copies, local, 0.2, {}, None, 16384, 1 << 30, as_filed=[(0.7, 2.0)])
+    (line,) = [t for t in out if "issue 37: the single-process scan" in t]
+    assert line.lstrip().startswith("[    n/a]") and "no CPU figure" in line, line

@@ -86,6 +86,9 @@ TARGET_SPARK_VS_LOCAL = 1.5     # local[1] beyond its fixed cost, against the lo
 TARGET_CORE_SPEEDUP = 1.8       # local[2] against local[1] on a copy whose fixed cost is under 10%
 FIXED_SHARE = 0.10              # ... of local[1]'s time on the cores copy
 TINY_PARTITIONS = 20            # the fixed-cost copy: 4 MB over 20 partitions
+# Issue 37's: the single-process scan of the bench copy against the scan as it was when the
+# issue was filed (local_scan_as_filed), same run.
+TARGET_SINCE_FILED = 2.0
 # Issue 7's, still printed.
 TARGET_FILE_OVERHEAD_S = 0.050
 LINEAR_SLACK = 1.5              # upper decade's per-unit cost at most 1.5x the lower one's
@@ -208,6 +211,33 @@ def local_scan(copy: Copy, rows: bool = False) -> tuple[float, float]:
     if result.findings:
         raise SystemExit(f"{copy.path}: the single-process scan found damage: {result.findings[0].line()}")
     return seconds, cpu
+
+
+#: The compiled steps logscan gained after issue 37 was filed (2026-12-07: the scan then had
+#: the compiled walk, walk_v2, and record step, records_v2, of 7a5b8bc): the batch facts in
+#: bulk and one at a time, the batches table's header columns, the `__transaction_state`
+#: entries' step and the record iterator.
+STEPS_SINCE_FILED = ("facts_v2", "fact_v2", "header_v2", "txn_entry_v2", "records_iter")
+
+
+def local_scan_as_filed(copy: Copy) -> tuple[float, float]:
+    """local_scan as the scan ran when issue 37 was filed, the anchor of its "the single-process
+    scan of the bench copy at least 2x today's": every segment walked a batch at a time with
+    a Python fact object per batch and the replay fed one fact at a time (the bulk decode off:
+    pipeline.BULK_MIN_BYTES past any segment; batch_fact's reference: STEPS_SINCE_FILED off),
+    over the compiled walk and record step the scan had then. Not LOGSCAN_PURE_PYTHON: that
+    turns those two off as well, a scan slower than the one the issue measured (the walk in
+    pure Python costs ~1 us a batch more), which would flatter the ratio. The rules' Python
+    keeps what it gained since (the spool's adds, ClosedTxn as a NamedTuple): the anchor is
+    faster than the scan of that day, so the ratio understates the gain rather than
+    overstating it. (wall seconds, CPU seconds of this process)"""
+    from unittest import mock
+
+    from logscan.format import compiled
+    from logscan.scan import pipeline
+
+    with compiled.pure_python(*STEPS_SINCE_FILED), mock.patch.object(pipeline, "BULK_MIN_BYTES", 1 << 62):
+        return local_scan(copy)
 
 
 def local_decode(copy: Copy) -> float:
@@ -576,6 +606,26 @@ def growth(xs: list[float], ys: list[float], noise: float = 0.0) -> tuple[bool, 
     return ratio <= 1.0, f"{why}; upper step time ratio / input ratio {ratio:.2f} (<= 1)"
 
 
+def since_filed(bench: Copy, wall: list[float], cpu: list[float], now_wall: list[float],
+                now_cpu: list[float] | None, shown, rate) -> list[str]:
+    """The lines of issue 37's target for the single-process scan of the bench copy: the scan
+    as when the issue was filed (local_scan_as_filed; ``wall``, ``cpu``: its scans' seconds),
+    and the scan of this run against it (``now_wall``, ``now_cpu``), judged on the medians of
+    CPU seconds (the single process's own work: the figure other load on the machine moves
+    least), wall seconds beside."""
+    lines = [f"  single process, as when issue 37 was filed    {shown(wall)}  {rate(bench, median(wall))}  "
+             f"CPU {median(cpu):.2f} s  (the walk a batch at a time, a Python fact object per batch)"]
+    text = (f"issue 37: the single-process scan of {bench.ds.name} at least {TARGET_SINCE_FILED:.0f}x the scan as "
+            f"when the issue was filed")
+    if not now_cpu:
+        return lines + [verdict(None, f"{text}: no CPU figure of this run's scan")]
+    ratio = median(cpu) / median(now_cpu)
+    return lines + [verdict(ratio >= TARGET_SINCE_FILED,
+                            f"{text}: {ratio:.2f}x in CPU ({median(now_cpu):.2f} against {median(cpu):.2f} s; "
+                            f"wall {median(wall) / median(now_wall):.2f}x; medians of {len(now_cpu)} and "
+                            f"{len(cpu)} scans, in turns)")]
+
+
 def verdict(ok: bool | None, text: str) -> str:
     mark = "n/a" if ok is None else ("met" if ok else "NOT met")
     return f"  [{mark:>7}] {text}"
@@ -670,10 +720,13 @@ def main_bench(args) -> int:
     for name, cp in copies.items():
         if not name.startswith("mem-"):
             scan_locally(cp)
+    # The anchor of issue 37's target, in turns with the bench copy's scans.
+    as_filed = [local_scan_as_filed(bench)]
     rows_local = [local_scan(bench, rows=True)[0]]
     for _ in range(2, plan.repeats + 1):
         for ds in plan.local_repeated:
             scan_locally(c(ds.name))
+        as_filed.append(local_scan_as_filed(bench))
         rows_local.append(local_scan(bench, rows=True)[0])
     decode_only = local_decode(bench)
 
@@ -728,7 +781,7 @@ def main_bench(args) -> int:
     mem_batch, _ = largest_batch(mem_big.path)
 
     lines = report(plan, copies, local, decode_only, sessions, limited, mem_batch, limit, rows_local=rows_local,
-                   local_cpu=local_cpu, connect=connect)
+                   local_cpu=local_cpu, connect=connect, as_filed=as_filed)
     lines.insert(1, f"(the Spark job's tables: {args.tables or 'its default, every table but batches'})")
     lines.append(f"\n(total {time.perf_counter() - started:.0f} s; Spark logs under {work})")
     print("\n".join(lines))
@@ -738,11 +791,12 @@ def main_bench(args) -> int:
 def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], decode_only: float,
            sessions: dict[int, Session], limited: Session | None, mem_batch: int, limit: int,
            rows_local: list[float] | None = None, local_cpu: dict[str, list[float]] | None = None,
-           connect: Session | None = None) -> list[str]:
+           connect: Session | None = None, as_filed: list[tuple[float, float]] | None = None) -> list[str]:
     """The printed figures. ``local``: the single process's scans of each copy (wall seconds),
     ``local_cpu`` their CPU seconds; ``rows_local``: its scans of the bench copy that also
     build every table's rows (local_scan(rows=True)); ``connect``: the Spark Connect session's
-    (--remote local[N], N the highest core count)."""
+    (--remote local[N], N the highest core count); ``as_filed``: the scans of the bench copy
+    as when issue 37 was filed (local_scan_as_filed: wall and CPU seconds each)."""
     c = copies.__getitem__
     bench = c(plan.bench.name)
     low, high = min(plan.cores), max(plan.cores)
@@ -799,6 +853,9 @@ def report(plan: Plan, copies: dict[str, Copy], local: dict[str, list[float]], d
     if rows_local:
         out.append(f"  single process, with the rows of the tables   {shown(rows_local)}  "
                    f"{rate(bench, median(rows_local))}  (a row per batch too: the Spark job's output, unwritten)")
+    if as_filed:
+        out += since_filed(bench, [w for w, _ in as_filed], [c for _, c in as_filed], local[bench.ds.name],
+                           (local_cpu or {}).get(bench.ds.name), shown, rate)
     for cores, s in sessions.items():
         first, tiny_run, run = srun(cores, FIRST), srun(cores, plan.tiny.name), srun(cores, bench.ds.name)
         cold = srun(cores, FIRST_OF_COPY)
