@@ -243,3 +243,37 @@ def test_of_transactions_starting_at_the_same_offset_the_floor_keeps_the_first_m
     assert bulk.append_table(_tables(facts, [])[0]).tolist() == [0, 1]
     assert [t.producer_id for t in reference.completed] == [11]
     assert replay_state(bulk) == replay_state(reference)
+
+
+def test_fact_rows_hold_what_fact_columns_of_the_same_facts_hold():
+    """FactRows (facts in hand, columns made when read) against FactColumns.of_facts of the
+    same facts: every column, control type and flag, positions (given, or from the first where
+    each batch follows the one before) and any rows taken; a column read before the rest are
+    made is the one made with them; the facts are those in hand (a last offset below -2^63
+    too, which a column holds as INT64_MIN). Histories with every control type."""
+    from logscan.state.columns import FACT_NUMPY_COLUMNS, INT64_MIN, FactColumns, FactRows
+
+    rng = random.Random(11)
+    facts = random_history(rng, 300)
+    facts[7] = facts[7]._replace(last_offset=INT64_MIN - 5)
+    follow = [0]
+    for fact in facts[:-1]:
+        follow.append(follow[-1] + fact.size_in_bytes)
+    for positions in (follow, follow[0], [rng.randrange(1 << 40) for _ in facts]):
+        expected = FactColumns.of_facts(facts, positions if type(positions) is list else follow)
+        rows = FactRows(list(facts), positions)
+        assert len(rows) == len(facts) and rows.facts() == facts
+        assert rows.max_timestamp.tolist() == expected.max_timestamp.tolist()   # one column, before the rest
+        assert rows.positions() == expected.positions()
+        for name in (*FACT_NUMPY_COLUMNS, "types", "marker", "empty_control", "other_control", "aborted"):
+            assert getattr(rows, name).tolist() == getattr(expected, name).tolist(), name
+        assert rows.names.tolist() == expected.names.tolist()
+        assert [rows.control_type(i) for i in range(len(facts))] == [f.control_type for f in facts]
+        assert rows.fact(9) == facts[9] and rows.by_producer.tolist() == expected.by_producer.tolist()
+        taken = rows.take(slice(5, 50))
+        assert type(taken) is FactRows and taken.facts() == facts[5:50]
+        assert taken.positions() == (positions if type(positions) is list else follow)[5:50]
+        some = expected.by_producer[:40]
+        assert rows.take(some).facts() == expected.take(some).facts()
+    halves = FactRows.concat([FactRows(facts[:100], follow[0]), FactRows(facts[100:], follow[100])])
+    assert halves.facts() == facts and halves.positions() == follow
