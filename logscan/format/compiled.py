@@ -45,9 +45,12 @@ records_v2 = _MODULE.records_v2 if _MODULE is not None else None
 records_iter = getattr(_MODULE, "RecordsIter", None)
 #: The scan's per-batch facts of a run of batches, decided once the run is walked: fewer than
 #: ``few`` as a list of BatchFact objects, more in bulk as columns (FACT_COLUMNS' bytes), or None
-#: (None too from a module built before it existed, until it is rebuilt: the facts are then read
-#: by the reference, and tests/format/test_native.py fails to say so).
+#: (None too from a module built before it took ``few``, or before it existed, until it is
+#: rebuilt: the facts are then read by the reference, and tests/format/test_native.py fails to
+#: say so).
 facts_v2 = getattr(_MODULE, "facts_v2", None)
+if "few" not in (getattr(facts_v2, "__text_signature__", None) or ""):
+    facts_v2 = None
 #: batch_fact's common step (a data batch, or a COMMIT or ABORT batch laid out as a broker
 #: writes it), or None (also from a module built before it: batch_fact is then the reference's).
 fact_v2 = getattr(_MODULE, "fact_v2", None)
