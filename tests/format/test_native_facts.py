@@ -20,7 +20,7 @@ from logscan.format.control import COMMIT, LEADER_CHANGE, encode_control_key
 from logscan.format.logfile import walk_batches
 from logscan.logdir import segment
 from logscan.scan.replica import (FACT_TABLE_COLUMNS, INT64_MIN, ReplicaRead, facts_to_table, iter_segment,
-                                  read_segment, segment_fact_tables)
+                                  read_segment, segment_fact_columns, segment_fact_tables)
 from logscan.state.facts import BatchFact
 from logscan.testing.encoder import Rec, encode_batch, end_txn_marker_batch, legacy_message
 from tools.fuzz.targets import compiled_facts_key, reference_fact, reference_facts_key
@@ -287,3 +287,26 @@ def test_a_file_that_shrinks_under_the_read_gives_iter_segments_finding(tmp_path
             m.setattr(segment, "LOG_WINDOW_BYTES", window)  # read_segment reads through LogWindows' own
             assert _read_segment_same_as_iter_segment(path) > 0
     assert _same_as_iter_segment(path) == 0
+
+
+def test_a_segment_of_few_batches_is_handed_on_as_fact_objects(facts_v2, tmp_path, monkeypatch):
+    """segment_fact_columns asks the compiled step for objects while the rows in all stay below
+    replica.BULK_ROWS (the rows its reader feeds one at a time) and its window reaches the
+    segment's end: FactRows of the walk's facts, no column made until one is read; a segment
+    of more, or read through smaller windows, in bulk (FactColumns)."""
+    from logscan.scan import replica
+    from logscan.state.columns import FactColumns, FactRows
+
+    path = tmp_path / "0.log"
+    path.write_bytes(b"".join(_parts()))
+    expected = [f for f, _ in iter_segment(str(path), 0, is_txn_log=False, out=ReplicaRead())]
+    monkeypatch.setattr(replica, "BULK_ROWS", len(expected) + 1)
+    (few,) = segment_fact_columns(str(path), 0, out=ReplicaRead())
+    assert type(few) is FactRows and few.facts() == expected and all(type(f) is BatchFact for f in few.facts())
+    assert not {name for name, _ in FACT_TABLE_COLUMNS} & set(vars(few))
+    monkeypatch.setattr(replica, "BULK_ROWS", len(expected))
+    (many,) = segment_fact_columns(str(path), 0, out=ReplicaRead())
+    assert type(many) is FactColumns and many.facts() == expected
+    monkeypatch.setattr(replica, "BULK_ROWS", len(expected) + 1)
+    windowed = list(segment_fact_columns(str(path), 0, out=ReplicaRead(), window=len(_parts()[0]) + 1))
+    assert type(windowed[0]) is FactColumns and [f for c in windowed for f in c.facts()] == expected
