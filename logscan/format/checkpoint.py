@@ -25,6 +25,8 @@ import base64
 import json
 import re
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import NamedTuple
 
 from .errors import CorruptRecordError
 
@@ -36,7 +38,8 @@ INT32_RANGE = (-(1 << 31), (1 << 31) - 1)
 INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 
 _JAVA_WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]+")
-_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
+# a sign, leading zeros, then at most 19 digits: more are out of the int64 range (Long.parseLong)
+_JAVA_INT = re.compile(r"([+-]?)0*([0-9]{1,19})\Z")
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 # PartitionMetadataReadBuffer splits "version: 0" on ":\s+".
 _METADATA_SEPARATOR = re.compile(r":[ \t\n\x0b\f\r]+")
@@ -54,8 +57,7 @@ class CheckpointError(CorruptRecordError):
         return f"{self.message} at {where}"
 
 
-@dataclass(frozen=True, slots=True)
-class TextLine:
+class TextLine(NamedTuple):
     number: int     # 1-based
     position: int   # byte position of the line's first byte
     text: str
@@ -64,6 +66,12 @@ class TextLine:
 def text_lines(data, encoding: str = "utf-8") -> list[TextLine]:
     """Split like BufferedReader.readLine, keeping each line's byte position."""
     raw = bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    if raw.isascii() and b"\r" not in raw:
+        # The common file, decoded and split at once: its lines end at \n, a character is a byte.
+        texts = raw.decode("ascii").split("\n")
+        if texts[-1] == "":
+            texts.pop()  # after the last line's \n (or an empty file): no line
+        return list(map(TextLine, range(1, len(texts) + 1), accumulate((len(t) + 1 for t in texts), initial=0), texts))
     lines, start = [], 0
     for number, match in enumerate(_LINE_END.finditer(raw), start=1):
         lines.append(_decode_line(raw[start:match.start()], number, start, encoding))
@@ -83,6 +91,9 @@ def _decode_line(raw: bytes, number: int, position: int, encoding: str) -> TextL
 
 def java_split(text: str) -> list[str]:
     """``text.split("\\\\s+")`` in Java: trailing empty fields dropped, a leading one kept."""
+    parts = text.split(" ")
+    if "" not in parts and text.isprintable():
+        return parts  # one space between fields and no other whitespace: the common line
     parts = _JAVA_WHITESPACE.split(text)
     while len(parts) > 1 and parts[-1] == "":
         parts.pop()
@@ -90,16 +101,21 @@ def java_split(text: str) -> list[str]:
 
 
 def parse_java_int(text: str, line: TextLine, what: str, bounds=INT32_RANGE) -> int:
-    if not _JAVA_INT.match(text) or not bounds[0] <= int(text) <= bounds[1]:
+    if len(text) <= 19 and text.isdigit() and text.isascii():
+        value = int(text)  # digits alone, the common form: no pattern to match
+    else:
+        match = _JAVA_INT.match(text)
+        # the significant digits alone go to int(): it refuses a string of over 4,300 digits
+        value = None if match is None else int(match[1] + match[2])
+    if value is None or not bounds[0] <= value <= bounds[1]:
         raise CheckpointError(f"{what} is not a number: {text!r}", line.position, line.number,
                               expected=what, found=text)
-    return int(text)
+    return value
 
 
 # --- the CheckpointFile frame -------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
-class OffsetCheckpointEntry:
+class OffsetCheckpointEntry(NamedTuple):
     line: int
     position: int
     topic: str
@@ -107,8 +123,7 @@ class OffsetCheckpointEntry:
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class LeaderEpochEntry:
+class LeaderEpochEntry(NamedTuple):
     line: int
     position: int
     epoch: int

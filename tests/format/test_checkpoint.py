@@ -48,11 +48,18 @@ def test_empty_and_version_only_files_are_empty_checkpoints():
     (b"0\n1\nt zero 5\n", 3, 4),
     (b"0\n1\nt 0 99999999999999999999\n", 3, 4),
     (b"0\n1\nt 0 5\xff\n", 3, 9),            # not UTF-8: byte position of the bad byte
+    (b"0\n1\nt 0 " + b"1" * 5000 + b"\n", 3, 4),   # more digits than Python's int() takes from text
 ])
 def test_offset_checkpoint_errors_are_located(data, line, position):
     with pytest.raises(CheckpointError) as info:
         parse_offset_checkpoint(data)
     assert (info.value.line, info.value.position) == (line, position)
+
+
+def test_numbers_with_many_leading_zeros_are_read_as_kafka_reads_them():
+    # Long.parseLong takes any count of leading zeros; the significant digits decide the range
+    cp = parse_offset_checkpoint(b"0\n1\nt +000 -" + b"0" * 5000 + b"9223372036854775808\n")
+    assert (cp.entries[0].partition, cp.entries[0].offset) == (0, -2**63)
 
 
 def test_java_split_semantics():
