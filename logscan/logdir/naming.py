@@ -24,7 +24,6 @@ from __future__ import annotations
 import enum
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 INT64_MAX = (1 << 63) - 1
@@ -80,8 +79,7 @@ _SEGMENT_NAME = re.compile(r"([0-9]+)\.(log|index|timeindex|txnindex|snapshot)(?
 _KRAFT_SNAPSHOT_NAME = re.compile(r"([0-9]{20})-([0-9]{10})\.checkpoint(?:\.(part|deleted))?")
 
 
-@dataclass(frozen=True, slots=True)
-class FileKind:
+class FileKind(NamedTuple):
     """``state`` is the suffix after the real name (``deleted``, ``cleaned``, ``swap``,
     ``part``, ``tmp``) or None for a live file. ``base_offset`` is set for segment files and
     producer snapshots; ``end_offset``/``epoch`` for KRaft snapshots."""
@@ -114,7 +112,13 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
 
 def classify(path: str) -> FileKind:
     """The kind of a file from its name (the directory part of ``path`` is ignored)."""
-    name = posixpath.basename(path.rstrip("/"))
+    name = posixpath.basename(path.rstrip("/")) if "/" in path else path
+    suffix = name[21:]
+    if name[20:21] == "." and suffix in _SEGMENT_SUFFIXES and name[:20].isdigit() and name[:20].isascii():
+        # the name Kafka gives a live segment file (segment_file_name): no pattern to match
+        base = int(name[:20])
+        if base <= INT64_MAX:
+            return FileKind(_SEGMENT_SUFFIXES[suffix], name, None, base)
     match = _SEGMENT_NAME.fullmatch(name)
     if match and int(match.group(1)) <= INT64_MAX:
         return FileKind(_SEGMENT_SUFFIXES[match.group(2)], name, match.group(3),
