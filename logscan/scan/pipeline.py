@@ -76,12 +76,16 @@ def replica_info(listed: ListedReplica) -> R.Row:
     """A replica's listing row (the per-replica step's input besides its batches): its files
     by base offset and its broker's checkpoints."""
     r = listed.replica
-    return {**listed.key, "path": str(r.path),
-            **{name: [{"base_offset": b, "file": str(p)} for b, p in getattr(r, name)]
-               for name in ("segments", "snapshots", "indexes", "txn_indexes")},
+    return {**listed.key, "path": r.folder, "segments": _file_rows(r.segments),
+            "snapshots": _file_rows(r.snapshots), "indexes": _file_rows(r.indexes),
+            "txn_indexes": _file_rows(r.txn_indexes),
             "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint,
             "recovery_point_checkpoint": listed.recovery_point_checkpoint, "dir_gap": listed.dir_gap,
             "cleaner_checkpoint": listed.cleaner_checkpoint}
+
+
+def _file_rows(files: list[tuple[int, str]]) -> list[R.Row]:
+    return [{"base_offset": base, "file": str(path)} for base, path in files]
 
 
 def replica_dir(info: R.Row) -> ReplicaDir:
@@ -98,12 +102,12 @@ def replica_dir(info: R.Row) -> ReplicaDir:
 def work_units(listed: ListedReplica, split_bytes: Optional[int] = None) -> list[R.Row]:
     """A replica's work units in log order: one per segment file, or one per byte range of a
     file larger than ``split_bytes`` (None: every file whole)."""
-    units = []
+    key, units = listed.key, []
     for base, path in listed.replica.segments:
         size = file_size(path)
         n = range_count(size, split_bytes)
         for i in range(n):
-            units.append({**listed.key, "file": str(path), "segment_base_offset": base, "size": size,
+            units.append({**key, "file": str(path), "segment_base_offset": base, "size": size,
                           "range_index": i, "ranges": n, "split_bytes": split_bytes,
                           "bytes": min(size - i * split_bytes, split_bytes) if n > 1 else size})
     return units
