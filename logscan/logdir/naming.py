@@ -113,6 +113,19 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
 def classify(path: str) -> FileKind:
     """The kind of a file from its name (the directory part of ``path`` is ignored)."""
     name = posixpath.basename(path.rstrip("/")) if "/" in path else path
+    if name[:1].isdigit():  # only the names of segment files and KRaft snapshots start with one
+        kind = _numbered(name)
+        if kind is not None:
+            return kind
+    if name in _FIXED_NAMES:
+        return FileKind(_FIXED_NAMES[name], name)
+    if name.endswith(".tmp") and name[:-4] in _FIXED_NAMES:
+        return FileKind(_FIXED_NAMES[name[:-4]], name, "tmp")
+    return FileKind(Kind.UNKNOWN, name)
+
+
+def _numbered(name: str) -> FileKind | None:
+    """A segment file or producer snapshot (by its base offset), or a KRaft snapshot."""
     suffix = name[21:]
     if name[20:21] == "." and suffix in _SEGMENT_SUFFIXES and name[:20].isdigit() and name[:20].isascii():
         # the name Kafka gives a live segment file (segment_file_name): no pattern to match
@@ -127,11 +140,7 @@ def classify(path: str) -> FileKind:
     if match and int(match.group(1)) <= INT64_MAX and int(match.group(2)) <= INT32_MAX:
         return FileKind(Kind.KRAFT_SNAPSHOT, name, match.group(3),
                         end_offset=int(match.group(1)), epoch=int(match.group(2)))
-    if name in _FIXED_NAMES:
-        return FileKind(_FIXED_NAMES[name], name)
-    if name.endswith(".tmp") and name[:-4] in _FIXED_NAMES:
-        return FileKind(_FIXED_NAMES[name[:-4]], name, "tmp")
-    return FileKind(Kind.UNKNOWN, name)
+    return None
 
 
 def dump_log_suffix(name: str) -> str | None:
@@ -162,7 +171,7 @@ _PARTITION_NUMBER = re.compile(r"\+?[0-9]+")
 
 def parse_partition_dir(name: str) -> PartitionDir | None:
     """LocalLog.parseTopicPartitionName; None where Kafka would throw (not a partition dir)."""
-    name = posixpath.basename(name.rstrip("/"))
+    name = posixpath.basename(name.rstrip("/")) if "/" in name else name
     if not name or "-" not in name:
         return None
     flavor = "live"
