@@ -117,8 +117,10 @@ class ReplicaDir:
         files = self._files[kind]
         if not (self._in_folder and files):
             return list(files)
-        folder = self.folder
-        return [(base, os.path.join(folder, name)) for base, name in files]
+        # os.path.join(folder, name) of each, without its call a file: a followed link's target
+        # is absolute, and stays as it is
+        folder = os.path.join(self.folder, "")
+        return [(base, name if name.startswith("/") else folder + name) for base, name in files]
 
     segments = property(lambda self: self._where(0))
     snapshots = property(lambda self: self._where(1))
