@@ -35,7 +35,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 from logscan.format.checkpoint import uuid_to_kafka_string
 from logscan.logdir.segment import Finding
@@ -238,8 +238,7 @@ def without_metadata(brokers: list[BrokerDir]) -> list[tuple[int, BrokerDir, Fin
 MISSING, NOT_COPIED = "missing", "not_copied"
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointLine:
+class CheckpointLine(NamedTuple):
     """Where a log dir's checkpoint lists a partition."""
 
     log_dir: BrokerDir
@@ -271,10 +270,8 @@ def absent_replicas(brokers: list[BrokerDir], placed: Optional[Placement],
     a checkpoint interval): a partition it does not place on the node is not looked for. A
     replica on a log dir the copy lacks is missing_dirs' (a forgotten disk), not looked for
     here."""
+    # what the copy holds (topic, partition, node), not looked for
     held = {(r.topic, r.partition, b.broker) for b in brokers for r in (*b.replicas, *b.unlisted)}
-    in_copy: dict[tuple[str, int], set[int]] = defaultdict(set)
-    for t, p, n in held:
-        in_copy[(t, p)].add(n)
     dirs: dict[int, list[BrokerDir]] = defaultdict(list)
     for b in brokers:
         dirs[b.broker].append(b)
@@ -287,28 +284,29 @@ def absent_replicas(brokers: list[BrokerDir], placed: Optional[Placement],
     for node, ds in dirs.items():
         for b in ds:
             for tp, where in listed.get(id(b), {}).items():
-                if tp[0] == CLUSTER_METADATA_TOPIC or (by_name and node not in by_name.get(tp, {})):
+                if ((*tp, node) in held or tp[0] == CLUSTER_METADATA_TOPIC
+                        or (by_name and node not in by_name.get(tp, {}))):
                     continue
                 key = (node, *tp)
                 if key not in expected:
                     expected[key] = (where, assigned.get(tp))
     for tp, placed_dirs in by_name.items():
         for node, d in placed_dirs.items():
-            if node not in dirs or tp[0] == CLUSTER_METADATA_TOPIC:
+            if node not in dirs or (*tp, node) in held or tp[0] == CLUSTER_METADATA_TOPIC:
                 continue
             if d is not None and ids.get(node) and d not in ids[node]:
                 continue  # on a log dir the copy lacks: missing_dirs names it
             expected.setdefault((node, *tp), (None, assigned.get(tp)))
     out = []
     for (node, topic, partition), (line, record) in sorted(expected.items()):
-        if (topic, partition, node) in held or (line is None and record is None):
+        if line is None and record is None:
             continue
         tp = (topic, partition)
         d = by_name.get(tp, {}).get(node)
         log_dir = (line.log_dir if line is not None else ids.get(node, {}).get(d) if d is not None else None) \
             or sorted(dirs[node], key=lambda b: str(b.path))[0]
         folder = str(log_dir.path / f"{topic}-{partition}")
-        others = tuple(sorted(in_copy.get(tp, ())))
+        others = tuple(n for n in sorted(dirs) if (topic, partition, n) in held)
         kind = MISSING if others else NOT_COPIED
         out.append(AbsentReplica(node, topic, partition, kind, folder,
                                  _absent_finding(node, topic, partition, folder, line, record, others, dirs[node]),
