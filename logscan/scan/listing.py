@@ -25,8 +25,6 @@ missing / not_copied), a KRaft copy without `__cluster_metadata-0` on any node (
 
 from __future__ import annotations
 
-import functools
-import gc
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +36,7 @@ from logscan.logdir.tree import (BrokerDir, ReplicaDir, Skipped, file_size, iter
                                  read_offset_checkpoint)
 
 from . import rows as R
+from .collector import young_collections_only
 from .log_dirs import (MISSING, NO_METADATA, CheckpointLine, absent_replicas, metadata_replicas, missing_dirs,
                        placement, without_metadata)
 
@@ -79,28 +78,16 @@ class Listing:
     findings: list[tuple[R.Row, Finding]] = field(default_factory=list)  # (key, finding)
 
 
-def cycle_collector_paused(build):
-    """``build`` run with Python's cycle collector paused. A listing builds some ten objects per
-    file of the copy and frees few of them, and holds no reference cycle: each full collection
-    while it grows walks every object built so far and finds nothing (about a second of the
-    five the bench copy's 180,000 files took to list)."""
-    @functools.wraps(build)
-    def paused(*args, **kwargs):
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return build(*args, **kwargs)
-        finally:
-            if was_enabled:
-                gc.enable()
-    return paused
-
-
-@cycle_collector_paused
+@young_collections_only()
 def list_copy(roots: list[str | Path], *, include_superseded: bool = False, follow_links: bool = False) -> Listing:
     """The copy under ``roots`` (local paths or URIs: logscan.logdir.store) listed. A symbolic link is followed only into the copy, or
     anywhere with ``follow_links`` (logscan.logdir.tree.Scope). Raises
-    logscan.logdir.tree.NoLogDirs for an input that is and holds no log dir."""
+    logscan.logdir.tree.NoLogDirs for an input that is and holds no log dir.
+
+    Python's cycle collector is paused while it lists (collector.young_collections_only): a
+    listing builds some ten objects per file of the copy, frees few and makes no reference
+    cycle, and each full collection while it grew walked every object built so far, finding
+    nothing (about a second of the five the bench copy's 180,000 files took to list)."""
     out = Listing()
     refused: list[Finding] = []  # of no broker: input folders, folders that might be brokers
     beside: list[Skipped] = []   # folders beside the log dirs that are none

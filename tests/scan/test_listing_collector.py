@@ -1,4 +1,4 @@
-"""list_copy lists with Python's cycle collector paused (listing.cycle_collector_paused: the
+"""list_copy lists with Python's cycle collector paused (collector.young_collections_only: the
 listing holds no cycle, and full collections over it while it grew took a fifth of a large
 copy's listing), and leaves the collector as it found it, on return and on NoLogDirs."""
 
