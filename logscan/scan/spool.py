@@ -95,13 +95,14 @@ def merge_chunks(chunks: Iterable[list], key: Callable) -> Iterator:
 
 class Spool:
     """Rows with the columns ``names`` kept in the file ``path``, in runs by key. Add, then
-    :meth:`close`, then read back with :meth:`rows`."""
+    :meth:`close`, then read back with :meth:`rows`. ``names`` None: the rows are tuples of
+    plain values, kept and given back as they are (no dict made per row)."""
 
-    def __init__(self, path: str, names: Sequence[str], order: Optional[Callable[[R.Row], tuple]] = None,
+    def __init__(self, path: str, names: Optional[Sequence[str]], order: Optional[Callable[[R.Row], tuple]] = None,
                  chunk_rows: int = CHUNK_ROWS) -> None:
         self.path = path
         self._chunk_rows = chunk_rows
-        self.names = tuple(names)
+        self.names = tuple(names) if names is not None else None
         self._order = order
         self._file: BinaryIO = open(path, "xb")
         self._writing = True
@@ -122,10 +123,28 @@ class Spool:
             if last is not None and at < last:
                 self._unordered.add(key)
             self._last[key] = at
-        self._pending.append(tuple(map(row.get, self.names)))
+        self._pending.append(tuple(map(row.get, self.names)) if self.names is not None else row)
         self.rows_added += 1
         if len(self._pending) >= self._chunk_rows:
             self._flush()
+
+    def extend(self, key: Key, rows: Sequence[R.Row]) -> None:
+        """:meth:`add` of each of ``rows``, in order; in bulk when no ``order`` is checked."""
+        if self._order is not None:
+            for row in rows:
+                self.add(key, row)
+            return
+        if key != self._key:
+            self._flush()
+            self._key = key
+        names = self.names
+        self._pending.extend(rows if names is None else (tuple(map(row.get, names)) for row in rows))
+        self.rows_added += len(rows)
+        while len(self._pending) >= self._chunk_rows:
+            pending = self._pending
+            self._pending = pending[:self._chunk_rows]
+            self._flush()
+            self._pending = pending[self._chunk_rows:]
 
     def _flush(self) -> None:
         if not self._pending:
@@ -162,16 +181,20 @@ class Spool:
         at a time."""
         names = self.names
         for chunk in self._chunks(key):
-            yield [dict(zip(names, t)) for t in chunk]
+            yield [dict(zip(names, t)) for t in chunk] if names is not None else chunk
 
     def rows(self, key: Key) -> Iterator[R.Row]:
         """``key``'s rows (dicts of ``names``), in ``order``: as added when they came in order,
         one chunk in memory at a time; else sorted in memory."""
         names = self.names
         if key in self._unordered:
-            yield from sorted((dict(zip(names, t)) for chunk in self._chunks(key) for t in chunk), key=self._order)
+            yield from sorted((dict(zip(names, t)) if names is not None else t
+                               for chunk in self._chunks(key) for t in chunk), key=self._order)
             return
         for chunk in self._chunks(key):
+            if names is None:
+                yield from chunk
+                continue
             for t in chunk:
                 yield dict(zip(names, t))
 
@@ -193,14 +216,15 @@ class SpoolFolder:
         self._spools: list[Spool] = []
         self._sorts = 0
 
-    def spool(self, name: str, names: Sequence[str], order: Optional[Callable[[R.Row], tuple]] = None,
+    def spool(self, name: str, names: Optional[Sequence[str]], order: Optional[Callable[[R.Row], tuple]] = None,
               chunk_rows: int = CHUNK_ROWS) -> Spool:
         s = Spool(os.path.join(self.path, f"{name}.spool"), names, order, chunk_rows)
         self._spools.append(s)
         return s
 
-    def sorted(self, rows: Iterable[R.Row], key: Callable[[R.Row], tuple]) -> Iterator[R.Row]:
-        """``rows`` (dicts with the same keys) in ``key`` order, stable, as sorted() gives them,
+    def sorted(self, rows: Iterable[R.Row], key: Optional[Callable[[R.Row], tuple]]) -> Iterator[R.Row]:
+        """``rows`` (dicts with the same keys, or tuples: Spool's ``names`` None) in ``key`` order
+        (None: the rows themselves compared, as sorted() does), stable, as sorted() gives them,
         holding SORT_RUN_ROWS rows at a time: runs of them sorted in memory and spooled, then
         merged SORT_FAN_IN runs at a time (heapq.merge: among equal keys, the earlier run's
         rows first), each run read MERGE_CHUNK_ROWS rows at a time."""
@@ -211,13 +235,12 @@ class SpoolFolder:
         if len(run) < SORT_RUN_ROWS:   # one run: nothing to spool
             yield from sorted(run, key=key)
             return
-        names = tuple(run[0])
+        names = tuple(run[0]) if isinstance(run[0], dict) else None
         spool = self.spool(f"{name}-0", names, chunk_rows=MERGE_CHUNK_ROWS)
         count = 0
         while run:
             run.sort(key=key)
-            for row in run:
-                spool.add(count, row)
+            spool.extend(count, run)
             count += 1
             run = list(islice(rows, SORT_RUN_ROWS))
         spool.close()
@@ -227,8 +250,9 @@ class SpoolFolder:
             level += 1
             merged = self.spool(f"{name}-{level}", names, chunk_rows=MERGE_CHUNK_ROWS)
             for i in range(0, len(runs), SORT_FAN_IN):
-                for row in heapq.merge(*(s.rows(k) for s, k in runs[i:i + SORT_FAN_IN]), key=key):
-                    merged.add(i, row)
+                rows_in_order = heapq.merge(*(s.rows(k) for s, k in runs[i:i + SORT_FAN_IN]), key=key)
+                while chunk := list(islice(rows_in_order, MERGE_CHUNK_ROWS)):
+                    merged.extend(i, chunk)
             merged.close()
             spool.discard()
             spool, runs = merged, [(merged, i) for i in range(0, len(runs), SORT_FAN_IN)]

@@ -75,6 +75,20 @@ def test_sorted_gives_what_sorted_gives_holding_a_run_at_a_time(monkeypatch, row
         assert sorted(os.listdir(folder.path)) == []   # each sort's spools are gone once read
 
 
+@pytest.mark.parametrize("rows", [0, 7, 9, 123])
+def test_sorted_takes_tuples_and_gives_them_back_as_tuples(monkeypatch, rows):
+    monkeypatch.setattr(S, "SORT_RUN_ROWS", 4)
+    monkeypatch.setattr(S, "SORT_FAN_IN", 2)
+    monkeypatch.setattr(S, "MERGE_CHUNK_ROWS", 3)
+    given = [(f"id-{(i * 7919) % 11}", i % 2, (i * 31) % 17) for i in range(rows)]
+    with SpoolFolder() as folder:
+        assert list(folder.sorted(iter(given), key=None)) == sorted(given)
+        got = list(folder.sorted(iter(given), key=itemgetter(0)))
+        assert got == sorted(given, key=itemgetter(0))   # stable among equal keys
+        assert all(type(t) is tuple for t in got)
+        assert sorted(os.listdir(folder.path)) == []
+
+
 def test_the_history_is_the_same_sorted_on_disk(monkeypatch):
     from logscan.scan import pipeline
     from logscan.scan.local import scan
