@@ -49,10 +49,10 @@ from logscan.logdir.segment import Finding
 from logscan.logdir.store import is_uri, location
 from logscan.logdir.tree import ReplicaDir, file_size
 from logscan.state import partition as P
-from logscan.state.coordinator import (CoordinatorCopy, ReplicaEnd, index_by_producer_id, latest_states,
-                                       merge_partitions)
+from logscan.state.coordinator import (CoordinatorCopy, ReplicaEnd, TxnLogRecord, index_by_producer_id,
+                                       latest_states, merge_partitions)
 from logscan.state.facts import BatchFact
-from logscan.state.history import history_rows, transactional_id_history
+from logscan.state.history import SPAN_ORDER, history_rows, transactional_id_history
 from logscan.state.offsets import served_state
 from logscan.state.retention import impact_rows, remote_storage_in_copy, topic_configs
 from logscan.state.spans import TxnSpan
@@ -546,12 +546,15 @@ OFFSETS_ORDER = ("offset",)
 #: The order the history step takes the coordinator's records in: each coordinator partition's
 #: log, partitions ascending.
 HISTORY_RECORD_ORDER = ("partition", "offset")
-#: What the history step reads of a txn_log row (rows.txn_record_from_row's columns).
+#: What the history step reads of a txn_log row (_history_record's values): HISTORY_RECORD_ORDER
+#: first; not the record's partitions nor its coordinator epoch.
 HISTORY_RECORD_COLUMNS = ("partition", "offset", "transactional_id", "state", "producer_id", "previous_producer_id",
-                          "next_producer_id", "producer_epoch", "transaction_timeout_ms", "partitions",
-                          "last_update_timestamp_ms", "start_timestamp_ms", "coordinator_epoch")
+                          "next_producer_id", "producer_epoch", "transaction_timeout_ms",
+                          "last_update_timestamp_ms", "start_timestamp_ms")
 #: What the history step reads of a txn_spans row.
 HISTORY_SPAN_COLUMNS = ("broker", "topic", "partition", "producer_id", "first_offset", "outcome", "duration_ms")
+#: What history_in_order groups the spans by (a partition's transaction, in any replica).
+HISTORY_SPAN_ORDER = SPAN_ORDER
 #: What the groups step reads of an open span (txn_spans rows whose outcome is OPEN).
 OPEN_SPAN_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_epoch", "first_offset", "outcome",
                      "start_timestamp")
@@ -616,10 +619,7 @@ def impact(states: Iterable[R.Row], segments_of: Callable[[tuple[int, str, int]]
         segments = [f for f in segments_of((state["broker"], state["topic"], state["partition"]))
                     if f["kind"] == "log_segment"]
         yield from impact_rows([state], segments, cleaner_checkpoints=cleaner_checkpoints, configs=by_topic,
-                               remote_storage=remote,
-                               batches=[{"broker": f["broker"], "topic": f["topic"], "partition": f["partition"],
-                                         "file": f["file"], "max_timestamp": f["max_timestamp"]}
-                                        for f in segments if f.get("max_timestamp") is not None],
+                               remote_storage=remote, batches=[f for f in segments if f.get("max_timestamp") is not None],
                                as_of_ms=as_of_ms)
 
 
@@ -630,8 +630,31 @@ def history(records: Iterable[R.Row], spans: Iterable[R.Row], order=sorted) -> l
     (served_keys): a partition's transactions as consumers read them, each once. ``order``: a
     stable sort with sorted()'s contract, of rows: sorted() holds them; the local executor's
     spills them to disk (spool.SpoolFolder.sorted)."""
-    ordered = order(({c: r[c] for c in HISTORY_RECORD_COLUMNS} for r in records),
-                    key=itemgetter(*HISTORY_RECORD_ORDER))
+    ordered = order((tuple(r[c] for c in HISTORY_RECORD_COLUMNS) for r in records),
+                    key=itemgetter(*range(len(HISTORY_RECORD_ORDER))))
+    return _history(ordered, spans, order, spans_in_order=False)
+
+
+def history_in_order(records: Iterable[tuple], spans: Iterable[R.Row], order=sorted) -> list[R.Row]:
+    """:func:`history`, for an executor that puts its input in order itself: ``records`` the
+    values of HISTORY_RECORD_COLUMNS as tuples, each transactional id's in HISTORY_RECORD_ORDER
+    (the ids' interleaved in any way); ``spans`` grouped by transaction: HISTORY_SPAN_ORDER's
+    equal keys together, in the order a stable sort by it leaves them (the transactions in
+    any order). ``order`` puts the durations in order."""
+    return _history(records, spans, order, spans_in_order=True)
+
+
+def _history(records: Iterable[tuple], spans: Iterable[R.Row], order, *, spans_in_order: bool) -> list[R.Row]:
+    """The history of ``records`` (the values of HISTORY_RECORD_COLUMNS, in HISTORY_RECORD_ORDER)
+    and ``spans``."""
     return history_rows(transactional_id_history(
-        (R.txn_record_from_row(r) for r in ordered),
-        ({c: s.get(c) for c in HISTORY_SPAN_COLUMNS} for s in spans), order=order))
+        map(_history_record, records),
+        ({c: s.get(c) for c in HISTORY_SPAN_COLUMNS} for s in spans), order=order, spans_in_order=spans_in_order))
+
+
+def _history_record(values: tuple) -> TxnLogRecord:
+    """A coordinator record as the history reads it, from the values of HISTORY_RECORD_COLUMNS
+    (its partitions and coordinator epoch, which the history does not read, left out)."""
+    partition, offset, tid, state, pid, previous, following, epoch, timeout, last_update, start = values
+    return TxnLogRecord(partition, offset, tid, state, pid, previous, following, epoch, timeout,
+                        last_update_timestamp_ms=last_update, start_timestamp_ms=start)

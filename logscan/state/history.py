@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import chain, groupby
+from itertools import chain, groupby, islice
 from operator import itemgetter
 from typing import Callable, Iterable, Iterator, Optional
 
@@ -147,69 +147,77 @@ class _IdFold:
 
 
 #: A stable sort with sorted()'s contract (an iterable and key=, giving the items in order):
-#: how the history puts the spans and the durations in order. sorted() holds them all; an
-#: executor may pass one that spills to disk (logscan.scan.spool.SpoolFolder.sorted).
-Order = Callable[..., Iterable[dict]]
-#: The ``kind`` of a duration row: a transaction's (its records') or a span's.
+#: how the history puts the spans (dicts) and the durations ((id, kind, ms) tuples, key None)
+#: in order. sorted() holds them all; an executor may pass one that spills to disk
+#: (logscan.scan.spool.SpoolFolder.sorted).
+Order = Callable[..., Iterable]
+#: The ``kind`` of a duration: a transaction's (its records') or a span's.
 _RECORDS, _SPANS = 0, 1
+#: A partition's transaction, in any replica: the order the spans are taken in.
+SPAN_ORDER = ("topic", "partition", "producer_id", "first_offset")
+_SPAN_KEY = itemgetter(*SPAN_ORDER)
 
 
 def transactional_id_history(records: Iterable[TxnLogRecord], spans: Iterable[dict] = (), *,
-                             order: Order = sorted) -> dict[str, IdHistory]:
+                             order: Order = sorted, spans_in_order: bool = False) -> dict[str, IdHistory]:
     """Transactional id -> its history. ``records``: every record of one replica per
-    coordinator partition, in (coordinator partition, offset) order (the log order of each
-    partition, partitions ascending); ``spans``: txn_spans rows (every replica's; each
-    partition's transaction counts once, its closed span over an open one), any order.
-    What is held: a fold per id and the owner of each producer id; the spans and the
-    durations go through ``order`` (by span, then by id: what the percentiles need)."""
+    coordinator partition, each id's in (coordinator partition, offset) order (the log order
+    of each partition, partitions ascending), the ids' records interleaved in any way (all in
+    that order, or an id's after another's); ``spans``: txn_spans rows (every replica's; each
+    partition's transaction counts once, its closed span over an open one), any order, or,
+    with ``spans_in_order``, each transaction's spans together (SPAN_ORDER's equal keys), in
+    the order a stable sort by SPAN_ORDER leaves them (an executor that grouped them).
+    What is held: a fold per id and the owner of each producer id; the spans (unless in
+    order) and the durations go through ``order`` (by span, then by id: what the percentiles
+    need)."""
     folds: dict[str, _IdFold] = {}
-    owner: dict[int, tuple[int, str]] = {}   # producer id -> (first record's rank, id) of the first id naming it
-    rank: dict[str, int] = {}
+    # producer id -> (first record's place, id) of the id naming it whose first record comes
+    # first in the log order: a record's place is (coordinator partition, offset)
+    owner: dict[int, tuple[tuple[int, int], str]] = {}
+    first: dict[str, tuple[int, int]] = {}
 
-    def durations_of_records() -> Iterator[dict]:
+    def durations_of_records() -> Iterator[tuple]:
         for r in records:
             tid = r.transactional_id
             fold = folds.get(tid)
             if fold is None:
                 fold = folds[tid] = _IdFold(tid)
-                rank[tid] = len(rank)
+                first[tid] = (r.coordinator_partition, r.offset)
+            at = first[tid]
             for pid in (r.producer_id, r.previous_producer_id, r.next_producer_id):
-                if pid != NO_PRODUCER_ID and (pid not in owner or owner[pid][0] > rank[tid]):
-                    owner[pid] = (rank[tid], tid)
+                if pid != NO_PRODUCER_ID and (pid not in owner or owner[pid][0] > at):
+                    owner[pid] = (at, tid)
             ms = fold.add(r)
             if ms is not None:
-                yield {"transactional_id": tid, "kind": _RECORDS, "ms": ms}
+                yield tid, _RECORDS, ms
 
-    def durations_of_spans() -> Iterator[dict]:
+    def durations_of_spans() -> Iterator[tuple]:
         spans_of: dict[str, int] = {}
-        for s in _each_transaction_once(order(spans, key=_SPAN_KEY)):
+        for s in _each_transaction_once(spans if spans_in_order else order(spans, key=_SPAN_KEY)):
             entry = owner.get(s["producer_id"])
             if entry is None:
                 continue
             tid = entry[1]
             h = folds[tid].h
             h.span_outcomes[s["outcome"]] = h.span_outcomes.get(s["outcome"], 0) + 1
-            if s.get("duration_ms") is not None:
+            ms = s.get("duration_ms")
+            if ms is not None:
                 spans_of[tid] = spans_of.get(tid, 0) + 1
-                yield {"transactional_id": tid, "kind": _SPANS, "ms": s["duration_ms"]}
+                yield tid, _SPANS, ms
         counts.update(spans_of)
 
     counts: dict[str, int] = {}
-    # the records first (they name the producer ids' owners), then the spans
-    values = order(chain(durations_of_records(), durations_of_spans()),
-                   key=itemgetter("transactional_id", "kind", "ms"))
-    for (tid, kind), rows in groupby(values, key=itemgetter("transactional_id", "kind")):
+    # the records first (they name the producer ids' owners), then the spans; (id, kind, ms)
+    # tuples, each compared whole
+    values = order(chain(durations_of_records(), durations_of_spans()), key=None)
+    for (tid, kind), rows in groupby(values, key=itemgetter(0, 1)):
         n = folds[tid].durations if kind == _RECORDS else counts[tid]
-        d = _durations_in_order((r["ms"] for r in rows), n)
+        d = _durations_in_order((r[2] for r in rows), n)
         if kind == _RECORDS:
             folds[tid].h.durations = d
         else:
             folds[tid].h.span_durations = d
     return {tid: fold.finish() for tid, fold in folds.items()}
-
-
-#: A partition's transaction, in any replica: what the spans are put in order by.
-_SPAN_KEY = itemgetter("topic", "partition", "producer_id", "first_offset")
 
 
 def _each_transaction_once(spans: Iterable[dict]) -> Iterator[dict]:
@@ -232,13 +240,12 @@ def _durations_in_order(values: Iterable[int], n: int) -> Durations:
     """The count, nearest-rank p50 and p99 and the max of ``n`` values given in ascending
     order (a value at a time)."""
     at50, at99 = _rank(n, 0.5), _rank(n, 0.99)
-    p50 = p99 = last = None
-    for i, v in enumerate(values):
-        if i == at50:
-            p50 = v
-        if i == at99:
-            p99 = v
-        last = v
+    values = iter(values)
+    p50 = next(islice(values, at50, None), None)
+    p99 = p50 if at99 == at50 else next(islice(values, at99 - at50 - 1, None), None)
+    last = p99
+    for last in values:
+        pass
     return Durations(n, p50, p99, last)
 
 

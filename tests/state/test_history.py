@@ -108,3 +108,37 @@ def test_the_scans_history_table_is_the_rule_over_the_copy(cluster):
 
     _, history, tables = cluster
     assert tables["transactional_id_history"] == history_rows(history)
+
+
+def test_the_history_in_order_takes_ids_and_transactions_in_any_order(cluster):
+    """pipeline.history_in_order (the Spark job's: records clustered by id, spans by
+    transaction, in no order between them) gives the rows history gives from any order."""
+    from logscan.scan import pipeline
+
+    _, _, t = cluster
+    loaded = {(r["broker"], r["partition"]) for r in t["coordinator_state"]}
+    served = pipeline.served_keys(t["partition_state"])
+    records = [tuple(r[c] for c in pipeline.HISTORY_RECORD_COLUMNS) for r in t["txn_log"]
+               if (r["broker"], r["partition"]) in loaded]
+    by_id = sorted(records, key=lambda r: (r[2], r[:2]), reverse=True)   # ids reversed...
+    by_id = [r for tid in dict.fromkeys(r[2] for r in by_id)               # ...each id's in log order
+             for r in sorted((x for x in by_id if x[2] == tid), key=lambda x: x[:2])]
+    spans = [s for s in t["txn_spans"] if (s["broker"], s["topic"], s["partition"]) in served]
+    # each transaction's spans together, the transactions last first
+    grouped = sorted(spans, key=lambda s: [s[c] for c in pipeline.HISTORY_SPAN_ORDER], reverse=True)
+    assert records and grouped
+    assert pipeline.history_in_order(by_id, grouped) == t["transactional_id_history"]
+
+
+def test_a_producer_id_belongs_to_the_id_whose_first_record_comes_first_in_the_log():
+    from logscan.state.coordinator import TxnLogRecord
+
+    # "b" (coordinator partition 0) names producer 7 before "a" (partition 1) does, though
+    # "a"'s records come first: 7's span counts for "b"
+    a = [TxnLogRecord(1, 5, "a", "Empty", producer_id=7, producer_epoch=0, last_update_timestamp_ms=10)]
+    b = [TxnLogRecord(0, 3, "b", "Empty", producer_id=9, next_producer_id=7, producer_epoch=0,
+                      last_update_timestamp_ms=5)]
+    span = {"topic": "t", "partition": 0, "producer_id": 7, "first_offset": 0, "outcome": "COMMIT", "duration_ms": 4}
+    for records in (a + b, b + a):
+        history = transactional_id_history(records, [span])
+        assert (history["b"].span_outcomes, history["a"].span_outcomes) == ({"COMMIT": 1}, {})
