@@ -10,19 +10,21 @@ has written its tables (run: scan.run calls it before the commits), out of:
   partition step wrote (a row per replica, per candidate);
 - the topics' configs (the metadata step's "config" rows) and the cleaner's checkpoints (the
   listing's rows), on the driver already;
-- out of the decode's blobs (no second read of the copy): the log segments' files rows and the
-  served replicas' spans (pipeline.HISTORY_SPAN_COLUMNS and OPEN_SPAN_COLUMNS) in one job
-  (:func:`small_rows`), the coordinator's records in another (tasks.coordinator_records, as the
-  coordinator step takes them).
+- out of the decode's blobs (no second read of the copy): the log segments' files rows
+  (:func:`segment_rows`), the served replicas' spans (pipeline.HISTORY_SPAN_COLUMNS and
+  OPEN_SPAN_COLUMNS, :func:`span_rows`) and the coordinator's records
+  (tasks.coordinator_records, as the coordinator step takes them), each in a stream of its own.
 
-What grows with the copy's traffic is never held whole on the driver: the spans and the
-coordinator's records are streamed to it a partition at a time (toLocalIterator), the spans
-spooled to its disk (logscan.scan.spool), and the history step sorts both there (SpoolFolder.sorted)
-as the local executor does; the served `__consumer_offsets` replicas' commit rows (decode's
-"offset_commit" rows, rows.OFFSET_COMMITS) are loaded in tasks, a partition's rows sorted by
-Spark in pipeline.OFFSETS_ORDER (:func:`offsets_stream`); only the committed offsets reach the
-driver. What the driver holds: a row per replica, per log segment, per open span and candidate,
-per group-partition.
+What grows with the copy's traffic is never held whole on the driver: the segments, spans and
+records are streamed to it a partition at a time (toLocalIterator), each stream read ahead by
+a thread of its own so that their jobs run while the driver works (:class:`_ReadAhead`); Spark
+groups the spans by transaction and the records by transactional id, in log order
+(pipeline.history_in_order), and the driver folds them as they come, spilling only the
+durations to its disk (SpoolFolder.sorted); the served `__consumer_offsets` replicas' commit
+rows (decode's "offset_commit" rows, rows.OFFSET_COMMITS) are loaded in tasks, a partition's
+rows sorted by Spark in pipeline.OFFSETS_ORDER (:func:`offsets_stream`); only the committed
+offsets reach the driver. What the driver holds: a row per replica, per log segment, per open
+span and candidate, per group-partition, per transactional id.
 
 Nothing here knows a rule: which replica is served, how offsets load, what is held back, is
 pipeline's.
@@ -30,6 +32,10 @@ pipeline's.
 
 from __future__ import annotations
 
+import queue
+import threading
+from collections import deque
+from contextlib import ExitStack
 from itertools import groupby
 from operator import itemgetter
 from typing import Iterable, Iterator, Optional
@@ -39,6 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from logscan.scan import pipeline
+from logscan.scan.collector import young_collections_only
 from logscan.scan import rows as R
 from logscan.scan.output import is_remote, table_uri
 from logscan.scan.pipeline import CONSUMER_OFFSETS_TOPIC
@@ -48,6 +55,10 @@ from spark_jobs.tasks import kept_blob_batches
 
 #: What :func:`span_rows` gives of a served replica's txn_spans rows.
 SPAN_COLUMNS = tuple(dict.fromkeys((*pipeline.OPEN_SPAN_COLUMNS, *pipeline.HISTORY_SPAN_COLUMNS)))
+#: What the spans' sort (Spark's, :func:`tables`) moves of a served replica's txn_spans row:
+#: SPAN_COLUMNS and what breaks its ties (:func:`span_order_ties`).
+SPAN_SORTED = pa.schema([R.TXN_SPANS.field(c).remove_metadata()
+                         for c in dict.fromkeys((*SPAN_COLUMNS, "end_marker_offset", "span_index"))])
 #: What affected_groups reads of a hanging_candidates row.
 CANDIDATE_COLUMNS = ("broker", "topic", "partition", "producer_id", "producer_epoch", "start_offset",
                      "last_timestamp", "hanging", "reason", "transactional_id")
@@ -62,12 +73,12 @@ def _of_replicas(rows: pa.RecordBatch, keys: set[tuple[int, str, int]], broker: 
     return rows.filter(pa.array([k in keys for k in zip(brokers, topics, partitions)], pa.bool_()))
 
 
-#: What :func:`small_rows` and :func:`packed` give: rows in chunks, a chunk per Arrow batch
+#: What :func:`segment_rows` and :func:`packed` give: rows in chunks, a chunk per Arrow batch
 #: of a task (``data``: the values of ``rows`` rows as tuples, spool.pack), ``record_type``
 #: naming the columns they hold: "span", a served replica's spans (SPAN_COLUMNS); "segment", a
 #: log segment's files row (SEGMENT_COLUMNS but ``kind``); "record", a coordinator record
 #: (pipeline.HISTORY_RECORD_COLUMNS). The driver reads them a partition at a time
-#: (:func:`_streamed`). A Spark row per span, segment or record was pickled by the JVM and made
+#: (:class:`_ReadAhead`). A Spark row per span, segment or record was pickled by the JVM and made
 #: a Row by the driver's Python: with chunks, the driver's CPU per GB at the margin fell from
 #: 0.66 to 0.53 and the JVM task threads' from 0.33 to 0.25 (issue 30, docs/spark.md: medians
 #: of four paired local[1] sessions, the 1065 MiB bench copy against its tenth). A chunk's
@@ -85,15 +96,22 @@ def _chunk(rows: pa.RecordBatch, kind: str) -> pa.RecordBatch:
                                        pa.array([spool.pack(list(zip(*columns)))], pa.binary())], schema=CHUNKS)
 
 
-def small_rows(served: set[tuple[int, str, int]], kept: frozenset):
+def span_rows(served: set[tuple[int, str, int]], kept: frozenset):
     """mapInArrow body over blob rows: the txn_spans rows of the served replicas (``served``:
-    pipeline.served_keys) and the files rows of log segments, as CHUNKS rows."""
+    pipeline.served_keys), SPAN_SORTED's columns."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for rows in kept_blob_batches(batch, "txn_spans", kept):
                 rows = _of_replicas(rows, served)
                 if rows.num_rows:
-                    yield _chunk(rows, "span")
+                    yield pa.RecordBatch.from_arrays([rows.column(c) for c in SPAN_SORTED.names], schema=SPAN_SORTED)
+    return run
+
+
+def segment_rows(kept: frozenset):
+    """mapInArrow body over blob rows: the files rows of log segments, as CHUNKS rows."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
             for rows in kept_blob_batches(batch, "files", kept):
                 rows = rows.filter(pc.equal(rows.column("kind"), "log_segment"))
                 if rows.num_rows:
@@ -138,6 +156,15 @@ def offsets_stream(states: dict[int, R.Row], as_of_ms: int):
     return run
 
 
+def span_order_ties() -> list:
+    """What breaks the ties of HISTORY_SPAN_ORDER in the spans' sort, as among the spans the
+    local executor's stable sort takes: of one replica (a partition is served by one), its
+    closed spans first, by end-marker offset (its CLOSED_SPAN_ORDER), then its open ones."""
+    from pyspark.sql import functions as F
+
+    return [F.col("end_marker_offset").isNull(), "end_marker_offset", "span_index"]
+
+
 def read_written(output: str, table: str, written: Iterable[R.Row], columns: Iterable[str]) -> list[R.Row]:
     """The rows of ``table`` in the Parquet files a step wrote under ``output`` (its WRITTEN
     rows), ``columns`` only."""
@@ -160,13 +187,27 @@ def read_written(output: str, table: str, written: Iterable[R.Row], columns: Ite
     return rows
 
 
+@young_collections_only()
 def tables(blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset, as_of_ms: int,
-           chosen: dict[int, int], listing_files: list[R.Row], cleaner_checkpoints: dict, configs: list[R.Row]
-           ) -> dict[str, list[R.Row]]:
+           chosen: dict[int, int], listing_files: list[R.Row], cleaner_checkpoints: dict, configs: list[R.Row],
+           parallelism: int) -> dict[str, list[R.Row]]:
     """The four tables' rows (by name), made once the partition step's Parquet is written
     (``parts``: every table's WRITTEN rows so far). ``blobs``: the decode's (and per-replica
     step's) blob rows; ``chosen``: the coordinator replicas coordinator_copy picked;
-    ``listing_files``: the files rows the driver made (a split file's merged row)."""
+    ``listing_files``: the files rows the driver made (a split file's merged row);
+    ``parallelism``: the partitions of ``blobs``, of which the driver holds one at a time.
+
+    Spark puts the history's input in its order (pipeline.history_in_order), a shuffle each
+    (no sort's sampling pass): the coordinator's records by transactional id, each partition
+    in HISTORY_RECORD_ORDER; the served spans by topic partition, each partition in
+    HISTORY_SPAN_ORDER; streamed to the driver a partition at a time, folded as they come.
+    The driver sorts only the durations (on its disk, SpoolFolder.sorted).
+
+    Python's cyclic collector is paused (collector.young_collections_only): with it,
+    collections over the driver's heap took ~0.6 of the ~2.6 CPU-s of the history of make
+    bench's 2 GB copy, and collecting the young generations a chunk at a time ~0.3 s more, as
+    what the step holds (states, segments, impact and history rows) stays young until it ends
+    (2026-12-07). The step makes no reference cycles: what it drops, reference counting frees."""
     from pyspark.sql import functions as F
 
     from spark_jobs import schemas as S
@@ -180,51 +221,143 @@ def tables(blobs, *, output: str, parts: dict[str, list[R.Row]], kept: frozenset
     def of(table: str):
         return blobs.where(F.col("blob.table") == table)
 
-    offsets_served = {p: s for (t, p), s in served.items() if t == CONSUMER_OFFSETS_TOPIC}
-    offsets: list[R.Row] = []
-    if offsets_served:
-        offsets = (of("offset_commits").mapInArrow(commit_rows({(s["broker"], CONSUMER_OFFSETS_TOPIC, p)
-                                                                  for p, s in offsets_served.items()}, kept),
-                                                   S.spark_schema(R.OFFSET_COMMITS))
-                   .repartition("offsets_partition")
-                   .sortWithinPartitions("offsets_partition", *pipeline.OFFSETS_ORDER)
-                   .mapInArrow(offsets_stream(offsets_served, as_of_ms), S.spark_schema(R.COMMITTED_OFFSETS))
-                   .toArrow().to_pylist())
-        offsets.sort(key=itemgetter("offsets_partition"))   # as the local executor makes them
-    small = (blobs.where(F.col("blob.table").isin("txn_spans", "files"))
-             .mapInArrow(small_rows(keys, kept), S.spark_schema(CHUNKS)))
-    records = (of("txn_log").mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))
-               .mapInArrow(packed("record"), S.spark_schema(CHUNKS)) if chosen else None)
-    segments = [{c: f.get(c) for c in pipeline.SEGMENT_COLUMNS} for f in listing_files if f["kind"] == "log_segment"]
-    open_spans: list[R.Row] = []
-    with SpoolFolder() as folder:   # the served spans, on the driver's disk until the history step
-        spans = folder.spool("served_spans", SPAN_COLUMNS)
-        for kind, row in _streamed(small):
-            if kind == "segment":
-                row["kind"] = "log_segment"
-                segments.append(row)
-                continue
-            spans.add(0, row)
-            if row["outcome"] == "OPEN":
-                open_spans.append(row)
-        spans.close()
-        history = pipeline.history((row for _, row in _streamed(records)) if records is not None else (),
-                                   spans.rows(0), order=folder.sorted)
+    # the three streams' jobs started at once, each read ahead by a thread of its own
+    # (_ReadAhead): the executors run them while the driver loads the committed offsets and
+    # works on what came first
+    with ExitStack() as streams:
+        segment_chunks = streams.enter_context(_ReadAhead(
+            of("files").mapInArrow(segment_rows(kept), S.spark_schema(CHUNKS))))
+        record_chunks = streams.enter_context(_ReadAhead(
+            of("txn_log").mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))
+            .select(*pipeline.HISTORY_RECORD_COLUMNS)
+            .repartition(parallelism, "transactional_id")
+            .sortWithinPartitions(*pipeline.HISTORY_RECORD_ORDER)
+            .mapInArrow(packed("record"), S.spark_schema(CHUNKS)))) if chosen else ()
+        span_chunks = streams.enter_context(_ReadAhead(
+            of("txn_spans").mapInArrow(span_rows(keys, kept), S.spark_schema(SPAN_SORTED))
+            .repartition(parallelism, "topic", "partition")
+            .sortWithinPartitions(*pipeline.HISTORY_SPAN_ORDER, *span_order_ties())
+            .mapInArrow(packed("span"), S.spark_schema(CHUNKS))))
+        offsets_served = {p: s for (t, p), s in served.items() if t == CONSUMER_OFFSETS_TOPIC}
+        offsets: list[R.Row] = []
+        if offsets_served:
+            offsets = (of("offset_commits").mapInArrow(commit_rows({(s["broker"], CONSUMER_OFFSETS_TOPIC, p)
+                                                                      for p, s in offsets_served.items()}, kept),
+                                                       S.spark_schema(R.OFFSET_COMMITS))
+                       .repartition("offsets_partition")
+                       .sortWithinPartitions("offsets_partition", *pipeline.OFFSETS_ORDER)
+                       .mapInArrow(offsets_stream(offsets_served, as_of_ms), S.spark_schema(R.COMMITTED_OFFSETS))
+                       .toArrow().to_pylist())
+            offsets.sort(key=itemgetter("offsets_partition"))   # as the local executor makes them
+        segments = [{c: f.get(c) for c in pipeline.SEGMENT_COLUMNS}
+                    for f in listing_files if f["kind"] == "log_segment"]
+        for row in _streamed(segment_chunks):
+            row["kind"] = "log_segment"
+            segments.append(row)
+        impact = list(pipeline.impact(states, pipeline.by_replica(segments), cleaner_checkpoints, configs, as_of_ms))
+        del segments
+        open_spans: list[R.Row] = []
+
+        def spans() -> Iterator[R.Row]:   # the open ones kept for affected_groups as they pass
+            for row in _streamed(span_chunks):
+                if row["outcome"] == "OPEN":
+                    open_spans.append(row)
+                yield row
+
+        with SpoolFolder() as folder:   # the durations, on the driver's disk while they are sorted
+            served_spans = spans()
+            history = pipeline.history_in_order(_values(record_chunks), served_spans, order=folder.sorted)
+            deque(served_spans, maxlen=0)   # every open span read, whatever the history took
     return {"committed_offsets": offsets,
             "affected_groups": pipeline.groups(offsets, states, candidates, open_spans, as_of_ms),
-            "partition_impact": list(pipeline.impact(states, pipeline.by_replica(segments), cleaner_checkpoints,
-                                                     configs, as_of_ms)),
+            "partition_impact": impact,
             "transactional_id_history": history}
 
 
-def _streamed(frame) -> Iterator[tuple[str, R.Row]]:
-    """(kind, row) per row of a frame of CHUNKS rows, each row a dict of CHUNK_COLUMNS[kind],
-    streamed to the driver a partition at a time (toLocalIterator; the next partition's job
-    runs while one is read): what grows with the copy's traffic is never collected whole."""
-    for chunk in frame.toLocalIterator(prefetchPartitions=True):
-        kind, names = chunk["record_type"], CHUNK_COLUMNS[chunk["record_type"]]
+#: CHUNKS rows a stream's thread reads ahead of the driver (_ReadAhead): with toLocalIterator's
+#: prefetch, at most this many and two partitions' rows are held per stream.
+READ_AHEAD_CHUNKS = 4
+
+
+class _ReadAhead:
+    """The rows of a frame (of CHUNKS rows), streamed to the driver a partition at a time
+    (toLocalIterator; the next partition's job runs while one is read) by a thread of its own,
+    which starts the frame's jobs at once and stays at most ``depth`` rows ahead of the reader:
+    what grows with the copy's traffic is never collected whole. Iterate it once; a failure of
+    the jobs is raised to the reader. Closing it (as a ``with`` block ends) stops the thread
+    once its partition in hand is read. A daemon thread: after Ctrl-C the session's jobs are
+    cancelled (session.interrupts_end_the_job) and nothing waits for it."""
+
+    def __init__(self, frame, depth: int = READ_AHEAD_CHUNKS) -> None:
+        self._handed: queue.Queue = queue.Queue(depth)
+        self._stop = threading.Event()
+        self._frame = frame
+        from pyspark import InheritableThread
+
+        # pyspark's InheritableThread, as PySpark asks of a thread that runs jobs in pinned-thread
+        # mode: its JVM side gets the caller's local properties, its Connect client the caller's tags
+        InheritableThread(self._read, session=frame.sparkSession, name="logscan read-ahead", daemon=True).start()
+
+    def _hand(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._handed.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read(self) -> None:
+        try:
+            for row in self._frame.toLocalIterator(prefetchPartitions=True):
+                if not self._hand((None, row)):
+                    return
+        except BaseException as e:   # handed to the reader, which raises it
+            self._hand((e, None))
+            return
+        self._hand((None, _END))
+
+    def __iter__(self) -> Iterator:
+        while True:
+            error, row = self._handed.get()
+            if error is not None:
+                raise error
+            if row is _END:
+                return
+            yield row
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def __enter__(self) -> "_ReadAhead":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+_END = object()
+
+
+def _chunks(rows: Iterable) -> Iterator[tuple[str, list[tuple]]]:
+    """(kind, values) per CHUNKS row of ``rows`` (``values``: its rows' values as tuples, in
+    CHUNK_COLUMNS[kind]'s order)."""
+    for chunk in rows:
         values = spool.unpack(chunk["data"])
         if len(values) != chunk["rows"]:
-            raise ValueError(f"a chunk of {chunk['rows']} {kind} rows holds {len(values)}")
+            raise ValueError(f"a chunk of {chunk['rows']} {chunk['record_type']} rows holds {len(values)}")
+        yield chunk["record_type"], values
+
+
+def _values(rows: Iterable) -> Iterator[tuple]:
+    """The rows of CHUNKS rows as :func:`_chunks` gives them, a tuple each."""
+    for _, values in _chunks(rows):
+        yield from values
+
+
+def _streamed(rows: Iterable) -> Iterator[R.Row]:
+    """The rows of CHUNKS rows as :func:`_chunks` gives them, a dict each."""
+    for kind, values in _chunks(rows):
+        names = CHUNK_COLUMNS[kind]
         for v in values:
-            yield kind, dict(zip(names, v))
+            yield dict(zip(names, v))

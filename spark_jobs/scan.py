@@ -481,7 +481,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
 
     def after(parts: dict[str, list[R.Row]]) -> dict[str, list[R.Row]]:
         made = blast.tables(blobs, output=output, parts=parts, kept=kept, as_of_ms=as_of_ms, chosen=chosen,
-                            listing_files=driver["files"], configs=configs,
+                            listing_files=driver["files"], configs=configs, parallelism=parallelism,
                             cleaner_checkpoints={(r["broker"], r["topic"], r["partition"]): r["cleaner_checkpoint"]
                                                  for r in listing.replicas if r.get("cleaner_checkpoint") is not None})
         return {t: made[t] for t in tables if t in made}
