@@ -51,6 +51,7 @@ from logscan.scan.output import is_remote, table_uri
 from logscan.scan.pipeline import CONSUMER_OFFSETS_TOPIC
 from logscan.scan import spool
 from logscan.scan.spool import SpoolFolder
+from spark_jobs.session import in_background
 from spark_jobs.tasks import kept_blob_batches
 
 #: What :func:`span_rows` gives of a served replica's txn_spans rows.
@@ -292,11 +293,7 @@ class _ReadAhead:
         self._handed: queue.Queue = queue.Queue(depth)
         self._stop = threading.Event()
         self._frame = frame
-        from pyspark import InheritableThread
-
-        # pyspark's InheritableThread, as PySpark asks of a thread that runs jobs in pinned-thread
-        # mode: its JVM side gets the caller's local properties, its Connect client the caller's tags
-        InheritableThread(self._read, session=frame.sparkSession, name="logscan read-ahead", daemon=True).start()
+        in_background(frame.sparkSession, self._read, "read-ahead")   # _read hands on its own failure
 
     def _hand(self, item) -> bool:
         while not self._stop.is_set():

@@ -89,7 +89,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from concurrent.futures import Future, wait
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -99,7 +99,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
-from pyspark import InheritableThread, cloudpickle
+from pyspark import cloudpickle
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -121,7 +121,7 @@ from spark_jobs import faults
 from spark_jobs import schemas as S
 from spark_jobs import source
 from spark_jobs import tasks
-from spark_jobs.session import build_session, default_parallelism, is_connect
+from spark_jobs.session import build_session, default_parallelism, in_background, is_connect
 from spark_jobs.shared import Shared
 
 cloudpickle.register_pickle_by_value(tasks)
@@ -408,7 +408,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
     n = write_tasks(sum(tally.blob_bytes.get(t, 0) for t in tables), parallelism)
     blob_writes = blobs.coalesce(n).mapInArrow(tasks.write_blobs(output, scan_id, as_of_ms, tables, kept),
                                                S.spark_schema(WRITTEN))
-    written = _in_background(spark, lambda: [r.asDict() for r in blob_writes.collect()], "blob writers")
+    written = in_background(spark, lambda: [r.asDict() for r in blob_writes.collect()], "blob writers")
 
     def coordinator_view() -> tuple[list[R.Row], object]:
         """The coordinator_state rows, one per transactional id (collected as Arrow: a Row per
@@ -423,7 +423,7 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
         rows = pipeline.merge_coordinator(per_partition)
         return rows, for_tasks(spark, pipeline.coordinator_index(rows))
 
-    coordinator_out = _in_background(spark, coordinator_view, "coordinator step")
+    coordinator_out = in_background(spark, coordinator_view, "coordinator step")
 
     def metadata_view() -> tuple[DataFrame, list]:
         """Leaders at as_of, replayed from the __cluster_metadata copy that reaches furthest
@@ -488,24 +488,6 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
 
     return ScanFrames(assessed, blobs_written, {t: driver[t] for t in tables if t in driver},
                       as_of_ms, persisted, [index], after)
-
-
-def _in_background(spark: SparkSession, fn: Callable[[], object], name: str) -> Future:
-    """``fn()`` on a thread of its own (its Spark jobs run beside the caller's), its result or
-    exception in the Future. pyspark's InheritableThread: the thread's JVM side gets the
-    caller's local properties (job group, pool), its Connect client the caller's tags. A
-    daemon thread: after Ctrl-C the session's jobs are cancelled
-    (session.interrupts_end_the_job) and nothing waits for it."""
-    done: Future = Future()
-
-    def work() -> None:
-        try:
-            done.set_result(fn())
-        except BaseException as e:   # handed to whoever asks for the result
-            done.set_exception(e)
-
-    InheritableThread(work, session=spark, name=f"logscan {name}", daemon=True).start()
-    return done
 
 
 def for_tasks(spark: SparkSession, value):

@@ -47,9 +47,10 @@ import sys
 import threading
 import time
 import warnings
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 DELTA_LIBS = Path(os.environ.get("LOGSCAN_DELTA_LIBS", REPO / ".delta" / "libs"))
@@ -331,6 +332,27 @@ def interrupts_end_the_job(spark) -> Iterator[None]:
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)
+
+
+def in_background(spark, fn: Callable[[], object], name: str) -> Future:
+    """``fn()`` on a thread of its own (its Spark jobs run beside the caller's: the scan's steps
+    that need only the tally, the streams the steps after assess read ahead), its result or
+    exception in the Future. pyspark's InheritableThread: the thread's JVM side gets the
+    caller's local properties (job group, pool), its Connect client the caller's tags. A
+    daemon thread: after Ctrl-C the session's jobs are cancelled (interrupts_end_the_job)
+    and nothing waits for it."""
+    done: Future = Future()
+
+    def work() -> None:
+        try:
+            done.set_result(fn())
+        except BaseException as e:   # handed to whoever asks for the result
+            done.set_exception(e)
+
+    from pyspark import InheritableThread
+
+    InheritableThread(work, session=spark, name=f"logscan {name}", daemon=True).start()
+    return done
 
 
 def stop_interrupted(spark) -> None:
