@@ -163,9 +163,14 @@ METADATA_OUT = R.tagged_schema({"leader": LEADERS, "topic": TOPICS, "finding": R
 #: memory beyond the mapped window: at 20,000 the decode's RssAnon swung by ~50 MiB between
 #: flushes, at 4096 by ~16 MiB, for the same CPU time (make bench, 2026-11-23).
 _FLUSH_ROWS = 4096
-#: Bytes of Arrow a task holds in its tables' pending blobs before it hands them to Spark: a
-#: blob is a value of a Spark row, held whole by the JVM and by the writer that reads it.
-BLOB_BYTES = 8 << 20
+#: Bytes of Arrow IPC a task holds in its tables' pending blobs before it hands them to Spark: a
+#: blob is a value of a Spark row, held whole by the JVM and by the writer that reads it. A
+#: constant of a worker's memory, reached early: the spans of a replica (~156 B a txn_spans row
+#: in IPC) fill it at ~6,700 transactions. At 8 MiB a replica's per-replica step grew by up to
+#: ~20 MiB between make bench's 1 GiB segment (13,600 transactions, 2.1 MiB of spans: never
+#: filled) and its 3 GiB one (a 3x larger replica filled it, and the Arrow batches and their IPC
+#: stream were both held at each flush), which read as memory growing with the segment.
+BLOB_BYTES = 1 << 20
 
 
 def freeze_worker_heap() -> None:
@@ -213,6 +218,31 @@ def blob_batches(data: pa.Buffer | bytes) -> Iterator[pa.RecordBatch]:
     yield from pa.ipc.open_stream(data)
 
 
+class _BlobStream:
+    """One blob being made: its table's rows written into an Arrow IPC stream as each batch of
+    them is made, so a task holds a blob's bytes once (not its Arrow batches and then their
+    stream beside them, as when a blob was written out whole at the flush)."""
+
+    __slots__ = ("sink", "writer", "rows")
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.sink = pa.BufferOutputStream()
+        self.writer = pa.ipc.new_stream(self.sink, schema)
+        self.rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> int:
+        """Writes ``batch``; the bytes the stream grew by."""
+        before = self.sink.tell()
+        self.writer.write_batch(batch)
+        self.rows += batch.num_rows
+        return self.sink.tell() - before
+
+    def close(self) -> pa.Buffer:
+        """The whole stream (ended)."""
+        self.writer.close()
+        return self.sink.getvalue()
+
+
 class TaskOutput:
     """OUT batches of one task of the decode or of the per-replica step, made as its rows come.
 
@@ -226,7 +256,8 @@ class TaskOutput:
     wait in :meth:`ready`; :meth:`finish` gives the rest and the tally.
 
     Memory: at most ``flush_rows`` narrow or pending rows of a table, and ``blob_bytes`` of
-    Arrow in the blobs not yet handed over (default _FLUSH_ROWS and BLOB_BYTES)."""
+    Arrow IPC in the blobs not yet handed over (default _FLUSH_ROWS and BLOB_BYTES): a blob's
+    rows are written into its stream as each batch of them is made (_BlobStream)."""
 
     def __init__(self, *, ceiling_ms: int, flush_rows: Optional[int] = None, blob_bytes: Optional[int] = None) -> None:
         self._ceiling = ceiling_ms
@@ -242,7 +273,7 @@ class TaskOutput:
         self._runs_spans = 0                  # ... and their spans
         self._narrow_keys: list[tuple] = []
         self._pending: dict[tuple, list[R.Row]] = {}            # (table, range keys) -> rows
-        self._blobs: dict[tuple, list[pa.RecordBatch]] = {}     # (table, range keys) -> its Arrow batches
+        self._blobs: dict[tuple, _BlobStream] = {}     # (table, range keys) -> its IPC stream so far
         self._blob_bytes = 0
         self._ranges: list[tuple] = []
         self._internal: list[R.Row] = []
@@ -373,39 +404,28 @@ class TaskOutput:
         gc.collect(1)
 
     def _to_blob(self, table: str, keys: tuple, batch: pa.RecordBatch) -> None:
-        self._blobs.setdefault((table, keys), []).append(batch)
-        self._blob_bytes += batch.nbytes
+        stream = self._blobs.get((table, keys))
+        if stream is None:
+            stream = self._blobs[(table, keys)] = _BlobStream(batch.schema)
+        self._blob_bytes += stream.write(batch)
         if self._blob_bytes >= self._max_blob_bytes:
             self._flush_blobs()
 
     def _flush_blobs(self) -> None:
-        """The pending blobs as one OUT batch of blob rows: their IPC streams written one after
-        the other into one buffer, each blob's data a slice of it (no copy)."""
-        if not self._blobs:
-            return
-        sink = pa.BufferOutputStream()
-        offsets, tables, counts, keys = [0], [], [], []
-        for (table, at), batches in self._blobs.items():
-            writer = pa.ipc.new_stream(sink, batches[0].schema)
-            for b in batches:
-                writer.write_batch(b)
-            writer.close()
-            offsets.append(sink.tell())
-            tables.append(table)
-            counts.append(sum(b.num_rows for b in batches))
-            keys.append(at)
-        data = sink.getvalue()
-        n = len(tables)
-        blob = pa.StructArray.from_arrays(
-            [pa.array(tables, pa.string()), pa.array(counts, pa.int64()),
-             pa.Array.from_buffers(pa.binary(), n, [None, pa.array(offsets, pa.int32()).buffers()[1], data])],
-            fields=list(BLOB))
-        columns = {"segment": [k[0] for k in keys], "range_index": [k[1] for k in keys],
-                   "ranges": [k[2] for k in keys], "topic": [None] * n, "partition": [None] * n}
-        self._ready.append(R.to_member_batch(blob, OUT, "blob", columns))
-        self._blobs.clear()
-        self._blob_bytes = 0
-        gc.collect(1)
+        """The pending blobs as OUT batches of one blob row each, its data the stream's own
+        buffer (no copy)."""
+        for (table, at), stream in self._blobs.items():
+            data = stream.close()
+            blob = pa.StructArray.from_arrays(
+                [pa.array([table], pa.string()), pa.array([stream.rows], pa.int64()),
+                 pa.Array.from_buffers(pa.binary(), 1, [None, pa.array([0, data.size], pa.int32()).buffers()[1], data])],
+                fields=list(BLOB))
+            self._ready.append(R.to_member_batch(blob, OUT, "blob", {
+                "segment": [at[0]], "range_index": [at[1]], "ranges": [at[2]], "topic": [None], "partition": [None]}))
+        if self._blobs:
+            self._blobs.clear()
+            self._blob_bytes = 0
+            gc.collect(1)
 
     def finish(self) -> list[pa.RecordBatch]:
         """What is left, then the tally: the task's last OUT batches."""
@@ -686,7 +706,7 @@ def partition_stream(index: Broadcast, *, as_of_ms: int, max_timeout_ms: int,
     each carrying the partition's leader at as_of and its last leader from __cluster_metadata
     (null when it names none): per partition, logscan.state.partition.assess_partition
     against the coordinator state: ``index.value``,
-    coordinator_index's (scan.for_tasks: a Broadcast, or under Spark Connect a
+    pipeline.coordinator_view's (scan.for_tasks: a Broadcast, or under Spark Connect a
     spark_jobs.shared.Shared; in-process, anything with that attribute).
 
     Either because a Python worker loads it once and keeps it for its later tasks, where

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Protocol
 
 from logscan.logdir.segment import Finding
-from logscan.state.coordinator import CoordinatorCopy, ReplicaEnd, choose_replicas, coordinator_copy
+from logscan.state.coordinator import CoordinatorCopy, ProducerIdIndex, ReplicaEnd, choose_replicas, coordinator_copy
 
 from . import pipeline
 from . import rows as R
@@ -217,7 +217,7 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
             spool.close()
 
         chosen, coordinator = coordinator_copy(_internal(internal, TRANSACTION_STATE_TOPIC))
-        coordinator_rows, newest_record = _coordinator(chosen, txn_log)
+        coordinator_rows, index, newest_record = _coordinator(chosen, txn_log)
         for row in coordinator_rows:
             out.add("coordinator_state", row)
         if as_of_ms is None:
@@ -231,7 +231,6 @@ def scan(roots: list[Path], *, as_of_ms: Optional[int] = None,
             return heapq.merge(*(closed.rows((s["broker"], *key)) for s in replicas),
                                key=itemgetter(*pipeline.CLOSED_SPAN_ORDER))
 
-        index = pipeline.coordinator_index(coordinator_rows)
         for table, row in _assess(sorted(states.keys()), lambda key: list(states.rows(key)),
                                   lambda key: list(txns.rows(key)), closed_spans, leaders, index=index,
                                   as_of_ms=as_of_ms, max_timeout_ms=max_transaction_timeout_ms,
@@ -310,10 +309,11 @@ def _loaded(chosen: dict[int, int], txn_log: Spool) -> Callable[[], Iterator[R.R
     return records
 
 
-def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], Optional[int]]:
-    """The coordinator_state rows (of each coordinator partition, the records of the replica
-    ``chosen`` by coordinator_copy, streamed from the spool through pipeline.coordinator) and
-    the newest lastUpdateTimestamp of those records not past the scan's clock (pipeline.as_of)."""
+def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], ProducerIdIndex, Optional[int]]:
+    """The coordinator_state rows and their index (pipeline.coordinator_view of each coordinator
+    partition's records of the replica ``chosen`` by coordinator_copy, streamed from the spool
+    through pipeline.coordinator) and the newest lastUpdateTimestamp of those records not past
+    the scan's clock (pipeline.as_of)."""
     ceiling = pipeline.timestamp_ceiling()
     newest: list[int] = []
 
@@ -324,8 +324,9 @@ def _coordinator(chosen: dict[int, int], txn_log: Spool) -> tuple[list[R.Row], O
                 newest[:] = [t]
             yield r
 
-    rows = pipeline.merge_coordinator(row for p in sorted(chosen) for row in pipeline.coordinator(loaded(p)))
-    return rows, (newest[0] if newest else None)
+    per_partition = [row for p in sorted(chosen) for row in pipeline.coordinator(loaded(p))]
+    view = pipeline.coordinator_view(per_partition)
+    return [per_partition[i] for i in view.kept], view.index, (newest[0] if newest else None)
 
 
 def _metadata(states: dict[tuple[str, int], list[R.Row]], infos: dict[tuple[int, str, int], R.Row], as_of_ms: int,
@@ -381,7 +382,7 @@ def assess_partitions(result: Scan, *, as_of_ms: int, max_timeout_ms: int,
     out: dict[str, list[R.Row]] = {table: [] for table in pipeline.ASSESSED.values()}
     for table, row in _assess(sorted(states), states.__getitem__, lambda key: txns.get(key, []),
                               lambda key, _: sorted(spans.get(key, ()), key=itemgetter(*pipeline.CLOSED_SPAN_ORDER)),
-                              result.leaders, index=pipeline.coordinator_index(tables["coordinator_state"]),
+                              result.leaders, index=pipeline.coordinator_view(tables["coordinator_state"]).index,
                               as_of_ms=as_of_ms, max_timeout_ms=max_timeout_ms, coordinator=result.coordinator,
                               bootstrap=bootstrap, max_prepare_ms=max_prepare_ms):
         out[table].append(row)

@@ -38,7 +38,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -227,10 +227,13 @@ class Parts:
         self._open.clear()
 
 
-def write_rows(output: str, scan_id: str, as_of_ms: int, table: str, rows: Iterable[R.Row]) -> list[R.Row]:
-    """A table's rows made in this process (dicts), written as one file: its WRITTEN rows."""
+def write_rows(output: str, scan_id: str, as_of_ms: int, table: str,
+               rows: Union[Iterable[R.Row], pa.Table]) -> list[R.Row]:
+    """A table's rows made in this process (dicts, or an Arrow table of its columns), written
+    as one file: its WRITTEN rows."""
     parts = Parts(output, scan_id, as_of_ms)
-    parts.add(table, R.to_batch(list(rows), _columns(table)))
+    for batch in rows.to_batches() if isinstance(rows, pa.Table) else [R.to_batch(list(rows), _columns(table))]:
+        parts.add(table, batch)
     return parts.close()
 
 

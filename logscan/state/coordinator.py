@@ -7,8 +7,11 @@ record wins and a tombstone removes the id. We do the same, per coordinator part
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple, Optional
+from typing import Iterable, Iterator, NamedTuple, Optional, Sequence
 
 PREPARING = frozenset({"PrepareCommit", "PrepareAbort"})
 COMPLETE = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
@@ -72,18 +75,34 @@ def latest_states(records: Iterable[TxnLogRecord]) -> dict[str, TxnLogRecord]:
 
 
 def merge_partitions(latest: Iterable[TxnLogRecord]) -> dict[str, TxnLogRecord]:
-    """One record per transactional id out of per-partition latest records, keyed in id order.
+    """One record per transactional id out of per-partition latest records, keyed in id order
+    (:func:`merged_positions`' rule)."""
+    records = list(latest)
+    return {records[i].transactional_id: records[i] for i in merged_positions(
+        [r.transactional_id for r in records], [r.last_update_timestamp_ms for r in records],
+        [r.coordinator_partition for r in records])}
+
+
+def merged_positions(transactional_ids: Sequence[str], last_update_timestamps_ms: Sequence[int],
+                     coordinator_partitions: Sequence[int]) -> list[int]:
+    """The positions of the records merge_partitions keeps, in transactional id order, out of
+    per-partition latest records given as columns (a record's values at one position).
 
     A transactional id hashes to exactly one coordinator partition, so it appears in two
     only in a damaged or mixed-up copy; then the newer TransactionLastUpdateTimestampMs wins
-    and, on a tie, the lower coordinator partition. Both drivers merge with this function, so
-    the Spark job (one task per partition) and the local loop pick the same record.
+    and, on a tie, the lower coordinator partition (then the first given). Both executors
+    merge by this rule (logscan.scan.pipeline.coordinator_view), so the Spark job (one task
+    per partition) and the local loop pick the same record.
     """
-    out: dict[str, TxnLogRecord] = {}
-    for rec in sorted(latest, key=lambda r: (r.transactional_id, -r.last_update_timestamp_ms,
-                                             r.coordinator_partition)):
-        out.setdefault(rec.transactional_id, rec)
-    return out
+    order = sorted(range(len(transactional_ids)),
+                   key=lambda i: (transactional_ids[i], -last_update_timestamps_ms[i], coordinator_partitions[i]))
+    kept: list[int] = []
+    last = None
+    for i in order:
+        if transactional_ids[i] != last:
+            kept.append(i)
+            last = transactional_ids[i]
+    return kept
 
 
 class ReplicaEnd(NamedTuple):
@@ -233,16 +252,89 @@ class ProducerIdMatch:
     relation: str  # 'current', 'previous' or 'next'
 
 
-def index_by_producer_id(latest: dict[str, TxnLogRecord]) -> dict[int, list[ProducerIdMatch]]:
+#: The relations a coordinator record names a producer id in, in the order index_by_producer_id
+#: lists one record's matches.
+RELATIONS = ("current", "previous", "next")
+
+
+def index_by_producer_id(latest: dict[str, TxnLogRecord]) -> "ProducerIdIndex":
     """Producer id -> coordinator records naming it as current, previous or next producer id.
 
     find-hanging's listTransactions only matches the *current* producer id; logscan also
     keeps previous/next (KIP-890 epoch exhaustion, KIP-939) so the evidence can say why.
     """
-    index: dict[int, list[ProducerIdMatch]] = {}
-    for rec in latest.values():
-        for pid, relation in ((rec.producer_id, "current"), (rec.previous_producer_id, "previous"),
-                              (rec.next_producer_id, "next")):
-            if pid != NO_PRODUCER_ID:
-                index.setdefault(pid, []).append(ProducerIdMatch(rec, relation))
-    return index
+    records = list(latest.values())
+    return ProducerIdIndex.of(records, [r.producer_id for r in records], [r.previous_producer_id for r in records],
+                              [r.next_producer_id for r in records])
+
+
+class ProducerIdIndex(Mapping):
+    """Producer id -> [ProducerIdMatch], as a read-only mapping: of each producer id, the
+    records naming it in the records' order, and of one record its current, previous and next
+    producer ids in that order (RELATIONS).
+
+    Held as three flat arrays (the producer ids, sorted; each one's record position and
+    relation) and ``records``, any sequence of TxnLogRecord by position, e.g. one that makes a
+    record from Arrow columns only when it is looked up (logscan.scan.pipeline.coordinator_view):
+    what a Spark job ships to every Python worker of its partition step pickles as a few
+    buffers, where a dict of lists of records was an object per record and match (5.6 MB and
+    ~0.5 s a pickle on 47,000 transactional ids). A producer id's matches are made on its first
+    lookup and kept."""
+
+    __slots__ = ("_pids", "_entries", "_records", "_made")
+
+    def __init__(self, pids: array, entries: array, records: Sequence[TxnLogRecord]) -> None:
+        self._pids = pids          # sorted; one per (record, relation) naming a producer id
+        self._entries = entries    # position * len(RELATIONS) + relation, at the same index
+        self._records = records
+        self._made: dict[int, list[ProducerIdMatch]] = {}
+
+    @classmethod
+    def of(cls, records: Sequence[TxnLogRecord], current: Sequence[int], previous: Sequence[int],
+           next_: Sequence[int]) -> "ProducerIdIndex":
+        """The index of ``records`` from their producer id columns (a record's current,
+        previous and next producer id at its position; NO_PRODUCER_ID names none)."""
+        named = sorted((pid, i * 3 + relation) for relation, column in enumerate((current, previous, next_))
+                       for i, pid in enumerate(column) if pid != NO_PRODUCER_ID)
+        return cls(array("q", [pid for pid, _ in named]), array("q", [e for _, e in named]), records)
+
+    def __getstate__(self):
+        return self._pids, self._entries, self._records
+
+    def __setstate__(self, state) -> None:
+        self._pids, self._entries, self._records = state
+        self._made = {}
+
+    def __getitem__(self, pid: int) -> list[ProducerIdMatch]:
+        made = self._made.get(pid)
+        if made is not None:
+            return made
+        lo = bisect_left(self._pids, pid)
+        hi = bisect_right(self._pids, pid, lo)
+        if lo == hi:
+            raise KeyError(pid)
+        made = self._made[pid] = [ProducerIdMatch(self._records[e // 3], RELATIONS[e % 3])
+                                  for e in self._entries[lo:hi]]
+        return made
+
+    def get(self, pid: int, default=None):
+        try:
+            return self[pid]
+        except (KeyError, TypeError):
+            return default
+
+    def __contains__(self, pid: object) -> bool:
+        if not isinstance(pid, int):
+            return False
+        i = bisect_left(self._pids, pid)
+        return i < len(self._pids) and self._pids[i] == pid
+
+    def __iter__(self) -> Iterator[int]:
+        last = None
+        for pid in self._pids:
+            if pid != last:
+                yield pid
+                last = pid
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

@@ -2,11 +2,15 @@
 over real broker files are held to Kafka's tools in test_local_vs_kafka.py and to the Spark
 executor in tests/spark."""
 
+import pickle
 import random
 
+import pyarrow as pa
 import pytest
 
 from logscan.scan import pipeline, summary
+from logscan.scan import rows as R
+from logscan.state.coordinator import ProducerIdMatch, merge_partitions
 
 
 @pytest.mark.parametrize("text, ms", [
@@ -61,9 +65,64 @@ def test_coordinator_loads_a_partition_and_merge_keeps_one_record_per_id():
     assert [(r["transactional_id"], r["state"], r["offset"]) for r in p0] == [("a", "CompleteCommit", 1)]
     # an id in two partitions (a mixed-up copy): the newer record wins
     p1 = pipeline.coordinator([_record(1, "a", 0, "Empty", ts=500)])
-    merged = pipeline.merge_coordinator(p0 + p1)
-    assert [(r["transactional_id"], r["partition"], r["state"]) for r in merged] == [("a", 1, "Empty")]
+    view = pipeline.coordinator_view(p0 + p1)
+    assert [(r["transactional_id"], r["partition"], r["state"]) for r in view.rows.to_pylist()] == [("a", 1, "Empty")]
+    assert view.kept == [1] and list(view.index) == [1]
     assert pipeline.coordinator([]) == []
+    empty = pipeline.coordinator_view([])
+    assert empty.rows.num_rows == 0 and empty.kept == [] and dict(empty.index) == {}
+
+
+def _index_as_it_was(latest):
+    """Producer id -> [ProducerIdMatch], the dict of lists coordinator.index_by_producer_id gave
+    before it was held as arrays: the oracle of the lookup's answers."""
+    index = {}
+    for rec in latest.values():
+        for pid, relation in ((rec.producer_id, "current"), (rec.previous_producer_id, "previous"),
+                              (rec.next_producer_id, "next")):
+            if pid != -1:
+                index.setdefault(pid, []).append(ProducerIdMatch(rec, relation))
+    return index
+
+
+def test_the_coordinator_view_gives_the_rows_and_index_both_executors_made():
+    """Random coordinator records (ids in two partitions, producer ids named by several
+    records and relations, partitions of every size): coordinator_view, from rows or from an
+    Arrow table of another engine's types (Spark's list item names, no time zone metadata
+    kept), gives the rows of the merge rule and the index's answers of the dict it replaced,
+    also after a pickle (what the Spark job ships to its tasks)."""
+    rng = random.Random(11)
+    rows = []
+    for partition in range(4):
+        records = []
+        for offset in range(300):
+            pid = rng.choice([-1, *range(1, 40)])
+            records.append({**_record(partition, f"id-{rng.randrange(150)}", offset,
+                                      state=rng.choice(["Ongoing", "PrepareCommit", "CompleteAbort", "Empty", None]),
+                                      ts=rng.randrange(1000), pid=pid),
+                            "previous_producer_id": rng.choice([-1, -1, pid, rng.randrange(1, 40)]),
+                            "next_producer_id": rng.choice([-1, -1, rng.randrange(1, 40)]),
+                            "partitions": [{"topic": f"t{rng.randrange(3)}", "partition": rng.randrange(5)}
+                                           for _ in range(rng.randrange(4))]})
+        rows.extend(pipeline.coordinator(records))
+    recs = [R.txn_record_from_row(r) for r in rows]
+    want = merge_partitions(recs)
+    assert len(want) < len(recs)   # some ids are in two partitions
+    spark_like = pa.Table.from_pylist(rows, schema=R.COORDINATOR_STATE).cast(pa.schema(
+        [pa.field(f.name, pa.list_(pa.field("element", f.type.value_type)) if f.name == "partitions" else f.type)
+         for f in R.COORDINATOR_STATE]))
+    for given in (rows, spark_like):
+        view = pipeline.coordinator_view(given)
+        assert view.rows.schema.equals(R.COORDINATOR_STATE)
+        assert view.rows.equals(pa.Table.from_pylist([rows[i] for i in view.kept], schema=R.COORDINATOR_STATE))
+        assert [R.txn_record_from_row(rows[i]) for i in view.kept] == list(want.values())
+        oracle = _index_as_it_was(want)
+        for index in (view.index, pickle.loads(pickle.dumps(view.index))):
+            assert sorted(index) == sorted(oracle) and len(index) == len(oracle)
+            for pid in [*range(-2, 45), None, "x"]:
+                assert index.get(pid, []) == oracle.get(pid, [])
+                assert (pid in index) == (pid in oracle)
+            assert index == oracle
 
 
 def test_figures_keep_the_first_rows_of_a_stream_as_a_sort_would():
