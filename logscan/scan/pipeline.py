@@ -230,16 +230,17 @@ DAMAGED = "damaged"
 BATCH_KINDS = ("batch", DAMAGED)
 
 
-#: The smallest segment decode replays in bulk (_replay_tables). Its columns cost ~0.07 ms a
-#: segment more than the walk a batch at a time (a table of fewer than replica.BULK_ROWS rows is
-#: then replayed a row at a time, as the walk does), and a table replayed in bulk saves ~3 us a
-#: batch past ~90 rows. Decode and replay of a segment against the walk, median over 150
-#: replicas of 128 MiB copies, best of 3 each, 2026-12-07: 15 KB of 256 B batches even, 45 KB
-#: -0.39 ms (0.62 against 0.99); 16 KB of 1 KiB batches +0.02-0.04, 45 KB even, 150 KB -0.33;
-#: 15 KB of 4 KiB batches +0.07, 152 KB even, 449 KB -0.19. From 32 KiB the segments of
-#: small batches gain, those of 1 KiB lose nothing, and a segment of fewer larger batches
-#: loses at most ~0.07 ms.
-BULK_MIN_BYTES = 32 << 10
+#: The smallest segment decode replays in bulk (_replay_tables): its facts through
+#: replica.segment_fact_columns (a table of fewer than replica.BULK_ROWS rows is fed a row at a
+#: time, ReplicaAnalyser._feed_rows, from the compiled step's fact objects), not the walk a batch
+#: at a time. Below it the walk's smaller fixed cost a segment wins. The single-process scan of
+#: copies of 100 partitions' small segments, this against the walk (BULK_MIN_BYTES past any),
+#: CPU median of 7-11 scans in turns, machine loaded, 2026-12-07: 16 KB segments of 256 B
+#: batches 0.34 against 0.45 s, of 1 KiB batches 0.30 against 0.35, of 4 KiB batches (4 a
+#: segment) 0.18 against 0.17; 8 KB segments of 1 KiB batches 0.20 against 0.23; 2 KB
+#: segments of 1 KiB batches 0.25 against 0.22. From 16 KiB the segments of batches up to
+#: 1 KiB gain 15-25%, those of a few 4 KiB batches lose ~10%.
+BULK_MIN_BYTES = 16 << 10
 
 
 def decode(unit: R.Row, replay: Optional[Replay] = None, *, headers: bool = True

@@ -55,7 +55,8 @@ from logscan.state.spans import OnClose, Replay, ReplicaReplay
 from logscan.logdir.naming import Kind, classify
 from logscan.logdir.segment import (INT64_MAX, SMALL_FILE_CAPS, TOO_LARGE, FileShrank, FileTooLarge, Finding, LogWindows,
                                     NotRegularFile, io_finding, offset_overflow_finding, read_small_file)
-from logscan.logdir.tree import ReplicaDir
+from logscan.logdir.store import is_uri
+from logscan.logdir.tree import ReplicaDir, _child, file_size
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
@@ -313,10 +314,17 @@ def budget_limits() -> tuple[int, int, float]:
     """(output bytes per byte of a segment, the least output allowed, seconds) of each
     segment's decompression budget: BUDGET_ENV's, else DecompressionBudget's defaults (a value
     that does not parse is the default: the CLI checks what it sets)."""
+    return _budget_limits(os.environ.get(BUDGET_ENV, ""))
+
+
+@lru_cache(maxsize=16)
+def _budget_limits(text: str) -> tuple[int, int, float]:
+    """budget_limits of BUDGET_ENV's value ``text`` (read once per value: a scan asks for
+    every segment, and a value that does not parse cost an exception each time)."""
     from logscan.format.compression import DEFAULT_BUDGET_MIN_BYTES, DEFAULT_BUDGET_RATIO, DEFAULT_BUDGET_SECONDS
 
     try:
-        ratio, min_bytes, seconds = os.environ.get(BUDGET_ENV, "").split(":")
+        ratio, min_bytes, seconds = text.split(":")
         return max(1, int(ratio)), max(0, int(min_bytes)), max(0.001, float(seconds))
     except ValueError:
         return DEFAULT_BUDGET_RATIO, DEFAULT_BUDGET_MIN_BYTES, DEFAULT_BUDGET_SECONDS
@@ -835,10 +843,16 @@ def check_newest_snapshot(snapshots: list[SnapshotFile], rebuilt: Optional[dict[
 
 # --- leader epochs and __cluster_metadata ----------------------------------------------------
 
+#: The leader-epoch-checkpoint file's name (logdir.naming).
+_LEADER_EPOCH_CHECKPOINT = Kind.LEADER_EPOCH_CHECKPOINT.value
+
+
 def leader_epochs(replica: ReplicaDir, findings: list[Finding]) -> list[LeaderEpochEntry]:
     """The entries of the replica's leader-epoch-checkpoint ([]: no file, or unreadable: its
     finding says why)."""
-    path = replica.path / Kind.LEADER_EPOCH_CHECKPOINT.value  # the file's name (logdir.naming)
+    # (its path as replica.path / name writes it, without making the Path: tree._child)
+    folder = replica.folder
+    path = _child(replica.path if is_uri(folder) else folder, _LEADER_EPOCH_CHECKPOINT)
     try:
         data = read_small_file(path, SMALL_FILE_CAPS["leader-epoch-checkpoint"])
         if data is None:
@@ -876,6 +890,8 @@ def tail_gap(path: str, start: int, base: int, next_offset: int) -> Optional[str
     or bytes no broker wrote there (the read's findings say what they are) are none. Only
     headers are read (LogWindows: no file mapped whole)."""
     try:
+        if file_size(path) <= start:
+            return None   # (commonly the last batch ends the file: its size needs no open)
         with LogWindows(path) as log:
             size, pos = log.size, start
             for _ in range(_TAIL_ENTRIES):
@@ -1075,7 +1091,10 @@ class ReplicaAnalyser:
         self._on_close = on_close
         self._hw_checkpoint, self._log_start_checkpoint = hw_checkpoint, log_start_checkpoint
         self._recovery_point_checkpoint = recovery_point_checkpoint
-        first_base = replica.segments[0][0] if replica.segments else None
+        # The listing's files, asked for once (ReplicaDir makes a list each time it is asked).
+        self._segments = segments = replica.segments
+        self._bases = bases = [base for base, _ in segments]
+        first_base = bases[0] if bases else None
         self._hw_floor = max(P.log_start_offset(first_base, log_start_checkpoint), hw_checkpoint or 0)
         self.findings: list[Finding] = []
         self.snapshots = read_snapshots(replica)
@@ -1084,14 +1103,14 @@ class ReplicaAnalyser:
         self._newest_offset = newest.offset if newest is not None else None
         # The producers a broker loads for this log: its newest snapshot, then the batches after it.
         self._log_start = P.log_start_offset(first_base, log_start_checkpoint)
-        kept = snapshots_kept_on_load([s.offset for s in self.snapshots], [b for b, _ in replica.segments])
+        kept = snapshots_kept_on_load([s.offset for s in self.snapshots], bases)
         # One the broker may load that the scan did not read for its size: the producers it
         # holds are not known, so neither are those the broker has (copy_gap withholds verdicts).
         self._unread_snapshots = [s for s in self.snapshots if s.offset in kept and s.finding is not None
                                   and s.finding.reason == TOO_LARGE]
         self._load = BrokerLoad([(s.offset, partial(snapshot_entries, s.snapshot) if s.loadable else None)
                                  for s in self.snapshots if s.offset in kept], self._log_start,
-                                known_below_log_end=replica.segments[-1][0] if replica.segments else None)
+                                known_below_log_end=bases[-1] if bases else None)
         self._load_from = self._load.start_offset
         self._seed: Optional[tuple[list[ProducerStateEntry], int]] = None
         self._replay: Optional[Replay] = None
@@ -1099,8 +1118,7 @@ class ReplicaAnalyser:
         self.max_timestamp = -1
         # The offset-order rules (check_order): the segments by base offset, the bounds a batch's
         # last offset must keep within its segment, the previous batch's last offset and place.
-        self._files = {base: str(path) for base, path in replica.segments}
-        bases = [base for base, _ in replica.segments]
+        self._files = {base: str(path) for base, path in segments}
         self._next_base = dict(zip(bases, bases[1:]))
         self._segment: Optional[int] = None
         self._low, self._high = _NO_LOW, _NO_HIGH
@@ -1220,6 +1238,44 @@ class ReplicaAnalyser:
         if self._load_from is not None and fact.last_offset >= self._load_from:
             self._load.feed(fact)
 
+    def _feed_rows(self, facts: list[BatchFact], positions: list[int], segment: Optional[int]) -> None:
+        """feed() of each fact (``positions``: their bytes in the segment whose base offset is
+        ``segment``), in order: while the replay runs (no fault), with no newest snapshot's
+        rebuild to take, the facts that keep feed()'s two chained comparisons go through what
+        feed() does with them in one loop (its checks and bookkeeping held in locals); from
+        the first that does not, feed() itself takes each."""
+        i = 0
+        if self.fault is None and self._newest_offset is None:
+            if segment != self._segment:
+                self._enter_segment(segment)
+            low, high, prev_last = self._low, self._high, self._prev_last
+            replay, load_from, max_timestamp = self._replay, self._load_from, self.max_timestamp
+            for fact in facts:
+                base, last = fact.base_offset, fact.last_offset
+                if (not (prev_last < base <= last and low <= last <= high)
+                        or (fact.is_control and fact.producer_id >= 0 and fact.control_type not in _MARKER_TYPES)):
+                    break
+                prev_last = last
+                if replay is None:
+                    # The snapshot to start from depends on the first offset the log still has.
+                    self._seed = snapshot_seed(self.snapshots, base)
+                    replay = self._replay = Replay(self._seed, self._on_close, high_watermark_floor=self._hw_floor)
+                if fact.max_timestamp > max_timestamp:
+                    max_timestamp = fact.max_timestamp
+                replay.feed(fact)
+                if load_from is not None and last >= load_from:
+                    self._load.feed(fact)
+                i += 1
+            if i:
+                self._prev_last, self.max_timestamp = prev_last, max_timestamp
+                self._prev_segment, self._prev_position = segment, positions[i - 1]
+                for k in range(i - 1, -1, -1):
+                    if positions[k] >= 0:
+                        self._batches_end = (segment, positions[k] + facts[k].size_in_bytes)
+                        break
+        for k in range(i, len(facts)):
+            self.feed(facts[k], segment, positions[k])
+
     def feed_table(self, table, segment: Optional[int] = None) -> None:
         """feed() of every row of ``table`` (a fact table of the segment whose base offset is
         ``segment``: segment_fact_tables'), in order, in bulk: the rows that keep Kafka's offset
@@ -1234,8 +1290,7 @@ class ReplicaAnalyser:
         import numpy as np
 
         if len(c) < BULK_ROWS:
-            for fact, position in zip(c.facts(), c.positions()):
-                self.feed(fact, segment, position)
+            self._feed_rows(c.facts(), c.positions(), segment)
             return
         while len(c):
             base, last = c.base_offset, c.last_offset
@@ -1289,9 +1344,9 @@ class ReplicaAnalyser:
     def _tail_gap(self) -> Optional[str]:
         """tail_gap of the last segment, from the end of its last batch fed (its start when none
         was, or when the batches came without their place)."""
-        if not self.replica.segments:
+        if not self._segments:
             return None
-        base, path = self.replica.segments[-1]
+        base, path = self._segments[-1]
         end = self._batches_end
         if end is not None and end[0] not in (base, None):
             end = None   # the last batch fed is in an earlier segment
@@ -1308,18 +1363,19 @@ class ReplicaAnalyser:
             self._at_newest = None if fault is not None else _describe(self._replay.producers)
         rep = self._replay.result()
         # With a fault the log ends where the replay stopped (LogLoader.recoverLog truncates there).
-        last_base = (replica.segments[-1][0] if replica.segments else None) if fault is None else None
+        bases = self._bases
+        last_base = (bases[-1] if bases else None) if fault is None else None
         loaded = self._load.finish(max(rep.producers.map_end_offset, last_base or 0, self._log_start))
         if loaded is not None:
             rep.producers.take_producers(loaded)
         log_fault = None if fault is None else f"{fault.reason} at byte {fault.position} of {fault.path}: {fault.message}"
         state = replica_state(replica.broker, replica.topic, replica.partition, rep,
-                              first_segment_base=replica.segments[0][0] if replica.segments else None,
-                              last_segment_base=replica.segments[-1][0] if replica.segments else None,
+                              first_segment_base=bases[0] if bases else None,
+                              last_segment_base=bases[-1] if bases else None,
                               hw_checkpoint=self._hw_checkpoint, log_start_checkpoint=self._log_start_checkpoint,
                               recovery_point_checkpoint=self._recovery_point_checkpoint,
-                              snapshot_offsets=[b for b, _ in replica.snapshots],
-                              segment_bases=[b for b, _ in replica.segments],
+                              snapshot_offsets=[s.offset for s in self.snapshots],
+                              segment_bases=bases,
                               named_bases=[(b, os.path.basename(str(p))) for b, p in replica.indexes + replica.txn_indexes],
                               log_fault=log_fault, copy_end=None if fault is None else self._copy_end)
         epochs = leader_epochs(replica, self.findings)

@@ -619,21 +619,25 @@ def replica_differences(view: ReplicaView, other: ReplicaView, markers: ClosedMa
     log start and the earlier log end: a marker past a replica's log end is lag, shown by
     the log end offsets); ``markers``: the partition's closed transactions, compared."""
     a, b = view.state, other.state
-    out = [Difference(b.broker, name, getattr(a, name), getattr(b, name),
-                      f"{name} {getattr(a, name)} here, {getattr(b, name)} there")
-           for name in ("log_end_offset", "high_watermark", "last_stable_offset")
-           if getattr(a, name) != getattr(b, name)]
-    open_a = {(t.producer_id, t.start_offset) for t in view.open_txns}
-    open_b = {(t.producer_id, t.start_offset) for t in other.open_txns}
-    for label, diff in (("open here only", open_a - open_b), ("open there only", open_b - open_a)):
-        if diff:
-            txns = sorted(diff, key=lambda x: x[1])
-            out.append(Difference(b.broker, label.replace(" ", "_"), len(txns), None,
-                                  f"{label}: " + _txns([f"producer {p} from offset {o}" for p, o in txns])))
-    for label, shown in (("end markers here only", markers.only(a.broker, b.broker)),
-                         ("end markers there only", markers.only(b.broker, a.broker))):
-        if shown.count:
-            out.append(Difference(b.broker, label.replace(" ", "_"), shown.count, None, f"{label}: " + shown.text()))
+    out = []
+    for name in ("log_end_offset", "high_watermark", "last_stable_offset"):
+        here, there = getattr(a, name), getattr(b, name)
+        if here != there:
+            out.append(Difference(b.broker, name, here, there, f"{name} {here} here, {there} there"))
+    if view.open_txns or other.open_txns:
+        open_a = {(t.producer_id, t.start_offset) for t in view.open_txns}
+        open_b = {(t.producer_id, t.start_offset) for t in other.open_txns}
+        for label, diff in (("open here only", open_a - open_b), ("open there only", open_b - open_a)):
+            if diff:
+                txns = sorted(diff, key=lambda x: x[1])
+                out.append(Difference(b.broker, label.replace(" ", "_"), len(txns), None,
+                                      f"{label}: " + _txns([f"producer {p} from offset {o}" for p, o in txns])))
+    if markers._only:   # (commonly every marker one replica should hold, the other holds too)
+        for label, shown in (("end markers here only", markers.only(a.broker, b.broker)),
+                             ("end markers there only", markers.only(b.broker, a.broker))):
+            if shown.count:
+                out.append(Difference(b.broker, label.replace(" ", "_"), shown.count, None,
+                                      f"{label}: " + shown.text()))
     diverged = markers.diverged(a.broker, b.broker)
     if diverged is not None:
         at, here, there = diverged

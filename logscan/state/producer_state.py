@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, NamedTuple, Optional, Sequence
 
 from .columns import FactColumns, shifted, starts
 from .facts import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP, BatchFact
@@ -32,8 +32,10 @@ FROM_SNAPSHOT_AND_BATCHES = "snapshot+batches"
 FROM_BATCHES = "batches"
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
+class BatchMetadata(NamedTuple):
+    """A batch a producer's entry keeps (Kafka's BatchMetadata; a NamedTuple: the replay makes
+    one per data batch, and a frozen dataclass cost twice as much to build)."""
+
     last_seq: int
     last_offset: int
     offset_delta: int
@@ -65,9 +67,8 @@ class ProducerStateEntry:
             self.producer_epoch = epoch
 
 
-@dataclass(frozen=True, slots=True)
-class CompletedTxn:
-    """A transaction closed by a marker (Kafka's CompletedTxn)."""
+class CompletedTxn(NamedTuple):
+    """A transaction closed by a marker (Kafka's CompletedTxn; a NamedTuple, as BatchMetadata)."""
 
     producer_id: int
     first_offset: int
@@ -140,11 +141,12 @@ class ProducerStateManager:
 
     def append(self, batch: BatchFact) -> Optional[CompletedTxn]:
         self.map_end_offset = batch.last_offset + 1
-        if batch.producer_id < 0:
+        producer_id = batch.producer_id
+        if producer_id < 0:
             return None
-        entry = self.producers.get(batch.producer_id)
+        entry = self.producers.get(producer_id)
         if entry is None:
-            entry = self.producers[batch.producer_id] = ProducerStateEntry(batch.producer_id)
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
         if batch.is_control:
             return self._append_marker(entry, batch)
         self._append_data(entry, batch)
@@ -311,23 +313,25 @@ class ProducerStateManager:
                        f"epoch {epoch} is smaller than the last seen epoch {entry.producer_epoch}")
 
     def _append_data(self, entry: ProducerStateEntry, batch: BatchFact) -> None:
+        base, last, epoch, max_timestamp = batch.base_offset, batch.last_offset, batch.producer_epoch, batch.max_timestamp
         if self._replayed is not None:
             self._replayed.add(entry.producer_id)
-        self._check_epoch(entry, batch.producer_epoch, batch.base_offset)
-        entry.update_epoch(batch.producer_epoch)
-        entry.batches.append(BatchMetadata(batch.last_sequence, batch.last_offset,
-                                           batch.last_offset - batch.base_offset, batch.max_timestamp))
-        entry.last_timestamp = batch.max_timestamp
-        if entry.current_txn_first_offset is not None and not batch.is_transactional:
+        if epoch != entry.producer_epoch:   # (_check_epoch and update_epoch keep an equal epoch)
+            self._check_epoch(entry, epoch, base)
+            entry.update_epoch(epoch)
+        entry.batches.append(BatchMetadata(batch.last_sequence, last, last - base, max_timestamp))
+        entry.last_timestamp = max_timestamp
+        first = entry.current_txn_first_offset
+        if first is not None and not batch.is_transactional:
             # Kafka throws InvalidTxnStateException here even during recovery.
-            self._note(batch.base_offset, entry.producer_id, "non_transactional_in_txn",
-                       f"non-transactional batch while a transaction is open since "
-                       f"{entry.current_txn_first_offset}")
-        elif entry.current_txn_first_offset is None and batch.is_transactional:
-            entry.current_txn_first_offset = batch.base_offset
+            self._note(base, entry.producer_id, "non_transactional_in_txn",
+                       f"non-transactional batch while a transaction is open since {first}")
+        elif first is None and batch.is_transactional:
+            entry.current_txn_first_offset = base
 
     def _append_marker(self, entry: ProducerStateEntry, batch: BatchFact) -> Optional[CompletedTxn]:
-        if batch.control_type is None:
+        control_type = batch.control_type
+        if control_type is None:
             # An empty control batch (count 0): the cleaner removed its marker record once the
             # transaction's data was gone and the delete horizon passed, and kept the batch
             # because it was the producer's last entry (Cleaner's RETAIN_EMPTY). Kafka's
@@ -336,24 +340,27 @@ class ProducerStateManager:
             # entry append() made stays ProducerStateEntry.empty. The broker has the values
             # in memory and in its snapshots, which is what BrokerLoad loads.
             return None
-        if batch.control_type not in ("COMMIT", "ABORT"):
-            self._note(batch.base_offset, entry.producer_id, "unknown_control_type",
-                       f"producer-owned control batch of type {batch.control_type}")
+        base = batch.base_offset
+        if control_type != "COMMIT" and control_type != "ABORT":
+            self._note(base, entry.producer_id, "unknown_control_type",
+                       f"producer-owned control batch of type {control_type}")
             return None
         if self._replayed is not None:
             self._replayed.add(entry.producer_id)
-        self._check_epoch(entry, batch.producer_epoch, batch.base_offset)
-        if entry.coordinator_epoch > batch.coordinator_epoch:
-            self._note(batch.base_offset, entry.producer_id, "coordinator_epoch_regression",
-                       f"marker coordinator epoch {batch.coordinator_epoch} is older than "
-                       f"{entry.coordinator_epoch}")
+        epoch, coordinator_epoch = batch.producer_epoch, batch.coordinator_epoch
+        if epoch != entry.producer_epoch:   # (_check_epoch and update_epoch keep an equal epoch)
+            self._check_epoch(entry, epoch, base)
+        if entry.coordinator_epoch > coordinator_epoch:
+            self._note(base, entry.producer_id, "coordinator_epoch_regression",
+                       f"marker coordinator epoch {coordinator_epoch} is older than {entry.coordinator_epoch}")
         completed = None
-        if entry.current_txn_first_offset is not None:
-            completed = CompletedTxn(entry.producer_id, entry.current_txn_first_offset,
-                                     batch.base_offset, batch.control_type == "ABORT")
+        first = entry.current_txn_first_offset
+        if first is not None:
+            completed = CompletedTxn(entry.producer_id, first, base, control_type == "ABORT")
             self._keep(completed)
-        entry.update_epoch(batch.producer_epoch)
-        entry.coordinator_epoch = batch.coordinator_epoch
+        if epoch != entry.producer_epoch:
+            entry.update_epoch(epoch)
+        entry.coordinator_epoch = coordinator_epoch
         entry.current_txn_first_offset = None
         entry.last_timestamp = batch.marker_timestamp
         return completed

@@ -105,15 +105,16 @@ class Replay:
         if batch.last_offset < self._start:
             return
         current = self._current
-        was_open = batch.producer_id in current
+        producer_id = batch.producer_id
+        was_open = producer_id in current
         completed = self.producers.append(batch)
-        if batch.producer_id < 0:
+        if producer_id < 0:
             return
         if not batch.is_control:
             if batch.is_transactional:
-                span = current.get(batch.producer_id)
+                span = current.get(producer_id)
                 if span is None:
-                    span = self._open(TxnSpan(batch.producer_id, batch.producer_epoch, batch.base_offset,
+                    span = self._open(TxnSpan(producer_id, batch.producer_epoch, batch.base_offset,
                                               batch.last_offset, batch.max_timestamp, batch.max_timestamp))
                 span.last_data_offset = batch.last_offset
                 span.last_timestamp = batch.max_timestamp
@@ -121,7 +122,7 @@ class Replay:
                 span.records += batch.records_count
                 span.bytes += batch.size_in_bytes
         elif completed is not None and was_open:
-            span = current.pop(batch.producer_id)
+            span = current.pop(producer_id)
             span.end_marker_offset = batch.base_offset
             span.end_marker_epoch = batch.producer_epoch
             span.outcome = "ABORT" if completed.is_aborted else "COMMIT"
