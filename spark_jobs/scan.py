@@ -419,8 +419,9 @@ def build_tables(spark: SparkSession, roots: list[Path], output: str, scan_id: s
         its 47,000 transactional ids)."""
         per_partition = (blobs.where(F.col("blob.table") == "txn_log")
                          .mapInArrow(tasks.coordinator_records(chosen, kept), S.spark_schema(R.TXN_LOG))
-                         .groupBy("partition")
-                         .applyInArrow(tasks.coordinator_step, S.spark_schema(R.COORDINATOR_STATE))
+                         .repartition("partition")
+                         .sortWithinPartitions("partition", *pipeline.TXN_LOG_ORDER)
+                         .mapInArrow(tasks.coordinator_stream, S.spark_schema(R.COORDINATOR_STATE))
                          .toArrow() if chosen else R.COORDINATOR_STATE.empty_table())
         view = pipeline.coordinator_view(per_partition)
         return view.rows, for_tasks(spark, view.index)

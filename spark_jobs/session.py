@@ -65,6 +65,15 @@ S3A_SCHEMES = ("s3", "s3a", "s3n")
 #: a cluster's executors may not have it.
 WORKER_DAEMON = "spark_jobs.worker_daemon"
 
+#: The most bytes of rows Spark hands a Python step in one Arrow batch
+#: (spark.sql.execution.arrow.maxBytesPerBatch; Spark's default is 64 MiB, and
+#: maxRecordsPerBatch's 10,000 rows do not bound it when a row is a blob of up to ~1 MiB:
+#: tasks.BLOB_BYTES). The blobs' writers (tasks.write_blobs) got up to 64 MiB of blobs a batch,
+#: the peak of a Python worker in a scan of make bench's cores copy: 194-196 MiB RssAnon against
+#: 129-133 during the decode; at 8 MiB, 148-155 (local[2], 2026-12-07). A batch of narrow rows
+#: reaches 8 MiB only past ~50,000 rows, so no other step gets more batches than it did.
+ARROW_BATCH_BYTES = 8 << 20
+
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 BASE_CONF = {
@@ -105,6 +114,7 @@ BASE_CONF = {
     # for logs of a few commits.
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_BATCH_BYTES),
     # No optimized writes: their shuffle is a job and a stage more per table (53 -> 43 jobs a
     # scan of the 3000-replica bench copy) and moves every batches row once more. The grouped
     # steps now have a few large tasks (scan.REPLICAS_PER_TASK), so a table gets a few files

@@ -672,12 +672,34 @@ def write_blobs(output: str, scan_id: str, as_of_ms: int, tables: Iterable[str],
     return run
 
 
-def coordinator_step(records: pa.Table) -> pa.Table:
-    """applyInArrow body, grouped by coordinator partition (the chosen replica's txn_log rows):
-    pipeline.coordinator over them in pipeline.TXN_LOG_ORDER."""
+def coordinator_stream(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over the chosen replicas' txn_log rows, clustered by coordinator
+    partition and each partition's in pipeline.TXN_LOG_ORDER (scan.py sorts them so):
+    pipeline.coordinator of each partition, its rows streamed through it. A worker holds a
+    partition's last record per transactional id (what the coordinator loads), not the
+    partition's records: as an applyInArrow group (Arrow, then a dict per row, sorted) they
+    were the peak of a Python worker after the decode once the blobs' writers got smaller
+    batches (session.ARROW_BATCH_BYTES): 154-161 MiB RssAnon on make bench's cores copy, whose
+    coordinator partitions hold ~1,000 records each (2026-12-07). Raises ValueError for rows
+    out of that order."""
     freeze_worker_heap()
-    rows = sorted(records.to_pylist(), key=itemgetter(*pipeline.TXN_LOG_ORDER))
-    return pa.Table.from_batches([R.to_batch(pipeline.coordinator(rows), R.COORDINATOR_STATE)])
+    order = itemgetter(*pipeline.TXN_LOG_ORDER)
+
+    def in_order(rows: Iterator[R.Row]) -> Iterator[R.Row]:
+        last = None
+        for row in rows:
+            at = order(row)
+            if last is not None and at <= last:
+                raise ValueError(f"coordinator records out of order: {at} after {last} "
+                                 f"(partition {row['partition']})")
+            last = at
+            yield row
+
+    rows = (row for batch in batches for row in batch.to_pylist())
+    for _, records in groupby(rows, key=itemgetter("partition")):
+        out = pipeline.coordinator(in_order(records))
+        if out:
+            yield R.to_batch(out, R.COORDINATOR_STATE)
 
 
 def metadata_step(as_of_ms: int):

@@ -230,7 +230,7 @@ def test_no_python_step_is_handed_a_list_column_null_in_most_rows(spark, tmp_pat
                                      as_of_ms=_as_of(root), replay_in_decode=False)
     try:
         names = {name for _, name, _ in inputs}
-        assert {"replica_stream", "coordinator_step", "run"} <= names, names
+        assert {"replica_stream", "coordinator_stream", "run"} <= names, names
         checked = 0
         for how, name, df in inputs:
             lists = list(_list_columns(df.schema))
@@ -437,3 +437,22 @@ def test_a_cut_coordinator_log_plans_no_abort_in_either_driver(spark, tmp_path):
     assert hang0 and {(r.reason, r.hanging) for r in hang0} == {("coordinator_not_in_copy", None)}
     plans = table(spark, out, "abort_plans", "cut").collect()
     assert sorted({(r.topic, r.partition) for r in plans}) == [("hang", 1), ("hang", 2)]
+
+
+def _batch_sizes(batches):
+    for batch in batches:
+        yield pa.RecordBatch.from_pydict({"rows": [batch.num_rows], "bytes": [batch.nbytes]})
+
+
+def test_a_python_step_gets_blobs_in_batches_of_at_most_arrow_batch_bytes(spark):
+    # What bounds a blob writer's input (tasks.write_blobs): rows of ~1 MiB values reach a
+    # Python step in Arrow batches of ARROW_BATCH_BYTES and one row at most, not Spark's
+    # default 64 MiB (all 40 rows here in one batch).
+    from spark_jobs.session import ARROW_BATCH_BYTES
+
+    blob = 1 << 20
+    rows = spark.range(40, numPartitions=1).select(F.expr(f"cast(repeat('x', {blob}) as binary)").alias("data"))
+    sizes = rows.mapInArrow(_batch_sizes, "rows long, bytes long").collect()
+    assert sum(s["rows"] for s in sizes) == 40
+    assert len(sizes) > 1
+    assert max(s["bytes"] for s in sizes) <= ARROW_BATCH_BYTES + 2 * blob, sizes
