@@ -579,9 +579,10 @@ def read_offset_checkpoint(path: Path, errors: list[str | Finding],
     except (DecodeError, OSError) as e:
         errors.append(f"{path}: {e}")
         return {}
+    # the entries unpacked, not read by attribute: 180,000 lines in the bench copy's 9 files
     if lines is not None:
-        lines.update(((e.topic, e.partition), (e.line, e.position)) for e in cp.entries)
-    return {(e.topic, e.partition): e.offset for e in cp.entries}
+        lines.update(((topic, partition), (line, position)) for line, position, topic, partition, _ in cp.entries)
+    return {(topic, partition): offset for _, _, topic, partition, offset in cp.entries}
 
 
 def file_size(path: Path | StorePath | str) -> int:

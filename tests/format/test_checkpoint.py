@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from logscan.format.checkpoint import (
-    CheckpointError, LeaderEpochEntry, OffsetCheckpointEntry, java_split, parse_clean_shutdown,
+    CheckpointError, LeaderEpochEntry, OffsetCheckpointEntry, _common_offset_checkpoint, _parse_offset_frame, java_split, parse_clean_shutdown,
     parse_leader_epoch_checkpoint, parse_meta_properties, parse_offset_checkpoint,
     parse_partition_metadata, text_lines)
 from tests.kafkajava import REPO, requires_jdk, run_java_source, text
@@ -227,3 +227,44 @@ def test_fuzz_only_values_or_checkpoint_errors(data):
             parse(data)
         except CheckpointError as err:
             assert 0 <= err.position <= size
+
+
+# --- the common file's one-pass reader (issue 30) --------------------------------------------
+
+def _outcome(parse, data):
+    try:
+        return parse(data)
+    except CheckpointError as err:
+        return ("error", str(err), err.line, err.position)
+
+
+def test_common_offset_checkpoint_reads_what_kafka_writes_in_one_pass():
+    data = b"0\n4\n__transaction_state 0 15674\nbench-000 17 -1\nt.x_y-z 2147483647 9223372036854775807\nu 0 0"
+    common = _common_offset_checkpoint(data)
+    assert common is not None and common == _parse_offset_frame(data) == parse_offset_checkpoint(data)
+    assert common.entries[1] == OffsetCheckpointEntry(4, 32, "bench-000", 17, -1)
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"0\n", b"0\n0\n", b"00\n0\n", b"+0\n0\n", b"0\n+1\nt 0 5\n", b"0\n1\nt +0 5\n", b"0\n1\nt 00 5\n",
+    b"0\n1\nt 0 -0005\n", b"0\n1\nt\t0\t5\n", b"0\r\n1\r\nt 0 5\r\n", b"0\n1\nt  0 5\n", b"0\n1\n t 0 5\n",
+    b"0\n1\nt 0 5 \n", b"0\n1\nt 2147483648 5\n", b"0\n1\nt 0 9223372036854775808\n",
+    b"0\n1\nt 0 -9223372036854775809\n", b"0\n2\nt 0 5\n\n", b"0\n2\nt 0 5\n", b"0\n1\nt\x0b 0 5\n",
+    b"0\n1\nt\x01 0 5\n", "0\n1\nt\u00e9 0 5\n".encode(), b"0\n1\nt 0 5\xff\n", b"1\n0\n",
+])
+def test_common_offset_checkpoint_leaves_every_other_form_to_the_frame_reader(data):
+    """Anything but Kafka's own form is read (or refused, located) by the line reader."""
+    assert _common_offset_checkpoint(data) is None or _common_offset_checkpoint(data) == _parse_offset_frame(data)
+    assert _outcome(parse_offset_checkpoint, data) == _outcome(_parse_offset_frame, data)
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.text(alphabet="ab.\t\x0b\x01 é", min_size=0, max_size=4),
+                          st.sampled_from(["0", "7", "+1", "-1", "00", "2147483648", ""]),
+                          st.sampled_from(["0", "-1", "-0", "9223372036854775807", "9223372036854775808", "x", ""])),
+                max_size=5),
+       st.integers(-1, 6), st.sampled_from(["\n", "\r\n", " \n"]), st.booleans())
+def test_common_offset_checkpoint_agrees_with_the_frame_reader(rows, count, end, last_end):
+    lines = ["0", str(len(rows) if count < 0 else count)] + [f"{t} {p} {o}" for t, p, o in rows]
+    data = (end.join(lines) + (end if last_end else "")).encode()
+    assert _outcome(parse_offset_checkpoint, data) == _outcome(_parse_offset_frame, data)
