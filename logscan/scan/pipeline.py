@@ -79,9 +79,10 @@ def replica_info(listed: ListedReplica) -> R.Row:
     """A replica's listing row (the per-replica step's input besides its batches): its files
     by base offset and its broker's checkpoints."""
     r = listed.replica
-    return {**listed.key, "path": r.folder, "segments": _file_rows(r.segments),
-            "snapshots": _file_rows(r.snapshots), "indexes": _file_rows(r.indexes),
-            "txn_indexes": _file_rows(r.txn_indexes),
+    segments, snapshots, txn_indexes, indexes = r.files()
+    return {**listed.key, "path": r.folder, "segments": _file_rows(segments),
+            "snapshots": _file_rows(snapshots), "indexes": _file_rows(indexes),
+            "txn_indexes": _file_rows(txn_indexes),
             "hw_checkpoint": listed.hw_checkpoint, "log_start_checkpoint": listed.log_start_checkpoint,
             "recovery_point_checkpoint": listed.recovery_point_checkpoint, "dir_gap": listed.dir_gap,
             "cleaner_checkpoint": listed.cleaner_checkpoint}

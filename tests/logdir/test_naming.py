@@ -98,6 +98,8 @@ def test_dump_log_suffix():
     ("a.b-1.c-2.0123456789abcdef0123456789abcdef-delete", PartitionDir("a.b-1.c", 2, "delete")),
     ("/copy/b1/data/orders-7/", PartitionDir("orders", 7, "live")),
     ("t-+1", PartitionDir("t", 1, "live")),        # Integer.parseInt accepts a plus sign
+    ("t-007", PartitionDir("t", 7, "live")),
+    ("t-2147483647", PartitionDir("t", 2147483647, "live")),
 ])
 def test_partition_dirs(name, expected):
     assert parse_partition_dir(name) == expected
@@ -106,6 +108,7 @@ def test_partition_dirs(name, expected):
 @pytest.mark.parametrize("name", [
     "orders", "orders-", "-0", "orders-x", "orders-2147483648", "orders-0.abc-delete x",
     "bad name-0.0123-stray", "orders-0-delete", "", "t--1x",
+    "t-\u0663", "t-1\u0663", "t-+\u0663",   # digits, but not ASCII ones: parseTopicPartitionName's pattern refuses them
 ])
 def test_not_partition_dirs(name):
     assert parse_partition_dir(name) is None

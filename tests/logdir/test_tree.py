@@ -409,3 +409,60 @@ def test_a_listing_holds_each_file_as_a_string_not_a_path(tmp_path):
     assert [type(p) for _, p in files] == [str] * 5, files
     assert sorted(os.path.basename(p) for _, p in files) == sorted(f"{0:020d}{s}" for s in (
         ".index", ".log", ".snapshot", ".timeindex", ".txnindex"))
+
+
+# --- what the listing works out once per name or per folder (issue 30) ----------------------
+
+def test_a_name_classified_once_is_read_alike_in_every_replica(tmp_path):
+    """A file name is classified once for all the broker's replicas: its state still skips it
+    in each, each replica's own file or link target is kept, and the name is one string."""
+    copy = tmp_path / "copy"
+    broker = copy / "broker-1"
+    kept = copy / "kept.log"
+    folders = [broker / f"orders-{p}" for p in range(3)]
+    for folder in folders:
+        folder.mkdir(parents=True)
+        (folder / f"{0:020d}.log.deleted").write_bytes(b"")
+        (folder / f"{0:020d}.index").write_bytes(b"")
+    kept.write_bytes(b"")
+    (folders[0] / f"{0:020d}.log").write_bytes(b"")
+    (folders[1] / f"{0:020d}.log").symlink_to(kept)
+    (folders[2] / f"{0:020d}.log").write_bytes(b"")
+
+    listed = scan_broker(broker, within=[copy])
+
+    assert [(s.path, s.reason) for s in listed.skipped] == [
+        (str(f / f"{0:020d}.log.deleted"), "deleted file") for f in folders]
+    first, linked, third = listed.replicas
+    assert first.segments == [(0, str(folders[0] / f"{0:020d}.log"))]
+    assert linked.segments == [(0, str(kept))]
+    assert third.segments == [(0, str(folders[2] / f"{0:020d}.log"))]
+    assert first._files[0][0][1] is third._files[0][0][1]   # one string for the name
+    assert first._files[3][0][1] is linked._files[3][0][1]
+
+
+def test_files_are_the_four_lists_at_once(tmp_path):
+    broker = tmp_path / "broker-1"
+    replica = broker / "orders-0"
+    replica.mkdir(parents=True)
+    for base in (7, 0):
+        for suffix in (".log", ".index", ".timeindex", ".snapshot"):
+            (replica / f"{base:020d}{suffix}").write_bytes(b"")
+    (listed,) = scan_broker(broker).replicas
+    built = ReplicaDir(1, "t", 0, "/x/t-0", segments=[(0, "/x/t-0/a.log")], indexes=[(0, "/y/b.index")])
+    for r in (listed, built):
+        assert r.files() == (r.segments, r.snapshots, r.txn_indexes, r.indexes)
+    assert [len(f) for f in listed.files()] == [2, 2, 0, 4]
+    assert listed.files()[0] == [(0, str(replica / f"{0:020d}.log")), (7, str(replica / f"{7:020d}.log"))]
+
+
+@pytest.mark.parametrize("given", [".", "broker-1", "./broker-1", "broker-1/"])
+def test_a_relative_log_dir_names_its_folders_as_pathlib_does(tmp_path, monkeypatch, given):
+    broker = tmp_path / "broker-1"
+    (broker / "orders-0").mkdir(parents=True)
+    (broker / "orders-0" / f"{0:020d}.log").write_bytes(b"")
+    (broker / "meta.properties").write_text("version=0\nbroker.id=1\n")  # "." has no digits to name it
+    monkeypatch.chdir(broker if given == "." else tmp_path)
+    (listed,) = scan_broker(Path(given)).replicas
+    assert listed.folder == str(Path(given) / "orders-0")
+    assert listed.segments == [(0, str(Path(given) / "orders-0" / f"{0:020d}.log"))]
