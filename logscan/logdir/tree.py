@@ -33,7 +33,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
@@ -608,10 +608,15 @@ def read_offset_checkpoint(path: Path, errors: list[str | Finding],
     except (DecodeError, OSError) as e:
         errors.append(f"{path}: {e}")
         return {}
-    # the entries unpacked, not read by attribute: 180,000 lines in the bench copy's 9 files
+    # column by column, no Python code a line: 180,000 lines in the bench copy's 9 files
+    entries = cp.entries
+    keys = list(zip(map(_TOPIC, entries), map(_PARTITION, entries)))
     if lines is not None:
-        lines.update(((topic, partition), (line, position)) for line, position, topic, partition, _ in cp.entries)
-    return {(topic, partition): offset for _, _, topic, partition, offset in cp.entries}
+        lines.update(zip(keys, zip(map(_LINE, entries), map(_POSITION, entries))))
+    return dict(zip(keys, map(_OFFSET, entries)))
+
+
+_LINE, _POSITION, _TOPIC, _PARTITION, _OFFSET = map(itemgetter, range(5))  # of an OffsetCheckpointEntry
 
 
 def file_size(path: Path | StorePath | str) -> int:
