@@ -621,6 +621,8 @@ _LINE, _POSITION, _TOPIC, _PARTITION, _OFFSET = map(itemgetter, range(5))  # of 
 
 def file_size(path: Path | StorePath | str) -> int:
     """The size of a file, local or in a store (from its listing when it has one)."""
+    if type(path) is str and "://" not in path:  # a local path, as the listing holds one: store.is_uri's first test
+        return os.stat(path).st_size
     if store.is_uri(path):
         return store.file_size(path)
     return os.stat(path).st_size

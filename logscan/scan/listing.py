@@ -91,7 +91,8 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
     out = Listing()
     refused: list[Finding] = []  # of no broker: input folders, folders that might be brokers
     beside: list[Skipped] = []   # folders beside the log dirs that are none
-    copies: dict[tuple[int, str, int], list[ListedReplica]] = defaultdict(list)  # in listing order
+    copies: dict[tuple[int, str, int], ListedReplica] = {}  # each replica's first copy, in listing order
+    again: dict[tuple[int, str, int], list[ListedReplica]] = defaultdict(list)  # its further copies
     listed_by: dict[int, dict[tuple[str, int], CheckpointLine]] = {}  # id(log dir) -> what its checkpoints list
     for broker in iter_brokers(roots, include_superseded=include_superseded, follow_links=follow_links,
                                refused=refused, skipped=beside):
@@ -128,8 +129,13 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
                 key = R.replica_key(r.broker, r.topic, r.partition)
                 out.findings.extend((key, f) for f in r.refused)
             tp = (r.topic, r.partition)
-            copies[(r.broker, *tp)].append(ListedReplica(r, hws.get(tp), starts.get(tp), recovery.get(tp),
-                                                         cleaner_checkpoint=cleaned.get(tp)))
+            listed = ListedReplica(r, hws.get(tp), starts.get(tp), recovery.get(tp), None,
+                                   cleaned.get(tp) if cleaned else None)
+            # a partition in two log dirs of a node is rare: its further copies aside, not a
+            # list for every replica (the bench copy has 60,000)
+            first = copies.setdefault((r.broker, *tp), listed)
+            if first is not listed:
+                again[(r.broker, *tp)].append(listed)
     out.findings.extend((R.replica_key(b, None, None), f) for b, f in log_dir_conflicts(out.brokers))
     placed = placement(metadata_replicas(out.brokers))
     missing = missing_dirs(out.brokers, placed)
@@ -146,9 +152,11 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
         out.files.append({**key, "file": absent.folder, "kind": absent.kind, "size": -1, "status": "missing",
                           "error_count": int(absent.kind == MISSING), "batches": 0,
                           "detail": absent.finding.message})
-    for same in copies.values():
-        listed = same[0]
-        if len(same) > 1:
+    gaps = missing.gaps
+    legal: dict[str, bool] = {}  # is_legal_topic by topic: a topic has many partitions
+    for ident, listed in copies.items():
+        if ident in again:
+            same = [listed, *again[ident]]
             listed, why = duplicate_copy(same)
             for other in same:
                 if other is not listed:
@@ -157,12 +165,18 @@ def list_copy(roots: list[str | Path], *, include_superseded: bool = False, foll
                         str(other.replica.path), f"not read: the same partition as {listed.replica.path}, "
                                                  "in another log dir of its broker (a 'duplicate' finding)")))
         r = listed.replica
-        listed.dir_gap = missing.gaps.get((r.topic, r.partition))
-        if not is_legal_topic(r.topic):
+        if gaps:
+            listed.dir_gap = gaps.get((r.topic, r.partition))
+        ok = legal.get(r.topic)
+        if ok is None:
+            ok = legal[r.topic] = is_legal_topic(r.topic)
+        if not ok:
             out.findings.append((listed.key, illegal_topic_finding(r)))
-        out.files.extend({**listed.key, "file": str(p), "kind": "txn_index", "size": _size(p),
-                          "status": "listed", "error_count": 0, "batches": 0, "detail": None}
-                         for _, p in r.txn_indexes)
+        txn_indexes = r.txn_indexes
+        if txn_indexes:
+            out.files.extend({**listed.key, "file": str(p), "kind": "txn_index", "size": _size(p),
+                              "status": "listed", "error_count": 0, "batches": 0, "detail": None}
+                             for _, p in txn_indexes)
         out.replicas.append(listed)
     nobody = R.replica_key(None, None, None)
     out.files.extend(_skipped_row(nobody, s) for s in beside)

@@ -110,6 +110,10 @@ def work_units(listed: ListedReplica, split_bytes: Optional[int] = None) -> list
     for base, path in listed.replica.segments:
         size = file_size(path)
         n = range_count(size, split_bytes)
+        if n == 1:  # the file whole, as most are: its one unit without the loop
+            units.append({**key, "file": str(path), "segment_base_offset": base, "size": size,
+                          "range_index": 0, "ranges": 1, "split_bytes": split_bytes, "bytes": size})
+            continue
         for i in range(n):
             units.append({**key, "file": str(path), "segment_base_offset": base, "size": size,
                           "range_index": i, "ranges": n, "split_bytes": split_bytes,
