@@ -704,14 +704,33 @@ def history_in_order(records: Iterable[tuple], spans: Iterable[R.Row], order=sor
 def _history(records: Iterable[tuple], spans: Iterable[R.Row], order, *, spans_in_order: bool) -> list[R.Row]:
     """The history of ``records`` (the values of HISTORY_RECORD_COLUMNS, in HISTORY_RECORD_ORDER)
     and ``spans``."""
-    return history_rows(transactional_id_history(
-        map(_history_record, records),
-        ({c: s.get(c) for c in HISTORY_SPAN_COLUMNS} for s in spans), order=order, spans_in_order=spans_in_order))
+    from logscan.state.history import transactional_id_history_rows
+    if spans_in_order:
+        # the history reads a span's HISTORY_SPAN_COLUMNS only, and holds none past its
+        # transaction's: a row holding them all is taken as it is (a subset test, 0.18 us,
+        # against 0.43 us for the dict, 2026-12-08); one missing some is given None for them
+        spans = (s if s.keys() >= _HISTORY_SPAN_KEYS else {c: s.get(c) for c in HISTORY_SPAN_COLUMNS} for s in spans)
+    else:
+        # what ``order`` holds or spills of a span: its HISTORY_SPAN_COLUMNS only
+        spans = ({c: s.get(c) for c in HISTORY_SPAN_COLUMNS} for s in spans)
+    return transactional_id_history_rows(map(_history_record, records), spans, order=order,
+                                         spans_in_order=spans_in_order)
+
+
+_HISTORY_SPAN_KEYS = frozenset(HISTORY_SPAN_COLUMNS)
+_new_tuple = tuple.__new__
 
 
 def _history_record(values: tuple) -> TxnLogRecord:
     """A coordinator record as the history reads it, from the values of HISTORY_RECORD_COLUMNS
     (its partitions and coordinator epoch, which the history does not read, left out)."""
     partition, offset, tid, state, pid, previous, following, epoch, timeout, last_update, start = values
-    return TxnLogRecord(partition, offset, tid, state, pid, previous, following, epoch, timeout,
-                        last_update_timestamp_ms=last_update, start_timestamp_ms=start)
+    # TxnLogRecord's fields in its order, its defaults for partitions and coordinator_epoch:
+    # made by tuple.__new__, as TxnLogRecord._make does, without the keyword call (0.22 us a
+    # record against 0.51, min of 5 x 200,000, 2026-12-08)
+    return _new_tuple(TxnLogRecord, (partition, offset, tid, state, pid, previous, following, epoch, timeout,
+                                     _NO_PARTITIONS, last_update, start, _NO_COORDINATOR_EPOCH))
+
+
+_NO_PARTITIONS = TxnLogRecord._field_defaults["partitions"]
+_NO_COORDINATOR_EPOCH = TxnLogRecord._field_defaults["coordinator_epoch"]

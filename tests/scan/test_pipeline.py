@@ -155,3 +155,55 @@ def test_exit_status_hanging_then_damage():
     assert summary.exit_status(fig) == summary.EXIT_DAMAGE
     fig.reasons = [("no_coordinator_record", True, 1)]
     assert summary.exit_status(fig) == summary.EXIT_HANGING
+
+
+def test_a_history_record_is_the_txn_log_record_of_its_values():
+    """_history_record builds the TxnLogRecord by tuple.__new__: the record the keyword call
+    made, the fields the history does not read at TxnLogRecord's defaults."""
+    from logscan.state.coordinator import TxnLogRecord
+    values = (3, 17, "app-1", "PrepareAbort", 42, 41, 43, 7, 60000, 1795381200123, 1795381199000)
+    got = pipeline._history_record(values)
+    want = TxnLogRecord(3, 17, "app-1", "PrepareAbort", 42, 41, 43, 7, 60000,
+                        last_update_timestamp_ms=1795381200123, start_timestamp_ms=1795381199000)
+    assert type(got) is TxnLogRecord and got == want and got._asdict() == want._asdict()
+    assert len(values) == len(pipeline.HISTORY_RECORD_COLUMNS)
+
+
+def _spans_of(rnd: random.Random) -> list[dict]:
+    spans = []
+    for _ in range(80):
+        s = {"broker": rnd.randint(1, 3), "topic": rnd.choice("tu"), "partition": rnd.randint(0, 1),
+             "producer_id": rnd.randint(1, 4), "first_offset": rnd.randint(0, 5),
+             "outcome": rnd.choice(["COMMIT", "ABORT", "OPEN"]), "duration_ms": rnd.randint(0, 50),
+             "producer_epoch": 0, "start_timestamp": 5, "end_marker_offset": 9}
+        if s["outcome"] == "OPEN" and rnd.random() < 0.7:
+            del s["duration_ms"]   # an open span of OPEN_SPAN_COLUMNS: no duration
+        elif rnd.random() < 0.1:
+            del s["outcome"]   # a column the history reads, missing: None, as history() gives it
+        spans.append(s)
+    return spans
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_history_in_order_takes_spans_as_they_are_or_projected(seed):
+    """history_in_order takes a span holding every HISTORY_SPAN_COLUMNS as it is (its other
+    columns unread) and one missing some as if they were None: its rows are history's, which
+    projects every span, over spans with and without durations, outcomes and extra columns."""
+    rnd = random.Random(seed)
+    records = []
+    for offset in range(40):
+        tid = rnd.choice(["a", "b", "c"])
+        start = rnd.randint(0, 40)
+        records.append({"partition": 0, "offset": offset, "transactional_id": tid,
+                        "state": rnd.choice(["Empty", "Ongoing", "PrepareAbort", "CompleteCommit", "CompleteAbort"]),
+                        "producer_id": rnd.randint(1, 4), "previous_producer_id": -1, "next_producer_id": -1,
+                        "producer_epoch": rnd.randint(0, 2), "transaction_timeout_ms": 10,
+                        "last_update_timestamp_ms": start + rnd.randint(0, 30), "start_timestamp_ms": start,
+                        "coordinator_epoch": 0, "partitions": []})
+    spans = _spans_of(rnd)
+    want = pipeline.history(records, spans)
+    in_order = sorted(spans, key=lambda s: tuple(s[c] for c in pipeline.HISTORY_SPAN_ORDER))
+    values = [tuple(r[c] for c in pipeline.HISTORY_RECORD_COLUMNS) for r in records]
+    got = pipeline.history_in_order(values, in_order)
+    assert repr(got) == repr(want)
+    assert any(r["span_duration_p50_ms"] is not None for r in got)

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from logscan.scan.spool import SpoolFolder
 from logscan.state.coordinator import NO_PRODUCER_ID, TxnLogRecord
 from logscan.state.history import (HELD_DURATIONS, OUTCOMES, SPAN_ORDER, Durations, IdHistory, ProducerRun,
-                                   history_rows, percentile, transactional_id_history)
+                                   history_rows, percentile, transactional_id_history,
+                                   transactional_id_history_rows)
 
 
 def _durations(values: list[int]) -> Durations:
@@ -153,6 +154,12 @@ def test_histories_are_what_they_were(inputs):
                     transactional_id_history(records, in_order, order=_spool_order(folder), spans_in_order=True)):
             assert got == want
             assert repr(history_rows(got)) == repr(history_rows(want))
+        # the rows made from the folds themselves (the history step's) are history_rows's
+        for rows in (transactional_id_history_rows(iter(records), iter(spans)),
+                     transactional_id_history_rows(by_id, spans, order=_spool_order(folder)),
+                     transactional_id_history_rows(by_id, in_order, spans_in_order=True),
+                     transactional_id_history_rows(records, in_order, order=_spool_order(folder), spans_in_order=True)):
+            assert repr(rows) == repr(history_rows(want))
 
 
 def test_an_ids_few_durations_stay_out_of_the_sort():
@@ -176,6 +183,7 @@ def test_an_ids_few_durations_stay_out_of_the_sort():
         return out
 
     got = transactional_id_history(records, spans, order=order)
+    assert transactional_id_history_rows(records, spans) == history_rows(got)
     assert sorted(sorted_values) == sorted([("many", 0, 100 + i * 7 % 5 - (100 - i)) for i in range(HELD_DURATIONS + 1)]
                                            + [("few", 1, i % 3) for i in range(HELD_DURATIONS + 2)])
     assert got == _history_before(records, spans)
