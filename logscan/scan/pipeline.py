@@ -667,17 +667,20 @@ def impact(states: Iterable[R.Row], segments_of: Callable[[tuple[int, str, int]]
     cleaner-offset-checkpoint entry (``cleaner_checkpoints``: by (broker, topic, partition),
     from the listing rows: replica_info's cleaner_checkpoint), the topics' configs (metadata's
     ("config", row) rows) and whether the copy shows remote storage in use."""
-    states = sorted(states, key=lambda s: (s["topic"], s["partition"], s["broker"]))
+    from logscan.state.retention import replica_impact, replica_segments
+    states = sorted(states, key=_IMPACT_ORDER)
     by_topic: dict[str, dict[str, str]] = {}
     for c in configs:
         by_topic.setdefault(c["topic"], {})[c["name"]] = c["value"]
     remote = remote_storage_in_copy(s["topic"] for s in states)
     for state in states:
-        segments = [f for f in segments_of((state["broker"], state["topic"], state["partition"]))
-                    if f["kind"] == "log_segment"]
-        yield from impact_rows([state], segments, cleaner_checkpoints=cleaner_checkpoints, configs=by_topic,
-                               remote_storage=remote, batches=[f for f in segments if f.get("max_timestamp") is not None],
-                               as_of_ms=as_of_ms)
+        # impact_rows's row of the replica, its log_segment rows its segments and their batches
+        yield replica_impact(state, replica_segments(segments_of((state["broker"], state["topic"], state["partition"]))),
+                             cleaner_checkpoints, by_topic, remote, as_of_ms)
+
+
+#: The order impact gives its rows in.
+_IMPACT_ORDER = itemgetter("topic", "partition", "broker")
 
 
 def history(records: Iterable[R.Row], spans: Iterable[R.Row], order=sorted) -> list[R.Row]:

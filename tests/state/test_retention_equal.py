@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from logscan.logdir.naming import INT64_MAX, base_offset_from_name
 from logscan.state.retention import (Segment, _log_base, held_by_cleaner, held_from_tiering, impact_rows,
-                                     is_compacted, segments_of)
+                                     is_compacted, replica_impact, replica_segments, segments_of)
 
 
 def _segments_before(files: Iterable[dict], batches: Iterable[dict] = ()) -> list[Segment]:
@@ -152,3 +152,28 @@ def test_impact_rows_are_what_they_were_on_compacted_replicas_with_and_without_c
         want = _impact_before(states, files, **kw)
         assert repr(impact_rows(states, files, **kw)) == repr(want)
         assert any(r["cleaner_first_uncleanable_offset"] is not None for r in want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_copies(), st.booleans(), st.one_of(st.none(), st.integers(0, 3000)),
+       st.lists(st.one_of(st.none(), st.integers(-5, 2), st.integers(-5, 2000)), min_size=16, max_size=16))
+def test_a_replica_at_a_time_is_impact_rows(copy, remote, as_of_ms, stamps):
+    """replica_segments and replica_impact (pipeline.impact's, a replica's files rows carrying
+    their own max_timestamp) give what impact_rows gave of the replica's log_segment rows and,
+    as batches, those of them with a max_timestamp: a replica of one row (its fast path) or
+    of several, timestamps below -1 (NO_TIMESTAMP) and none."""
+    states, files, _, checkpoints, configs = copy
+    files = [{**f, "max_timestamp": stamp} for f, stamp in zip(files, stamps)]
+    for s in states:
+        key = (s["broker"], s["topic"], s["partition"])
+        mine = [f for f in files if (f["broker"], f["topic"], f["partition"]) == key]
+        segments = [f for f in mine if f["kind"] == "log_segment"]
+        batches = [f for f in segments if f["max_timestamp"] is not None]
+        got_segments = replica_segments(iter(mine))
+        assert got_segments == segments_of(segments, batches) == _segments_before(segments, batches)
+        for chunk in ([f] for f in mine):   # each row alone: the one-row path
+            lone = [f for f in chunk if f["kind"] == "log_segment"]
+            assert replica_segments(chunk) == _segments_before(lone, [f for f in lone if f["max_timestamp"] is not None])
+        want = impact_rows([s], segments, cleaner_checkpoints=checkpoints, configs=configs, remote_storage=remote,
+                           batches=batches, as_of_ms=as_of_ms)
+        assert repr([replica_impact(s, got_segments, checkpoints, configs, remote, as_of_ms)]) == repr(want)
