@@ -631,7 +631,14 @@ def served(states: Iterable[R.Row]) -> dict[tuple[str, int], R.Row]:
 def served_keys(states: Iterable[R.Row]) -> set[tuple[int, str, int]]:
     """The (broker, topic, partition) of each served replica: whose commit rows the groups step
     loads and whose spans the history step counts."""
-    return {(s["broker"], s["topic"], s["partition"]) for s in served(states).values()}
+    return served_replicas(served(states))
+
+
+def served_replicas(served_states: dict[tuple[str, int], R.Row]) -> set[tuple[int, str, int]]:
+    """served_keys, of what served() gave: for an executor that has it already, which spares
+    served() a second pass over the states (20 ms of 60,009 on make bench's cores copy,
+    2026-12-08)."""
+    return {(s["broker"], s["topic"], s["partition"]) for s in served_states.values()}
 
 
 def offsets(commits: Iterable[R.Row], state: R.Row, as_of_ms: int) -> list[R.Row]:
@@ -647,6 +654,19 @@ def groups(offsets: Iterable[R.Row], states: Iterable[R.Row], candidates: Iterab
     rows, the hanging_candidates rows and the open spans (OPEN_SPAN_COLUMNS) of the served
     replicas (served_keys), any order."""
     return affected(offsets, list(states), candidates, open_spans, as_of_ms)
+
+
+def row_maker(columns: Iterable[str]) -> Callable[[tuple], R.Row]:
+    """The function making a row (a dict, ``columns`` its keys in their order) of a tuple of
+    their values: dict(zip(columns, values)) for a tuple of as many values. Its code is made
+    for the columns, as collections.namedtuple makes a class's: a dict display of the tuple's
+    items, half the CPU of dict(zip()) (0.048 against 0.106 s for 100,000 rows of 9 columns,
+    2026-12-08), what the Spark driver pays for each span and segment row it streams."""
+    columns = tuple(columns)
+    if not all(isinstance(c, str) for c in columns):
+        raise TypeError(f"row_maker takes column names, not {columns!r}")
+    items = ", ".join(f"{c!r}: v[{i}]" for i, c in enumerate(columns))
+    return eval(f"lambda v: {{{items}}}", {})   # the columns' reprs and indexes only
 
 
 def by_replica(rows: Iterable[R.Row]) -> Callable[[tuple[int, str, int]], list[R.Row]]:

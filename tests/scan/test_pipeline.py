@@ -207,3 +207,34 @@ def test_the_history_in_order_takes_spans_as_they_are_or_projected(seed):
     got = pipeline.history_in_order(values, in_order)
     assert repr(got) == repr(want)
     assert any(r["span_duration_p50_ms"] is not None for r in got)
+
+
+def test_the_served_replicas_are_the_served_keys():
+    """served_replicas(served(states)) is served_keys(states): each partition's served replica
+    (its leader's, else the one furthest ahead), of any number of replicas."""
+    rnd = random.Random(7)
+    states = [{"broker": b, "topic": t, "partition": p, "is_leader": rnd.choice([None, False, True]),
+               "high_watermark": rnd.choice([None, 5, 9]), "last_stable_offset": rnd.choice([None, 3, 9])}
+              for t in "tu" for p in range(6) for b in rnd.sample([1, 2, 3, 4], rnd.randint(1, 4))]
+    served = pipeline.served(states)
+    assert pipeline.served_replicas(served) == pipeline.served_keys(states)
+    assert len(pipeline.served_replicas(served)) == len(served) == 12
+    assert pipeline.served_replicas({}) == set()
+
+
+@pytest.mark.parametrize("columns", [
+    ("broker", "topic", "partition", "producer_id", "first_offset", "outcome", "duration_ms"),
+    ("a",), (), ("it's", 'say "x"', "new\nline", "ünï", "{}", "v[0]", "lambda"),
+])
+def test_a_row_maker_makes_the_dict_of_its_columns(columns):
+    """row_maker(columns)(values) is dict(zip(columns, values)), key order too, whatever the
+    column names hold (quotes, braces, code)."""
+    values = tuple(range(len(columns)))
+    got = pipeline.row_maker(columns)(values)
+    assert got == dict(zip(columns, values)) and list(got) == list(columns)
+    assert pipeline.row_maker(iter(columns))(tuple(reversed(values))) == dict(zip(columns, reversed(values)))
+
+
+def test_a_row_maker_takes_names_only():
+    with pytest.raises(TypeError, match="column names"):
+        pipeline.row_maker(["a", 1])
