@@ -710,9 +710,14 @@ def history(records: Iterable[R.Row], spans: Iterable[R.Row], order=sorted) -> l
     (served_keys): a partition's transactions as consumers read them, each once. ``order``: a
     stable sort with sorted()'s contract, of rows: sorted() holds them; the local executor's
     spills them to disk (spool.SpoolFolder.sorted)."""
-    ordered = order((tuple(r[c] for c in HISTORY_RECORD_COLUMNS) for r in records),
-                    key=itemgetter(*range(len(HISTORY_RECORD_ORDER))))
+    ordered = order(map(_HISTORY_RECORD_VALUES, records), key=itemgetter(*range(len(HISTORY_RECORD_ORDER))))
     return _history(ordered, spans, order, spans_in_order=False)
+
+
+#: A txn_log row's values of HISTORY_RECORD_COLUMNS, as a tuple (an itemgetter of more than one
+#: key gives one): the tuple() of a generator per record it replaced took 0.09 of the local
+#: history's 1.26 s under cProfile (47,016 records, 2026-12-08).
+_HISTORY_RECORD_VALUES = itemgetter(*HISTORY_RECORD_COLUMNS)
 
 
 def history_in_order(records: Iterable[tuple], spans: Iterable[R.Row], order=sorted) -> list[R.Row]:
