@@ -57,7 +57,7 @@ from logscan.state.coordinator import (CoordinatorCopy, ProducerIdIndex, Replica
 from logscan.state.facts import BatchFact
 from logscan.state.history import SPAN_ORDER, history_rows, transactional_id_history
 from logscan.state.offsets import served_state
-from logscan.state.retention import impact_rows, remote_storage_in_copy, topic_configs
+from logscan.state.retention import remote_storage_in_copy, topic_configs
 from logscan.state.spans import TxnSpan
 
 from . import rows as R
