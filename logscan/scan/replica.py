@@ -1249,24 +1249,32 @@ class ReplicaAnalyser:
             if segment != self._segment:
                 self._enter_segment(segment)
             low, high, prev_last = self._low, self._high, self._prev_last
-            replay, load_from, max_timestamp = self._replay, self._load_from, self.max_timestamp
+            max_timestamp = self.max_timestamp
+            # The facts that keep the order, up to the first that does not; then what feed() does
+            # with each, the replay's in one loop (Replay.feed_facts: the replay and the broker's
+            # load share nothing, so each may take them all in turn).
             for fact in facts:
                 base, last = fact.base_offset, fact.last_offset
                 if (not (prev_last < base <= last and low <= last <= high)
                         or (fact.is_control and fact.producer_id >= 0 and fact.control_type not in _MARKER_TYPES)):
                     break
                 prev_last = last
-                if replay is None:
-                    # The snapshot to start from depends on the first offset the log still has.
-                    self._seed = snapshot_seed(self.snapshots, base)
-                    replay = self._replay = Replay(self._seed, self._on_close, high_watermark_floor=self._hw_floor)
                 if fact.max_timestamp > max_timestamp:
                     max_timestamp = fact.max_timestamp
-                replay.feed(fact)
-                if load_from is not None and last >= load_from:
-                    self._load.feed(fact)
                 i += 1
             if i:
+                if self._replay is None:
+                    # The snapshot to start from depends on the first offset the log still has.
+                    self._seed = snapshot_seed(self.snapshots, facts[0].base_offset)
+                    self._replay = Replay(self._seed, self._on_close, high_watermark_floor=self._hw_floor)
+                fed = facts if i == len(facts) else facts[:i]
+                self._replay.feed_facts(fed)
+                load_from = self._load_from
+                if load_from is not None:
+                    load = self._load
+                    for fact in fed:
+                        if fact.last_offset >= load_from:
+                            load.feed(fact)
                 self._prev_last, self.max_timestamp = prev_last, max_timestamp
                 self._prev_segment, self._prev_position = segment, positions[i - 1]
                 for k in range(i - 1, -1, -1):

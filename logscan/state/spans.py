@@ -131,6 +131,54 @@ class Replay:
             if self._on_close is not None:
                 self._on_close(span)
 
+    def feed_facts(self, facts: Iterable[BatchFact]) -> None:
+        """feed() of each of ``facts``, in order, in one loop (ReplicaAnalyser._feed_rows': a
+        segment of few batches): ProducerStateManager.append's own steps (the map end offset,
+        the producer's entry) held in locals, its rules called as append() calls them
+        (_append_data, _append_marker), each fact's fields read at once. feed() a fact at a
+        time took ~9% of the bench copy's scan CPU samples (91,584 batches, 2026-12-08)."""
+        start, current, on_close = self._start, self._current, self._on_close
+        psm = self.producers
+        producers = psm.producers
+        append_data, append_marker = psm._append_data, psm._append_marker
+        end = None
+        for batch in facts:
+            (base, last, producer_id, epoch, _, _, max_timestamp, transactional, control, records, size, _,
+             coordinator_epoch, marker_timestamp) = batch
+            if last < start:
+                continue
+            end = last + 1
+            if producer_id < 0:
+                continue
+            entry = producers.get(producer_id)
+            if entry is None:
+                entry = producers[producer_id] = ProducerStateEntry(producer_id)
+            if control:
+                span = current.get(producer_id)   # (the span open before the marker)
+                completed = append_marker(entry, batch)
+                if completed is not None and span is not None:
+                    del current[producer_id]
+                    span.end_marker_offset = base
+                    span.end_marker_epoch = epoch
+                    span.outcome = "ABORT" if completed.is_aborted else "COMMIT"
+                    span.coordinator_epoch = coordinator_epoch
+                    span.end_timestamp = marker_timestamp
+                    if on_close is not None:
+                        on_close(span)
+                continue
+            append_data(entry, batch)
+            if transactional:
+                span = current.get(producer_id)
+                if span is None:
+                    span = self._open(TxnSpan(producer_id, epoch, base, last, max_timestamp, max_timestamp))
+                span.last_data_offset = last
+                span.last_timestamp = max_timestamp
+                span.batches += 1
+                span.records += records
+                span.bytes += size
+        if end is not None:
+            psm.map_end_offset = end
+
     def feed_table(self, table) -> None:
         """feed() of every row of ``table`` (a fact table, logscan.scan.replica's), in order, in
         bulk: the producers replayed by ProducerStateManager.append_table, and the spans made of
