@@ -46,3 +46,20 @@ def test_interleaved_keys_over_many_chunks_each_come_back_whole(tmp_path):
         assert sorted(s.keys()) == sorted(want)
         for k, rows in want.items():
             assert list(s.rows(k)) == rows
+
+
+def test_a_spool_file_cut_short_is_a_located_error(tmp_path):
+    """A chunk is read at once, its length known: a file cut short under the spool (nothing but
+    this process writes it) says which spool and where, never a marshal error."""
+    import os
+
+    import pytest
+
+    with SpoolFolder(str(tmp_path)) as folder:
+        s = folder.spool("s", ("a", "b"), chunk_rows=2)
+        for n in range(5):
+            s.add("k", {"a": n, "b": "x" * 50})
+        s.close()
+        os.truncate(s.path, os.path.getsize(s.path) - 10)
+        with pytest.raises(OSError, match=r"s\.spool: .* bytes of a chunk at byte \d+ read"):
+            list(s.rows("k"))
