@@ -27,7 +27,7 @@ def _file(rng: random.Random) -> bytes:
         offset = rng.choice([0, rng.randrange(1 << 63), -1, (1 << 63) - 1, 1 << 63, -(1 << 63)])
         lines.append(f"{epoch} {offset}")
     text = "\n".join(lines) + rng.choice(["\n", "", "\n\n"])
-    for _ in range(rng.randrange(3)):   # a damaged byte: a space, \r, a sign, a letter, a zero
+    for _ in range(rng.choice([0, 0, 0, 1, 2])):   # a damaged byte: a space, \r, a sign, a letter, a zero
         at = rng.randrange(len(text) + 1)
         text = text[:at] + rng.choice([" ", "\r", "+", "-", "x", "0", "\n", "\t", "é"]) + text[at:]
     return text.encode("utf-8")
@@ -41,7 +41,7 @@ def test_generated_leader_epoch_files_read_as_the_frame_reads_them(seed):
         data = _file(rng)
         assert _read(C.parse_leader_epoch_checkpoint, data) == _read(C._parse_leader_epoch_frame, data), data
         read_at_once += C._common_leader_epoch_checkpoint(data) is not None
-    assert read_at_once >= 20   # (the common form is among them)
+    assert read_at_once >= 5   # (the common form is among them)
 
 
 def test_the_common_form_is_read_at_once_and_others_are_left_to_the_frame():
