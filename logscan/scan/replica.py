@@ -363,19 +363,23 @@ def iter_segment(path: str, partition: int, *, is_txn_log: bool, out: ReplicaRea
 def _opened(path: str, out: ReplicaRead, walk: Callable) -> Iterator:
     """``walk(log, budget)`` over the segment at ``path`` opened (LogWindows) with its
     decompression budget; a failure to open it, or a failed read outside walk_windows, is a
-    finding in ``out``."""
-    with ExitStack() as stack:
-        try:
-            log = stack.enter_context(LogWindows(path))
-        except OSError as e:
-            out.findings.append(Finding(path, -1, "io", str(e)))
-            return
+    finding in ``out``. (A try and finally rather than an ExitStack, whose entering and exit
+    were ~3% of the bench copy's scan CPU samples, one segment a replica, 2026-12-08: a
+    LogWindows' exit only closes it.)"""
+    try:
+        log = LogWindows(path).__enter__()
+    except OSError as e:
+        out.findings.append(Finding(path, -1, "io", str(e)))
+        return
+    try:
         out.bytes_read += log.size
         budget = segment_budget(log.size)  # a segment of small decompression bombs stops here
         try:
             yield from walk(log, budget)
         except OSError as e:  # met by a byte range's own resync search (walk_windows' reads say theirs)
             out.findings.append(_read_failure(path, log, e))
+    finally:
+        log.__exit__(None, None, None)
 
 
 def _read_failure(path: str, log, error: OSError) -> Finding:
