@@ -270,7 +270,7 @@ class _After:
         ``records()`` (read again from the spool), the history putting them in order on disk
         (folder.sorted)."""
         served = pipeline.served(self.states)
-        keys = pipeline.served_keys(self.states)
+        keys = pipeline.served_replicas(served)
         open_spans = [s for s in self.open_spans if _replica(s) in keys]
         offsets: list[R.Row] = []
         for (topic, partition), state in sorted(served.items()):
