@@ -167,22 +167,8 @@ class _IdFold:
         """history_rows's row of finish()'s IdHistory, made from the fold itself: the history
         step's rows (transactional_id_history_rows) without an IdHistory, its ProducerRuns and
         Durations made first, a row per id (47,016 on make bench's cores copy, 2026-12-08)."""
-        held = self.held
-        if held is None or held is _SPILLED:
-            _, p50, p99, top = self.record_durations
-        elif len(held) == 1:
-            p50 = p99 = top = held[0]
-        else:
-            held.sort()
-            p50, p99, top = held[_AT50[len(held)]], held[_AT99[len(held)]], held[-1]
-        held = self.held_spans
-        if held is None or held is _SPILLED:
-            _, s50, s99, stop = self.span_durations
-        elif len(held) == 1:
-            s50 = s99 = stop = held[0]
-        else:
-            held.sort()
-            s50, s99, stop = held[_AT50[len(held)]], held[_AT99[len(held)]], held[-1]
+        p50, p99, top = _percentiles(self.held, self.record_durations)
+        s50, s99, stop = _percentiles(self.held_spans, self.span_durations)
         outcomes = self.span_outcomes
         if outcomes is None:
             commits = aborts = opened = 0
@@ -211,6 +197,13 @@ class _IdFold:
                          span_durations=self.span_durations, last_state=self.last_state)
 
 
+def _percentiles(held: Optional[list], durations) -> tuple:
+    """(p50, p99, max) of an id's durations of one kind: of ``held``, the few its fold kept
+    (HELD_DURATIONS), else of ``durations`` (the Durations the history's order gave it)."""
+    _, p50, p99, top = durations if held is None or held is _SPILLED else _durations_of(held)
+    return p50, p99, top
+
+
 #: The states of a transaction in progress.
 _IN_PROGRESS = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 _NO_DURATIONS = Durations(0, None, None, None)
@@ -233,7 +226,8 @@ def _durations_of(values: list[int]) -> Durations:
         (v,) = values
         return Durations(1, v, v, v)
     values.sort()
-    return Durations(n, values[_rank(n, 0.5)], values[_rank(n, 0.99)], values[-1])
+    return Durations(n, values[_AT50[n]], values[_AT99[n]], values[-1]) if n <= HELD_DURATIONS else \
+        Durations(n, values[_rank(n, 0.5)], values[_rank(n, 0.99)], values[-1])
 
 
 #: A stable sort with sorted()'s contract (an iterable and key=, giving the items in order):
