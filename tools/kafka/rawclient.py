@@ -304,7 +304,11 @@ class RawClient:
 
     def add_partitions_to_txn(self, transactional_id: str, producer: ProducerIdAndEpoch,
                               partitions: list[tuple[str, int]]) -> None:
-        _retrying(lambda: self._add_partitions_to_txn(transactional_id, producer, partitions))
+        # A coordinator that does not know a topic created a moment ago answers
+        # UNKNOWN_TOPIC_OR_PARTITION, which Kafka's producer retries (TransactionManager's
+        # AddPartitionsToTxnHandler re-enqueues the request): seen on a loaded machine, 2026-12-08.
+        _retrying(lambda: self._add_partitions_to_txn(transactional_id, producer, partitions),
+                  {**RETRIABLE, 3: METADATA_PROPAGATING[3]})
 
     def _add_partitions_to_txn(self, transactional_id: str, producer: ProducerIdAndEpoch,
                                partitions: list[tuple[str, int]]) -> None:
